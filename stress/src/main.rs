@@ -1,0 +1,2 @@
+//! The zerorx stress harness.
+fn main() {}

@@ -1,0 +1,406 @@
+//! The kernel's ZCRX and query ABI: constants and `#[repr(C)]` structs.
+//!
+//! The `io-uring` crate (0.7.15) carries the 6.15-era registration struct only, with
+//! `rx_buf_len` hidden in a reserved field and no query, control or import support, so
+//! the structs the runtime registers with are defined here from the kernel uapi headers
+//! (`include/uapi/linux/io_uring.h`, `io_uring/zcrx.h`, `io_uring/query.h`). Field order
+//! and sizes are checked against the kernel values in the tests at the bottom.
+//!
+//! Every struct is plain data: all-zero is a valid value, which is what the kernel
+//! expects of every reserved field.
+
+/// `IORING_OP_RECV_ZC`: multishot zero-copy receive. Linux 6.15.
+pub const IORING_OP_RECV_ZC: u8 = 58;
+
+/// `IORING_REGISTER_PBUF_RING`: register a provided-buffer ring. Linux 5.19.
+pub const IORING_REGISTER_PBUF_RING: u32 = 22;
+/// `IORING_REGISTER_ZCRX_IFQ`: bind a NIC receive queue to an area. Linux 6.15.
+pub const IORING_REGISTER_ZCRX_IFQ: u32 = 32;
+/// `IORING_REGISTER_QUERY`: blind capability query (ring fd may be -1). Linux 6.18.
+pub const IORING_REGISTER_QUERY: u32 = 35;
+/// `IORING_REGISTER_ZCRX_CTRL`: flush and export. Linux 6.19.
+///
+/// Never send it unless the kernel reports more than 36 register opcodes: 6.18-rc1..rc4
+/// used the same number for a different struct.
+pub const IORING_REGISTER_ZCRX_CTRL: u32 = 36;
+
+/// Ring setup flags (`IORING_SETUP_*`) the probe and the runtime care about.
+pub mod setup {
+    /// Clamp oversized ring sizes instead of failing.
+    pub const CLAMP: u32 = 1 << 4;
+    /// Complete task work only when the application asks (cheaper wake-ups).
+    pub const COOP_TASKRUN: u32 = 1 << 8;
+    /// Tell the application when task work is pending.
+    pub const TASKRUN_FLAG: u32 = 1 << 9;
+    /// 32-byte completion entries (needed by RECV_ZC).
+    pub const CQE32: u32 = 1 << 11;
+    /// Only one thread submits (needed by DEFER_TASKRUN).
+    pub const SINGLE_ISSUER: u32 = 1 << 12;
+    /// Run completion task work at `io_uring_enter` time only (needed by ZCRX).
+    pub const DEFER_TASKRUN: u32 = 1 << 13;
+    /// Mixed 16/32-byte completion entries. Linux 6.18.
+    pub const CQE_MIXED: u32 = 1 << 18;
+}
+
+/// Completion flags (`IORING_CQE_F_*`).
+pub mod cqe_flags {
+    /// A provided buffer was used; its id is in the upper 16 bits.
+    pub const BUFFER: u32 = 1 << 0;
+    /// More completions will follow for this request (multishot).
+    pub const MORE: u32 = 1 << 1;
+    /// The socket still had data when this completion was posted.
+    pub const SOCK_NONEMPTY: u32 = 1 << 2;
+    /// The provided buffer was consumed only in part (incremental rings).
+    pub const BUF_MORE: u32 = 1 << 4;
+    /// Padding entry on CQE_MIXED rings. Linux 6.18.
+    pub const SKIP: u32 = 1 << 5;
+    /// 32-byte entry on CQE_MIXED rings. Linux 6.18.
+    pub const F_32: u32 = 1 << 15;
+    /// Shift of the buffer id in `flags`.
+    pub const BUFFER_SHIFT: u32 = 16;
+}
+
+/// Shift of the area id inside a ZCRX offset.
+pub const IORING_ZCRX_AREA_SHIFT: u32 = 48;
+/// Mask of the area id bits inside a ZCRX offset.
+pub const IORING_ZCRX_AREA_MASK: u64 = !((1u64 << IORING_ZCRX_AREA_SHIFT) - 1);
+/// Area flag: the area is a dmabuf (Linux 6.16).
+pub const IORING_ZCRX_AREA_DMABUF: u32 = 1;
+/// Region flag: the region's memory is supplied by the user.
+pub const IORING_MEM_REGION_TYPE_USER: u32 = 1;
+/// `IORING_RECV_MULTISHOT`, carried in `sqe->ioprio`.
+pub const IORING_RECV_MULTISHOT: u16 = 1 << 1;
+
+/// Registration flag: import an instance exported by another ring (Linux 6.19).
+pub const ZCRX_REG_IMPORT: u32 = 1;
+/// Registration flag: device-less instance, every byte copied (Linux 7.1).
+pub const ZCRX_REG_NODEV: u32 = 2;
+/// Query feature bit: `rx_buf_len` is honoured (Linux 7.0).
+pub const ZCRX_FEATURE_RX_PAGE_SIZE: u32 = 1;
+/// ZCRX control op: make the kernel consume the refill ring now.
+pub const ZCRX_CTRL_FLUSH_RQ: u32 = 0;
+/// ZCRX control op: export the instance as a file descriptor.
+pub const ZCRX_CTRL_EXPORT: u32 = 1;
+
+/// Query op: opcode counts and flag masks (Linux 6.18).
+pub const IO_URING_QUERY_OPCODES: u32 = 0;
+/// Query op: ZCRX capabilities (Linux 6.19).
+pub const IO_URING_QUERY_ZCRX: u32 = 1;
+
+/// Largest refill ring the kernel accepts without `IORING_SETUP_CLAMP`.
+pub const RQ_MAX_ENTRIES: u32 = 32768;
+
+/// `struct io_uring_zcrx_offsets`: where head, tail and entries sit in the refill region.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ZcrxOffsets {
+    /// Byte offset of the kernel-written head (u32).
+    pub head: u32,
+    /// Byte offset of the user-written tail (u32).
+    pub tail: u32,
+    /// Byte offset of the refill entry array.
+    pub rqes: u32,
+    /// Reserved.
+    pub resv2: u32,
+    /// Reserved.
+    pub resv: [u64; 2],
+}
+
+/// `struct io_uring_zcrx_ifq_reg`: the argument of `IORING_REGISTER_ZCRX_IFQ`.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ZcrxIfqReg {
+    /// Interface index; the exported fd for IMPORT; 0 for NODEV.
+    pub if_idx: u32,
+    /// Hardware receive queue; 0 for NODEV and IMPORT.
+    pub if_rxq: u32,
+    /// Requested refill entries; the kernel writes back the power of two it used.
+    pub rq_entries: u32,
+    /// `ZCRX_REG_*` flags (0 before Linux 6.19).
+    pub flags: u32,
+    /// Pointer to a [`ZcrxAreaReg`].
+    pub area_ptr: u64,
+    /// Pointer to a [`RegionDesc`] for the refill ring.
+    pub region_ptr: u64,
+    /// Written by the kernel.
+    pub offsets: ZcrxOffsets,
+    /// Written by the kernel: the id to put in `sqe->zcrx_ifq_idx`.
+    pub zcrx_id: u32,
+    /// Chunk size wanted (Linux 7.0+; 0 = page size); written back on 7.1+.
+    pub rx_buf_len: u32,
+    /// Reserved, must be 0.
+    pub resv: [u64; 3],
+}
+
+/// `struct io_uring_zcrx_area_reg`: the memory the NIC writes into.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ZcrxAreaReg {
+    /// User address (page aligned), or offset into a dmabuf.
+    pub addr: u64,
+    /// Length in bytes (page multiple).
+    pub len: u64,
+    /// Written by the kernel: area id << 48, to OR into refill entries.
+    pub rq_area_token: u64,
+    /// `IORING_ZCRX_AREA_*` flags.
+    pub flags: u32,
+    /// dmabuf fd when `flags` has DMABUF.
+    pub dmabuf_fd: u32,
+    /// Reserved.
+    pub resv2: [u64; 2],
+}
+
+/// `struct io_uring_region_desc`: user memory for the refill ring.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RegionDesc {
+    /// User address (page aligned) when `flags` has TYPE_USER.
+    pub user_addr: u64,
+    /// Size in bytes (page multiple).
+    pub size: u64,
+    /// `IORING_MEM_REGION_TYPE_*`.
+    pub flags: u32,
+    /// Must be 0.
+    pub id: u32,
+    /// Written by the kernel for kernel-allocated regions.
+    pub mmap_offset: u64,
+    /// Reserved.
+    pub resv: [u64; 4],
+}
+
+/// `struct io_uring_zcrx_rqe`: one entry of the refill ring.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ZcrxRqe {
+    /// Area offset of the returned chunk, OR'd with the area token.
+    pub off: u64,
+    /// Ignored by the kernel.
+    pub len: u32,
+    /// Must be 0, or the kernel silently drops the entry.
+    pub pad: u32,
+}
+
+/// `struct io_uring_zcrx_cqe`: bytes 16..32 of a RECV_ZC completion.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ZcrxCqe {
+    /// Area id (high 16 bits) and byte offset into the area.
+    pub off: u64,
+    /// Reserved.
+    pub pad: u64,
+}
+
+/// `struct zcrx_ctrl_export`: output of `ZCRX_CTRL_EXPORT`.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ZcrxCtrlExport {
+    /// Written by the kernel: the exported instance's fd.
+    pub zcrx_fd: u32,
+    /// Reserved, must be 0.
+    pub resv1: [u32; 11],
+}
+
+/// `struct zcrx_ctrl`: the argument of `IORING_REGISTER_ZCRX_CTRL`.
+///
+/// The kernel's 48-byte union is represented by its export arm; the flush arm is all
+/// reserved zeros, which an all-zero export arm also is.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ZcrxCtrl {
+    /// The instance id in the calling ring.
+    pub zcrx_id: u32,
+    /// `ZCRX_CTRL_*`.
+    pub op: u32,
+    /// Reserved, must be 0 (else `EFAULT`).
+    pub resv: [u64; 2],
+    /// Op-specific payload.
+    pub export: ZcrxCtrlExport,
+}
+
+/// `struct io_uring_query_hdr`: one entry of a query chain.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct QueryHdr {
+    /// Next header in the chain, or 0.
+    pub next_entry: u64,
+    /// Pointer to the op's result struct.
+    pub query_data: u64,
+    /// `IO_URING_QUERY_*`.
+    pub query_op: u32,
+    /// In: buffer size; out: bytes written.
+    pub size: u32,
+    /// Out: 0 or a negative errno (`-EOPNOTSUPP` for an unknown op).
+    pub result: i32,
+    /// Reserved.
+    pub resv: [u32; 3],
+}
+
+/// `struct io_uring_query_opcode`: answer of `IO_URING_QUERY_OPCODES`.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct QueryOpcode {
+    /// Number of `IORING_OP_*` opcodes.
+    pub nr_request_opcodes: u32,
+    /// Number of `IORING_REGISTER_*` opcodes.
+    pub nr_register_opcodes: u32,
+    /// `IORING_FEAT_*` mask.
+    pub feature_flags: u64,
+    /// `IORING_SETUP_*` mask.
+    pub ring_setup_flags: u64,
+    /// `IORING_ENTER_*` mask.
+    pub enter_flags: u64,
+    /// `IOSQE_*` mask.
+    pub sqe_flags: u64,
+    /// Number of query opcodes.
+    pub nr_query_opcodes: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// `struct io_uring_query_zcrx`: answer of `IO_URING_QUERY_ZCRX`.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct QueryZcrx {
+    /// Supported `ZCRX_REG_*` flags.
+    pub register_flags: u64,
+    /// Supported `IORING_ZCRX_AREA_*` flags.
+    pub area_flags: u64,
+    /// Number of `ZCRX_CTRL_*` ops.
+    pub nr_ctrl_opcodes: u32,
+    /// `ZCRX_FEATURE_*` bits.
+    pub features: u32,
+    /// Size of the refill ring header.
+    pub rq_hdr_size: u32,
+    /// Alignment of the refill entry array.
+    pub rq_hdr_alignment: u32,
+    /// Reserved.
+    pub resv2: u64,
+}
+
+/// `struct io_uring_params`, used by the probe's raw `io_uring_setup` calls.
+///
+/// The submission and completion ring offsets are kept opaque: the probe never maps the
+/// rings it creates.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SetupParams {
+    /// Submission queue entries (out).
+    pub sq_entries: u32,
+    /// Completion queue entries (in with CQSIZE, out).
+    pub cq_entries: u32,
+    /// `IORING_SETUP_*` flags.
+    pub flags: u32,
+    /// SQPOLL CPU.
+    pub sq_thread_cpu: u32,
+    /// SQPOLL idle time.
+    pub sq_thread_idle: u32,
+    /// Out: `IORING_FEAT_*`.
+    pub features: u32,
+    /// Work queue to attach to.
+    pub wq_fd: u32,
+    /// Reserved.
+    pub resv: [u32; 3],
+    /// `struct io_sqring_offsets`.
+    pub sq_off: [u32; 10],
+    /// `struct io_cqring_offsets`.
+    pub cq_off: [u32; 10],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn struct_sizes_match_the_kernel() {
+        assert_eq!(size_of::<ZcrxOffsets>(), 32);
+        assert_eq!(size_of::<ZcrxIfqReg>(), 96);
+        assert_eq!(size_of::<ZcrxAreaReg>(), 48);
+        assert_eq!(size_of::<RegionDesc>(), 64);
+        assert_eq!(size_of::<ZcrxRqe>(), 16);
+        assert_eq!(size_of::<ZcrxCqe>(), 16);
+        assert_eq!(size_of::<ZcrxCtrl>(), 72);
+        assert_eq!(size_of::<QueryHdr>(), 40);
+        assert_eq!(size_of::<QueryOpcode>(), 48);
+        assert_eq!(size_of::<QueryZcrx>(), 40);
+        assert_eq!(size_of::<SetupParams>(), 120);
+    }
+
+    #[test]
+    fn ifq_reg_field_offsets() {
+        assert_eq!(offset_of!(ZcrxIfqReg, if_idx), 0);
+        assert_eq!(offset_of!(ZcrxIfqReg, if_rxq), 4);
+        assert_eq!(offset_of!(ZcrxIfqReg, rq_entries), 8);
+        assert_eq!(offset_of!(ZcrxIfqReg, flags), 12);
+        assert_eq!(offset_of!(ZcrxIfqReg, area_ptr), 16);
+        assert_eq!(offset_of!(ZcrxIfqReg, region_ptr), 24);
+        assert_eq!(offset_of!(ZcrxIfqReg, offsets), 32);
+        assert_eq!(offset_of!(ZcrxIfqReg, zcrx_id), 64);
+        assert_eq!(offset_of!(ZcrxIfqReg, rx_buf_len), 68);
+        assert_eq!(offset_of!(ZcrxIfqReg, resv), 72);
+        assert_eq!(offset_of!(ZcrxOffsets, head), 0);
+        assert_eq!(offset_of!(ZcrxOffsets, tail), 4);
+        assert_eq!(offset_of!(ZcrxOffsets, rqes), 8);
+        assert_eq!(offset_of!(ZcrxOffsets, resv2), 12);
+        assert_eq!(offset_of!(ZcrxOffsets, resv), 16);
+    }
+
+    #[test]
+    fn area_region_and_entry_field_offsets() {
+        assert_eq!(offset_of!(ZcrxAreaReg, addr), 0);
+        assert_eq!(offset_of!(ZcrxAreaReg, len), 8);
+        assert_eq!(offset_of!(ZcrxAreaReg, rq_area_token), 16);
+        assert_eq!(offset_of!(ZcrxAreaReg, flags), 24);
+        assert_eq!(offset_of!(ZcrxAreaReg, dmabuf_fd), 28);
+        assert_eq!(offset_of!(ZcrxAreaReg, resv2), 32);
+        assert_eq!(offset_of!(RegionDesc, user_addr), 0);
+        assert_eq!(offset_of!(RegionDesc, size), 8);
+        assert_eq!(offset_of!(RegionDesc, flags), 16);
+        assert_eq!(offset_of!(RegionDesc, id), 20);
+        assert_eq!(offset_of!(RegionDesc, mmap_offset), 24);
+        assert_eq!(offset_of!(RegionDesc, resv), 32);
+        assert_eq!(offset_of!(ZcrxRqe, off), 0);
+        assert_eq!(offset_of!(ZcrxRqe, len), 8);
+        assert_eq!(offset_of!(ZcrxRqe, pad), 12);
+        assert_eq!(offset_of!(ZcrxCqe, off), 0);
+        assert_eq!(offset_of!(ZcrxCqe, pad), 8);
+    }
+
+    #[test]
+    fn ctrl_and_query_field_offsets() {
+        assert_eq!(offset_of!(ZcrxCtrl, zcrx_id), 0);
+        assert_eq!(offset_of!(ZcrxCtrl, op), 4);
+        assert_eq!(offset_of!(ZcrxCtrl, resv), 8);
+        assert_eq!(offset_of!(ZcrxCtrl, export), 24);
+        assert_eq!(size_of::<ZcrxCtrlExport>(), 48);
+        assert_eq!(offset_of!(QueryHdr, next_entry), 0);
+        assert_eq!(offset_of!(QueryHdr, query_data), 8);
+        assert_eq!(offset_of!(QueryHdr, query_op), 16);
+        assert_eq!(offset_of!(QueryHdr, size), 20);
+        assert_eq!(offset_of!(QueryHdr, result), 24);
+        assert_eq!(offset_of!(QueryHdr, resv), 28);
+        assert_eq!(offset_of!(QueryZcrx, register_flags), 0);
+        assert_eq!(offset_of!(QueryZcrx, area_flags), 8);
+        assert_eq!(offset_of!(QueryZcrx, nr_ctrl_opcodes), 16);
+        assert_eq!(offset_of!(QueryZcrx, features), 20);
+        assert_eq!(offset_of!(QueryZcrx, rq_hdr_size), 24);
+        assert_eq!(offset_of!(QueryZcrx, rq_hdr_alignment), 28);
+        assert_eq!(offset_of!(QueryZcrx, resv2), 32);
+        assert_eq!(offset_of!(QueryOpcode, nr_register_opcodes), 4);
+        assert_eq!(offset_of!(QueryOpcode, feature_flags), 8);
+        assert_eq!(offset_of!(QueryOpcode, ring_setup_flags), 16);
+        assert_eq!(offset_of!(QueryOpcode, nr_query_opcodes), 40);
+        assert_eq!(offset_of!(SetupParams, flags), 8);
+        assert_eq!(offset_of!(SetupParams, features), 20);
+        assert_eq!(offset_of!(SetupParams, sq_off), 40);
+        assert_eq!(offset_of!(SetupParams, cq_off), 80);
+    }
+
+    #[test]
+    fn area_mask_splits_token_and_offset() {
+        assert_eq!(IORING_ZCRX_AREA_MASK, 0xFFFF_0000_0000_0000);
+        let off = (3u64 << IORING_ZCRX_AREA_SHIFT) | 0x1234;
+        assert_eq!(off & !IORING_ZCRX_AREA_MASK, 0x1234);
+        assert_eq!(off & IORING_ZCRX_AREA_MASK, 3 << 48);
+    }
+}

@@ -1,0 +1,13 @@
+//! `zcrx`: the kernel interface for io_uring receive buffers.
+//!
+//! No async here. This crate detects what the kernel can do, and owns the memory the
+//! kernel writes received bytes into:
+//!
+//! - [`abi`] and [`sys`]: the ZCRX, query and control ABI the `io-uring` crate lacks;
+//! - [`features`]: the ZCRX capabilities the pools are configured with.
+
+pub mod abi;
+pub mod features;
+pub mod sys;
+
+pub use features::ZcrxFeatures;

@@ -66,7 +66,11 @@ impl WorkerShared {
             // The worker is gone and will not drain again: drop what is queued here, so
             // the handles of spawned tasks resolve as cancelled.
             while let Ok(msg) = self.remote_rx.try_recv() {
-                drop(msg);
+                match msg {
+                    // Never ran, so its future is `Send` and may be dropped here.
+                    Remote::Spawn(task) => task.shutdown(),
+                    Remote::Wake(task) => drop(task),
+                }
             }
             return;
         }

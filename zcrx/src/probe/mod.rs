@@ -106,10 +106,7 @@ impl Capabilities {
         let setup_flags = ring::probe_setup_flags();
         let features = ring::probe_ring_features();
         let query = query::run_query();
-        let recv_zc = features
-            .opcodes
-            .iter()
-            .any(|o| o.name == "RECV_ZC" && o.supported);
+        let recv_zc = features.recv_zc();
         let zcrx = zcrx_features(recv_zc, query.present, query.zcrx.as_ref());
         let kernel = kernel_facts(&io_uring, recv_zc);
         let interfaces: Vec<InterfaceReport> = interface::list()
@@ -165,14 +162,7 @@ pub fn probe_queue(interface: &str, queue: u32) -> ZcrxVerdict {
             recv_zc: caps.zcrx.recv_zc,
             zcrx_in_kernel: caps.zcrx_in_kernel,
         },
-        None => {
-            let features = ring::probe_ring_features();
-            let recv_zc = features
-                .opcodes
-                .iter()
-                .any(|o| o.name == "RECV_ZC" && o.supported);
-            kernel_facts(&ring::check_usable(), recv_zc)
-        }
+        None => kernel_facts(&ring::check_usable(), ring::probe_ring_features().recv_zc()),
     };
     verdict_for(&info, queue, &kernel)
 }

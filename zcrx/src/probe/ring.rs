@@ -63,6 +63,15 @@ pub struct RingFeatures {
     pub buffer_rings: BufferRingSupport,
 }
 
+impl RingFeatures {
+    /// Whether `IORING_OP_RECV_ZC` was reported supported.
+    pub(crate) fn recv_zc(&self) -> bool {
+        self.opcodes
+            .iter()
+            .any(|o| o.opcode == abi::IORING_OP_RECV_ZC && o.supported)
+    }
+}
+
 /// The opcodes reported, in report order.
 const OPCODES: [(&str, u8); 14] = [
     ("RECV_ZC", opcode::RecvZc::CODE),

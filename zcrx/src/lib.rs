@@ -5,6 +5,8 @@
 //!
 //! - [`abi`] and [`sys`]: the ZCRX, query and control ABI the `io-uring` crate lacks;
 //! - [`features`]: the ZCRX capabilities the pools are configured with;
+//! - [`probe`]: kernel feature detection, cached per process, with a named reason and a
+//!   fix for everything that is missing;
 //! - [`ZcPool`]: a ZCRX instance (area + refill ring) with export/import;
 //! - [`CopyPool`]: a provided-buffer ring for multishot `recv` (copy mode);
 //! - [`RxBuf`]: the handle both pools give out, bounded by the completion's length and
@@ -23,6 +25,7 @@ mod owner;
 pub mod recv_end;
 mod rxbuf;
 mod shm;
+pub mod probe;
 mod stats;
 pub mod sys;
 mod zc;

@@ -13,7 +13,7 @@
 mod decode;
 mod pool;
 mod refill;
-mod register;
+pub(crate) mod register;
 mod share;
 
 pub use pool::{ZcPool, ZcPoolConfig, ZcTarget};

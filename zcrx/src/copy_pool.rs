@@ -45,7 +45,10 @@ impl CopyPoolConfig {
         if self.buffers == 0 || !self.buffers.is_power_of_two() || self.buffers > 32768 {
             return Err(PoolError::InvalidConfig {
                 field: "buffers",
-                reason: format!("is {}; it must be a power of two from 1 to 32768", self.buffers),
+                reason: format!(
+                    "is {}; it must be a power of two from 1 to 32768",
+                    self.buffers
+                ),
             });
         }
         if self.buffer_size == 0 || self.buffer_size > 1 << 30 {
@@ -138,7 +141,10 @@ impl CopyPool {
     /// The pool's memory must not be unmapped while the kernel may write into it: the
     /// ring must be closed (or the group unregistered) before the pool is dropped. The
     /// pool keeps its memory alive afterwards for as long as any [`RxBuf`] exists.
-    pub unsafe fn register(submitter: &Submitter<'_>, config: &CopyPoolConfig) -> Result<CopyPool, PoolError> {
+    pub unsafe fn register(
+        submitter: &Submitter<'_>,
+        config: &CopyPoolConfig,
+    ) -> Result<CopyPool, PoolError> {
         config.validate()?;
         let n = config.buffers;
         let area = Mapping::new(n as usize * config.buffer_size as usize, config.backing)
@@ -165,12 +171,14 @@ impl CopyPool {
         recycler.publish(&stats);
         // SAFETY: the ring memory stays mapped for the core's life, which the caller
         // extends past the ring's (this function's contract).
-        unsafe { submitter.register_buf_ring_with_flags(ring_mem.as_ptr() as u64, n, config.group_id, 0) }
-            .map_err(|source| PoolError::Kernel {
-                op: "registering the provided-buffer ring",
-                hint: registration_hint(&source),
-                source,
-            })?;
+        unsafe {
+            submitter.register_buf_ring_with_flags(ring_mem.as_ptr() as u64, n, config.group_id, 0)
+        }
+        .map_err(|source| PoolError::Kernel {
+            op: "registering the provided-buffer ring",
+            hint: registration_hint(&source),
+            source,
+        })?;
         Ok(CopyPool {
             core: PoolCore::new(Box::new(recycler), area, ring_mem, n as u64),
             group_id: config.group_id,
@@ -221,7 +229,12 @@ impl CopyPool {
     ///
     /// Runs eagerly: the ring slots that name the later buffers are only stable until
     /// the next returns are published.
-    pub fn take_bundle(&self, res: i32, flags: u32, mut each: impl FnMut(RxBuf)) -> Result<usize, PoolError> {
+    pub fn take_bundle(
+        &self,
+        res: i32,
+        flags: u32,
+        mut each: impl FnMut(RxBuf),
+    ) -> Result<usize, PoolError> {
         let first = self.check(res, flags)?;
         let size = self.buffer_size as usize;
         let count = (res as usize).div_ceil(size);
@@ -231,10 +244,9 @@ impl CopyPool {
                 self.buffers
             )));
         }
-        let bids = self
-            .core
-            .bundle_ids(first, count)
-            .ok_or_else(|| PoolError::BadCompletion("bundle decoded off the owner thread".into()))?;
+        let bids = self.core.bundle_ids(first, count).ok_or_else(|| {
+            PoolError::BadCompletion("bundle decoded off the owner thread".into())
+        })?;
         let mut left = res as usize;
         for bid in bids {
             let len = left.min(size);
@@ -246,10 +258,14 @@ impl CopyPool {
 
     fn check(&self, res: i32, flags: u32) -> Result<u16, PoolError> {
         if res <= 0 {
-            return Err(PoolError::BadCompletion(format!("result {res} carries no data")));
+            return Err(PoolError::BadCompletion(format!(
+                "result {res} carries no data"
+            )));
         }
         if flags & cqe_flags::BUFFER == 0 {
-            return Err(PoolError::BadCompletion(format!("flags {flags:#x} name no buffer")));
+            return Err(PoolError::BadCompletion(format!(
+                "flags {flags:#x} name no buffer"
+            )));
         }
         let bid = (flags >> cqe_flags::BUFFER_SHIFT) as u16;
         if bid >= self.buffers {
@@ -267,7 +283,14 @@ impl CopyPool {
         // SAFETY: `bid < buffers`, so the range is inside the area; the kernel reported
         // `len <= buffer_size` bytes in buffer `bid`, and it is not offered again until
         // this handle is dropped.
-        unsafe { RxBuf::new(self.core.clone(), self.core.area.as_ptr().add(offset), len, bid as u64) }
+        unsafe {
+            RxBuf::new(
+                self.core.clone(),
+                self.core.area.as_ptr().add(offset),
+                len,
+                bid as u64,
+            )
+        }
     }
 
     /// Owner thread, once per loop turn (before waiting in the kernel): takes back the

@@ -102,7 +102,10 @@ impl PoolCore {
     /// Takes a buffer back from any thread.
     pub(crate) fn give_back(&self, ret: Return) {
         self.stats.in_use.fetch_sub(1, Ordering::Relaxed);
-        if self.with_recycler(|r, stats| r.recycle(ret, stats)).is_some() {
+        if self
+            .with_recycler(|r, stats| r.recycle(ret, stats))
+            .is_some()
+        {
             return;
         }
         self.stats.returns_pending.fetch_add(1, Ordering::Relaxed);

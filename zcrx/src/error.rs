@@ -48,7 +48,9 @@ impl fmt::Display for PoolError {
             PoolError::Unsupported { what, needs } => {
                 write!(f, "{what} is not supported by this kernel (needs {needs})")
             }
-            PoolError::BadCompletion(why) => write!(f, "completion is not a buffer of this pool: {why}"),
+            PoolError::BadCompletion(why) => {
+                write!(f, "completion is not a buffer of this pool: {why}")
+            }
         }
     }
 }
@@ -65,7 +67,9 @@ impl std::error::Error for PoolError {
 impl From<PoolError> for io::Error {
     fn from(e: PoolError) -> io::Error {
         let kind = match &e {
-            PoolError::InvalidConfig { .. } | PoolError::BadCompletion(_) => io::ErrorKind::InvalidInput,
+            PoolError::InvalidConfig { .. } | PoolError::BadCompletion(_) => {
+                io::ErrorKind::InvalidInput
+            }
             PoolError::Memory(err) | PoolError::Kernel { source: err, .. } => err.kind(),
             PoolError::Unsupported { .. } => io::ErrorKind::Unsupported,
         };

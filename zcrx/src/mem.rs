@@ -39,7 +39,10 @@ impl Mapping {
     /// aligned to 2 MiB and advised as huge-page candidates.
     pub fn new(len: usize, backing: Backing) -> io::Result<Mapping> {
         if len == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "mapping of 0 bytes"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "mapping of 0 bytes",
+            ));
         }
         let page = crate::sys::page_size();
         let len = len.div_ceil(page) * page;

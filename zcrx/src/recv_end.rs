@@ -56,7 +56,9 @@ impl fmt::Display for RecvFailure {
                 "EFAULT: this socket's data lands on a receive queue bound to another ZCRX \
                  instance; steer the flow (ntuple rule / RSS) to this ring's queue",
             ),
-            RecvFailure::NotTcp => f.write_str("EPROTONOSUPPORT: zero-copy receive works on TCP sockets only"),
+            RecvFailure::NotTcp => {
+                f.write_str("EPROTONOSUPPORT: zero-copy receive works on TCP sockets only")
+            }
             RecvFailure::Errno(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
         }
     }
@@ -67,8 +69,10 @@ impl RecvFailure {
     pub fn to_io_error(self) -> std::io::Error {
         match self {
             RecvFailure::Errno(e) => std::io::Error::from_raw_os_error(e),
-            RecvFailure::Steering => std::io::Error::new(std::io::ErrorKind::Other, self.to_string()),
-            RecvFailure::NotTcp => std::io::Error::new(std::io::ErrorKind::Unsupported, self.to_string()),
+            RecvFailure::Steering => std::io::Error::other(self.to_string()),
+            RecvFailure::NotTcp => {
+                std::io::Error::new(std::io::ErrorKind::Unsupported, self.to_string())
+            }
         }
     }
 }
@@ -145,7 +149,11 @@ mod tests {
         assert_eq!(RecvTracker::new(0).on_end(0), RecvEnd::Eof);
         let mut t = RecvTracker::new(100);
         t.on_data(60);
-        assert_eq!(t.on_end(0), RecvEnd::Eof, "budget not reached: the peer closed");
+        assert_eq!(
+            t.on_end(0),
+            RecvEnd::Eof,
+            "budget not reached: the peer closed"
+        );
         t.on_data(40);
         assert_eq!(t.on_end(0), RecvEnd::BudgetDone);
     }
@@ -155,11 +163,24 @@ mod tests {
         let mut t = RecvTracker::new(1000);
         t.on_data(300);
         assert_eq!(t.on_end(-libc::ENOSPC), RecvEnd::Rearm(RearmReason::CqFull));
-        assert_eq!(t.on_end(-libc::ENOMEM), RecvEnd::Rearm(RearmReason::NoFreeChunk));
-        assert_eq!(t.on_end(-libc::ENOBUFS), RecvEnd::Rearm(RearmReason::NoBuffers));
-        assert_eq!(t.on_end(-libc::EINTR), RecvEnd::Rearm(RearmReason::Interrupted));
+        assert_eq!(
+            t.on_end(-libc::ENOMEM),
+            RecvEnd::Rearm(RearmReason::NoFreeChunk)
+        );
+        assert_eq!(
+            t.on_end(-libc::ENOBUFS),
+            RecvEnd::Rearm(RearmReason::NoBuffers)
+        );
+        assert_eq!(
+            t.on_end(-libc::EINTR),
+            RecvEnd::Rearm(RearmReason::Interrupted)
+        );
         assert_eq!(t.remaining_budget(), 700);
-        assert_eq!(RecvTracker::new(0).remaining_budget(), 0, "unlimited stays unlimited");
+        assert_eq!(
+            RecvTracker::new(0).remaining_budget(),
+            0,
+            "unlimited stays unlimited"
+        );
     }
 
     #[test]
@@ -175,9 +196,18 @@ mod tests {
     #[test]
     fn fatal_errors_are_named() {
         let t = RecvTracker::new(0);
-        assert_eq!(t.on_end(-libc::EFAULT), RecvEnd::Failed(RecvFailure::Steering));
-        assert_eq!(t.on_end(-libc::EPROTONOSUPPORT), RecvEnd::Failed(RecvFailure::NotTcp));
-        assert_eq!(t.on_end(-libc::ECONNRESET), RecvEnd::Failed(RecvFailure::Errno(libc::ECONNRESET)));
+        assert_eq!(
+            t.on_end(-libc::EFAULT),
+            RecvEnd::Failed(RecvFailure::Steering)
+        );
+        assert_eq!(
+            t.on_end(-libc::EPROTONOSUPPORT),
+            RecvEnd::Failed(RecvFailure::NotTcp)
+        );
+        assert_eq!(
+            t.on_end(-libc::ECONNRESET),
+            RecvEnd::Failed(RecvFailure::Errno(libc::ECONNRESET))
+        );
         assert_eq!(t.on_end(-libc::ECANCELED), RecvEnd::Cancelled);
         assert!(RecvFailure::Steering.to_string().contains("steer"));
         assert_eq!(

@@ -164,7 +164,13 @@ pub(crate) mod fake_kernel {
     impl FakeRefillConsumer {
         /// # Safety
         /// Same contract as [`RefillRing::new`].
-        pub(crate) unsafe fn new(region: &Mapping, head: u32, tail: u32, rqes: u32, n: u32) -> Self {
+        pub(crate) unsafe fn new(
+            region: &Mapping,
+            head: u32,
+            tail: u32,
+            rqes: u32,
+            n: u32,
+        ) -> Self {
             let base = region.as_ptr();
             // SAFETY: forwarded.
             unsafe {

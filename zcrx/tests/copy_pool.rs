@@ -45,7 +45,9 @@ impl Conn {
             self.header.extend_from_slice(&bytes[..take]);
             bytes = &bytes[take..];
             if self.header.len() == 4 {
-                self.id = Some(u32::from_le_bytes(self.header[..4].try_into().expect("4 bytes")));
+                self.id = Some(u32::from_le_bytes(
+                    self.header[..4].try_into().expect("4 bytes"),
+                ));
             }
         }
         let Some(id) = self.id else { return 0 };
@@ -67,7 +69,12 @@ struct Outcome {
 }
 
 /// Receives every connection to its end through one pool on one ring.
-fn drive(conns: Vec<TcpStream>, config: &CopyPoolConfig, consumer: Consumer, bundles: bool) -> Outcome {
+fn drive(
+    conns: Vec<TcpStream>,
+    config: &CopyPoolConfig,
+    consumer: Consumer,
+    bundles: bool,
+) -> Outcome {
     // Field order matters: the ring is dropped (closed) before the pool.
     let mut ring: IoUring = IoUring::builder()
         .setup_single_issuer()
@@ -91,7 +98,11 @@ fn drive(conns: Vec<TcpStream>, config: &CopyPoolConfig, consumer: Consumer, bun
         })
         .collect();
     let arm = |ring: &mut IoUring, pool: &CopyPool, idx: usize, fd: i32| {
-        let sqe = if bundles { pool.recv_multishot_bundle(fd) } else { pool.recv_multishot(fd) };
+        let sqe = if bundles {
+            pool.recv_multishot_bundle(fd)
+        } else {
+            pool.recv_multishot(fd)
+        };
         // SAFETY: the buffers come from the registered pool; the fd outlives the ring
         // (the connections are dropped after it).
         unsafe { ring.submission().push(&sqe.user_data(idx as u64)) }.expect("sq space");
@@ -115,12 +126,22 @@ fn drive(conns: Vec<TcpStream>, config: &CopyPoolConfig, consumer: Consumer, bun
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut turn = 0u32;
     while conns.iter().any(|c| !c.done) {
-        assert!(Instant::now() < deadline, "receive did not finish in 60 s: bytes lost or hang");
+        assert!(
+            Instant::now() < deadline,
+            "receive did not finish in 60 s: bytes lost or hang"
+        );
         turn += 1;
         let ts = Timespec::new().nsec(5_000_000);
-        match ring.submitter().submit_with_args(1, &SubmitArgs::new().timespec(&ts)) {
+        match ring
+            .submitter()
+            .submit_with_args(1, &SubmitArgs::new().timespec(&ts))
+        {
             Ok(_) => {}
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) => {}
             Err(e) => panic!("io_uring_enter: {e}"),
         }
         let cqes: Vec<cqueue::Entry> = ring.completion().collect();
@@ -130,14 +151,18 @@ fn drive(conns: Vec<TcpStream>, config: &CopyPoolConfig, consumer: Consumer, bun
             let mut bufs = Vec::new();
             if res > 0 {
                 if bundles {
-                    pool.take_bundle(res, flags, |b| bufs.push(b)).expect("bundle completion");
+                    pool.take_bundle(res, flags, |b| bufs.push(b))
+                        .expect("bundle completion");
                 } else {
                     bufs.push(pool.take(res, flags).expect("data completion"));
                 }
                 conns[idx].tracker.on_data(res as u32);
             }
             for b in bufs {
-                assert!(b.len() <= config.buffer_size as usize, "bounded by the completion");
+                assert!(
+                    b.len() <= config.buffer_size as usize,
+                    "bounded by the completion"
+                );
                 verified += conns[idx].verify(&b);
                 match consumer {
                     Consumer::DropNow => drop(b),
@@ -225,7 +250,9 @@ fn connections(n: u32, bytes: u64) -> (Vec<TcpStream>, Vec<std::thread::JoinHand
             })
         })
         .collect();
-    let conns = (0..n).map(|_| listener.accept().expect("accept").0).collect();
+    let conns = (0..n)
+        .map(|_| listener.accept().expect("accept").0)
+        .collect();
     (conns, clients)
 }
 
@@ -235,8 +262,16 @@ fn run(n: u32, bytes: u64, config: CopyPoolConfig, consumer: Consumer, bundles: 
     for c in clients {
         c.join().expect("client");
     }
-    assert_eq!(out.verified, n as u64 * bytes, "every byte received and verified");
-    assert!(out.per_conn.iter().all(|&b| b == bytes), "{:?}", out.per_conn);
+    assert_eq!(
+        out.verified,
+        n as u64 * bytes,
+        "every byte received and verified"
+    );
+    assert!(
+        out.per_conn.iter().all(|&b| b == bytes),
+        "{:?}",
+        out.per_conn
+    );
     assert!(out.errors.is_empty(), "{:?}", out.errors);
     assert_eq!(out.stats.in_use, 0, "all buffers back: {:?}", out.stats);
     assert_eq!(out.stats.returns_pending, 0, "{:?}", out.stats);
@@ -277,10 +312,23 @@ fn exhausted_pool_recovers_without_losing_bytes() {
         buffer_size: 4096,
         ..Default::default()
     };
-    let out = run(8, 256 * 1024, cfg, Consumer::Slow { hold: 8, turns: 3 }, false);
-    assert!(out.stats.enobufs > 0, "the slow reader must exhaust the pool: {:?}", out.stats);
+    let out = run(
+        8,
+        256 * 1024,
+        cfg,
+        Consumer::Slow { hold: 8, turns: 3 },
+        false,
+    );
+    assert!(
+        out.stats.enobufs > 0,
+        "the slow reader must exhaust the pool: {:?}",
+        out.stats
+    );
     assert!(out.rearmed > 0);
-    assert_eq!(out.stats.high_water, 8, "never more buffers out than the pool has");
+    assert_eq!(
+        out.stats.high_water, 8,
+        "never more buffers out than the pool has"
+    );
 }
 
 #[test]
@@ -318,9 +366,18 @@ fn reset_peer_ends_with_an_error_and_leaks_nothing() {
         s.set_linger(Some(Duration::ZERO)).expect("linger");
     });
     let (conn, _) = listener.accept().expect("accept");
-    let out = drive(vec![conn], &CopyPoolConfig::default(), Consumer::DropNow, false);
+    let out = drive(
+        vec![conn],
+        &CopyPoolConfig::default(),
+        Consumer::DropNow,
+        false,
+    );
     client.join().expect("client");
-    assert_eq!(out.errors, vec![libc::ECONNRESET], "a reset is reported, not mistaken for EOF");
+    assert_eq!(
+        out.errors,
+        vec![libc::ECONNRESET],
+        "a reset is reported, not mistaken for EOF"
+    );
     assert_eq!(out.stats.in_use, 0);
     assert_eq!(out.per_conn, vec![10_000]);
 }
@@ -329,9 +386,27 @@ fn reset_peer_ends_with_an_error_and_leaks_nothing() {
 fn bad_configuration_is_refused_with_the_field_named() {
     let ring = IoUring::new(8).expect("io_uring");
     for (cfg, field) in [
-        (CopyPoolConfig { buffers: 3, ..Default::default() }, "buffers"),
-        (CopyPoolConfig { buffers: 0, ..Default::default() }, "buffers"),
-        (CopyPoolConfig { buffer_size: 0, ..Default::default() }, "buffer_size"),
+        (
+            CopyPoolConfig {
+                buffers: 3,
+                ..Default::default()
+            },
+            "buffers",
+        ),
+        (
+            CopyPoolConfig {
+                buffers: 0,
+                ..Default::default()
+            },
+            "buffers",
+        ),
+        (
+            CopyPoolConfig {
+                buffer_size: 0,
+                ..Default::default()
+            },
+            "buffer_size",
+        ),
     ] {
         // SAFETY: registration fails before any memory reaches the kernel.
         let err = unsafe { CopyPool::register(&ring.submitter(), &cfg) }.expect_err("invalid");
@@ -377,7 +452,10 @@ fn completions_that_are_not_this_pools_buffers_are_refused() {
     assert!(pool.take(-libc::ENOBUFS, 0).is_err());
     assert!(pool.take(10, 0).is_err(), "no F_BUFFER");
     assert!(pool.take(10, with_bid(4)).is_err(), "id out of range");
-    assert!(pool.take(4097, with_bid(1)).is_err(), "longer than a buffer");
+    assert!(
+        pool.take(4097, with_bid(1)).is_err(),
+        "longer than a buffer"
+    );
     assert_eq!(pool.stats().in_use, 0);
     drop(ring);
 }

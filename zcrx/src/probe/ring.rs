@@ -1,8 +1,8 @@
 //! Is io_uring usable, which setup flags and opcodes does the kernel accept, and does it
 //! have provided-buffer rings (plain, bundle, incremental)?
 
-use crate::mem::{Backing, Mapping};
 use super::reason::{errno_name, IoUringBlock};
+use crate::mem::{Backing, Mapping};
 use crate::{abi, sys};
 use io_uring::{opcode, types, IoUring, Probe};
 use serde::Serialize;
@@ -221,7 +221,8 @@ fn try_buf_ring(ring: &IoUring, bgid: u16, flags: u16) -> bool {
     // SAFETY: `mem` is a live, writable, page-aligned mapping large enough for 8 entries;
     // it is unregistered below before `mem` is unmapped, and if unregistering failed
     // the mapping is leaked instead so the kernel never sees freed memory.
-    let registered = unsafe { submitter.register_buf_ring_with_flags(mem.as_ptr() as u64, 8, bgid, flags) };
+    let registered =
+        unsafe { submitter.register_buf_ring_with_flags(mem.as_ptr() as u64, 8, bgid, flags) };
     if registered.is_err() {
         return false;
     }

@@ -54,6 +54,13 @@ impl Decoder {
         // SAFETY: the range is inside the area (checked above); the kernel handed this
         // completion's user reference to us and gets it back only through the refill
         // entry written when the handle drops.
-        Ok(unsafe { RxBuf::new(self.core.clone(), self.core.area.as_ptr().add(start as usize), res as u32, start) })
+        Ok(unsafe {
+            RxBuf::new(
+                self.core.clone(),
+                self.core.area.as_ptr().add(start as usize),
+                res as u32,
+                start,
+            )
+        })
     }
 }

@@ -73,13 +73,20 @@ impl ZcPoolConfig {
         if !self.chunk_size.is_power_of_two() || self.chunk_size < page {
             return Err(PoolError::InvalidConfig {
                 field: "chunk_size",
-                reason: format!("is {}; it must be a power of two of at least {page}", self.chunk_size),
+                reason: format!(
+                    "is {}; it must be a power of two of at least {page}",
+                    self.chunk_size
+                ),
             });
         }
         let (if_idx, if_rxq, flags, chunk) = match self.target {
             ZcTarget::Device { ifindex, queue } => {
                 // Large chunks only where the kernel says it honours them.
-                let chunk = if features.rx_page_size { self.chunk_size } else { page };
+                let chunk = if features.rx_page_size {
+                    self.chunk_size
+                } else {
+                    page
+                };
                 (ifindex, queue, 0, chunk)
             }
             ZcTarget::NoDev if !features.nodev => {
@@ -99,7 +106,11 @@ impl ZcPoolConfig {
         }
         let area_bytes = self.area_bytes.next_multiple_of(self.chunk_size as usize);
         let chunks = (area_bytes / page as usize).max(1) as u64;
-        let wanted = if self.rq_entries == 0 { chunks } else { self.rq_entries as u64 };
+        let wanted = if self.rq_entries == 0 {
+            chunks
+        } else {
+            self.rq_entries as u64
+        };
         let rq_entries = wanted.next_power_of_two();
         if rq_entries > abi::RQ_MAX_ENTRIES as u64 {
             return Err(PoolError::InvalidConfig {
@@ -144,7 +155,11 @@ impl ZcPool {
     /// `ring_fd` must be an io_uring ring that is closed before this pool is dropped:
     /// the kernel writes into the pool's memory until then. The memory then stays
     /// mapped until the last [`RxBuf`] is gone.
-    pub unsafe fn register(ring_fd: RawFd, features: &ZcrxFeatures, config: &ZcPoolConfig) -> Result<ZcPool, PoolError> {
+    pub unsafe fn register(
+        ring_fd: RawFd,
+        features: &ZcrxFeatures,
+        config: &ZcPoolConfig,
+    ) -> Result<ZcPool, PoolError> {
         let layout = config.layout(features)?;
         // SAFETY: forwarded from this function's contract.
         let registered = unsafe { register::register(ring_fd, features, &layout)? };
@@ -178,7 +193,11 @@ impl ZcPool {
         nodev: bool,
         flusher: Option<Flusher>,
     ) -> ZcPool {
-        let Registered { area, region, answer } = registered;
+        let Registered {
+            area,
+            region,
+            answer,
+        } = registered;
         // SAFETY: forwarded from this function's contract; the region moves into the
         // core below, together with the recycler that points into it.
         let rq = unsafe {
@@ -307,5 +326,7 @@ impl ZcPool {
 
 /// The RECV_ZC SQE: multishot always, `zcrx_ifq_idx` always set explicitly.
 pub(crate) fn recv_zc_entry(fd: RawFd, budget: u32, zcrx_id: u32) -> squeue::Entry {
-    opcode::RecvZc::new(types::Fd(fd), budget).ifq(zcrx_id).build()
+    opcode::RecvZc::new(types::Fd(fd), budget)
+        .ifq(zcrx_id)
+        .build()
 }

@@ -46,7 +46,9 @@ impl RefillRecycler {
     fn drain_pending(&mut self, stats: &PoolStats) {
         let mut free = self.free();
         while free > 0 {
-            let Some(rqe) = self.pending.pop_front() else { break };
+            let Some(rqe) = self.pending.pop_front() else {
+                break;
+            };
             self.push(rqe);
             stats.returns_pending.fetch_sub(1, Relaxed);
             free -= 1;
@@ -89,7 +91,9 @@ impl Recycler for RefillRecycler {
             if !self.needs_flush() {
                 break;
             }
-            let Some(flush) = self.flusher.as_mut() else { break };
+            let Some(flush) = self.flusher.as_mut() else {
+                break;
+            };
             stats.flushes.fetch_add(1, Relaxed);
             if let Err(e) = flush() {
                 stats.flush_errors.fetch_add(1, Relaxed);

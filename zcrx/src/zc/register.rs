@@ -50,8 +50,9 @@ impl Layout {
 
     pub(crate) fn region_bytes(&self, features: &ZcrxFeatures) -> usize {
         let page = sys::page_size();
-        (Self::rq_header_bytes(features) + self.rq_entries as usize * std::mem::size_of::<abi::ZcrxRqe>())
-            .next_multiple_of(page)
+        (Self::rq_header_bytes(features)
+            + self.rq_entries as usize * std::mem::size_of::<abi::ZcrxRqe>())
+        .next_multiple_of(page)
     }
 }
 
@@ -68,23 +69,38 @@ pub(crate) unsafe fn register(
 ) -> Result<Registered, PoolError> {
     let page = sys::page_size() as u32;
     let area = Mapping::new(layout.area_bytes, layout.backing).map_err(PoolError::Memory)?;
-    let region = Mapping::new(layout.region_bytes(features), Backing::Anonymous).map_err(PoolError::Memory)?;
+    let region = Mapping::new(layout.region_bytes(features), Backing::Anonymous)
+        .map_err(PoolError::Memory)?;
     // SAFETY: forwarded from the caller's contract.
     match unsafe { try_register(ring_fd, layout, &area, &region) } {
-        Ok(answer) => Ok(Registered { area, region, answer }),
+        Ok(answer) => Ok(Registered {
+            area,
+            region,
+            answer,
+        }),
         Err(e)
             if layout.chunk_size > page
-                && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ERANGE | libc::EOPNOTSUPP)) =>
+                && matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINVAL | libc::ERANGE | libc::EOPNOTSUPP)
+                ) =>
         {
             tracing::info!(
                 chunk = layout.chunk_size,
                 error = %e,
                 "large ZCRX chunks refused; falling back to page-sized chunks"
             );
-            let small = Layout { chunk_size: page, ..layout.clone() };
+            let small = Layout {
+                chunk_size: page,
+                ..layout.clone()
+            };
             // SAFETY: as above.
             unsafe { try_register(ring_fd, &small, &area, &region) }
-                .map(|answer| Registered { area, region, answer })
+                .map(|answer| Registered {
+                    area,
+                    region,
+                    answer,
+                })
                 .map_err(|e| kernel_error(e, layout))
         }
         Err(e) => Err(kernel_error(e, layout)),
@@ -124,13 +140,18 @@ unsafe fn try_register(
         flags: layout.flags,
         area_ptr: &mut area_reg as *mut ZcrxAreaReg as u64,
         region_ptr: &mut region_desc as *mut RegionDesc as u64,
-        rx_buf_len: if layout.chunk_size > page { layout.chunk_size } else { 0 },
+        rx_buf_len: if layout.chunk_size > page {
+            layout.chunk_size
+        } else {
+            0
+        },
         ..Default::default()
     };
     // SAFETY: the structs are writable and live across the call; the area and region
     // outlive the ring by the caller's contract.
     unsafe { sys::register_zcrx_ifq(ring_fd, &mut reg)? };
-    let rqes_end = reg.offsets.rqes as usize + reg.rq_entries as usize * std::mem::size_of::<abi::ZcrxRqe>();
+    let rqes_end =
+        reg.offsets.rqes as usize + reg.rq_entries as usize * std::mem::size_of::<abi::ZcrxRqe>();
     if !reg.rq_entries.is_power_of_two() || rqes_end > region.len() || reg.offsets.rqes % 16 != 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -162,9 +183,11 @@ fn kernel_error(source: io::Error, layout: &Layout) -> PoolError {
             names the reason"
             .to_string(),
         Some(libc::ERANGE) => format!("queue {} does not exist on this interface", layout.if_rxq),
-        Some(libc::EEXIST) => "an XDP program is attached, the queue is already bound, or the call \
+        Some(libc::EEXIST) => {
+            "an XDP program is attached, the queue is already bound, or the call \
             came from a thread other than the ring's submitter"
-            .to_string(),
+                .to_string()
+        }
         Some(libc::EBUSY) => "the queue is used by AF_XDP or leased to another device".to_string(),
         Some(libc::EINVAL) => "the ring lacks DEFER_TASKRUN/CQE32, or header split is off \
             (`ethtool -G IF tcp-data-split on hds-thresh 0`)"

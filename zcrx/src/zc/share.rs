@@ -40,7 +40,11 @@ impl ExportedZcrx {
     ///
     /// # Safety
     /// `ring_fd` must be an io_uring ring closed before the returned import is dropped.
-    pub unsafe fn import(self, ring_fd: RawFd, features: &ZcrxFeatures) -> Result<ZcImport, PoolError> {
+    pub unsafe fn import(
+        self,
+        ring_fd: RawFd,
+        features: &ZcrxFeatures,
+    ) -> Result<ZcImport, PoolError> {
         let ExportedZcrx { fd, decoder } = self;
         if !features.import {
             return Err(PoolError::Unsupported {

@@ -44,18 +44,36 @@ fn fake(chunks: usize, rq_entries: u32, token: u64, nodev: bool, flush: FlushKin
     let area = Mapping::new(chunks * PAGE, Backing::Anonymous).expect("area");
     let region = Mapping::new(PAGE + rq_entries as usize * 16, Backing::Anonymous).expect("region");
     // SAFETY: offsets and entry count fit the region mapped just above.
-    let kernel = unsafe { FakeRefillConsumer::new(&region, OFFSETS.head, OFFSETS.tail, OFFSETS.rqes, rq_entries) };
+    let kernel = unsafe {
+        FakeRefillConsumer::new(
+            &region,
+            OFFSETS.head,
+            OFFSETS.tail,
+            OFFSETS.rqes,
+            rq_entries,
+        )
+    };
     let flusher: Option<Flusher> = match flush {
         FlushKind::Absent => None,
         FlushKind::Count(n) => Some(Box::new(move || {
             n.fetch_add(1, Ordering::Relaxed);
             Ok(())
         })),
-        FlushKind::Fail => Some(Box::new(|| Err(std::io::Error::from_raw_os_error(libc::EINVAL)))),
+        FlushKind::Fail => Some(Box::new(|| {
+            Err(std::io::Error::from_raw_os_error(libc::EINVAL))
+        })),
         FlushKind::Drain(n) => {
             // SAFETY: the same region; it lives in the pool's core, which outlives
             // every flush (flushes run inside pool methods).
-            let k = unsafe { FakeRefillConsumer::new(&region, OFFSETS.head, OFFSETS.tail, OFFSETS.rqes, rq_entries) };
+            let k = unsafe {
+                FakeRefillConsumer::new(
+                    &region,
+                    OFFSETS.head,
+                    OFFSETS.tail,
+                    OFFSETS.rqes,
+                    rq_entries,
+                )
+            };
             Some(Box::new(move || {
                 n.fetch_add(k.consume(usize::MAX).len(), Ordering::Relaxed);
                 Ok(())
@@ -95,7 +113,9 @@ impl Fake {
 }
 
 fn pattern(seed: usize, len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i.wrapping_mul(31) ^ seed.wrapping_mul(7)) as u8).collect()
+    (0..len)
+        .map(|i| (i.wrapping_mul(31) ^ seed.wrapping_mul(7)) as u8)
+        .collect()
 }
 
 #[test]
@@ -108,7 +128,10 @@ fn buffer_holds_exactly_the_completion_length() {
     assert_eq!(buf.area_offset(), PAGE + 10);
     assert_eq!(buf.as_ptr(), f.area.wrapping_add(PAGE + 10).cast_const());
     let s = f.pool.stats();
-    assert_eq!((s.in_use, s.completions, s.bytes, s.zero_copy_bytes), (1, 1, 100, 100));
+    assert_eq!(
+        (s.in_use, s.completions, s.bytes, s.zero_copy_bytes),
+        (1, 1, 100, 100)
+    );
 }
 
 #[test]
@@ -137,8 +160,16 @@ fn one_refill_entry_per_completion_with_token_and_zero_pad() {
     assert_eq!(
         rqes,
         vec![
-            ZcrxRqe { off: token, len: 10, pad: 0 },
-            ZcrxRqe { off: token | (2 * PAGE as u64 + 100), len: 20, pad: 0 },
+            ZcrxRqe {
+                off: token,
+                len: 10,
+                pad: 0
+            },
+            ZcrxRqe {
+                off: token | (2 * PAGE as u64 + 100),
+                len: 20,
+                pad: 0
+            },
         ]
     );
     assert_eq!(rqes[1].off & !IORING_ZCRX_AREA_MASK, 2 * PAGE as u64 + 100);
@@ -148,9 +179,15 @@ fn one_refill_entry_per_completion_with_token_and_zero_pad() {
 #[test]
 fn completions_sharing_a_chunk_each_return_once() {
     let f = fake(2, 8, 0, false, FlushKind::Absent);
-    let parts: Vec<_> = (0..4).map(|i| f.receive(i * 1000, &pattern(i, 900), 0)).collect();
+    let parts: Vec<_> = (0..4)
+        .map(|i| f.receive(i * 1000, &pattern(i, 900), 0))
+        .collect();
     for (i, p) in parts.iter().enumerate() {
-        assert_eq!(&p[..], &pattern(i, 900)[..], "ranges of one chunk do not overlap");
+        assert_eq!(
+            &p[..],
+            &pattern(i, 900)[..],
+            "ranges of one chunk do not overlap"
+        );
     }
     drop(parts);
     f.pool.maintain();
@@ -161,7 +198,9 @@ fn completions_sharing_a_chunk_each_return_once() {
 #[test]
 fn full_refill_ring_queues_pending_then_drains_in_order() {
     let f = fake(8, 2, 0, false, FlushKind::Absent);
-    let bufs: Vec<_> = (0..5).map(|i| f.receive(i * PAGE, &pattern(i, 64), 0)).collect();
+    let bufs: Vec<_> = (0..5)
+        .map(|i| f.receive(i * PAGE, &pattern(i, 64), 0))
+        .collect();
     drop(bufs);
     let s = f.pool.stats();
     assert_eq!(s.refill_full, 3, "two fit, three wait");
@@ -183,7 +222,9 @@ fn full_refill_ring_queues_pending_then_drains_in_order() {
 #[test]
 fn large_pending_queue_against_a_small_ring() {
     let f = fake(150, 8, 0, false, FlushKind::Absent);
-    let bufs: Vec<_> = (0..150).map(|i| f.receive(i * PAGE, &pattern(i, 32), 0)).collect();
+    let bufs: Vec<_> = (0..150)
+        .map(|i| f.receive(i * PAGE, &pattern(i, 32), 0))
+        .collect();
     drop(bufs);
     let mut returned = Vec::new();
     for _ in 0..100 {
@@ -204,7 +245,10 @@ fn returns_from_many_threads_all_arrive_once() {
     assert!(f.pool.set_return_notifier(Arc::new(move || {
         n2.fetch_add(1, Ordering::Relaxed);
     })));
-    assert!(!f.pool.set_return_notifier(Arc::new(|| {})), "only the first notifier is kept");
+    assert!(
+        !f.pool.set_return_notifier(Arc::new(|| {})),
+        "only the first notifier is kept"
+    );
     let mut per_thread: Vec<Vec<crate::RxBuf>> = (0..8).map(|_| Vec::new()).collect();
     for i in 0..64 {
         per_thread[i % 8].push(f.receive(i * PAGE, &pattern(i, 128), 0));
@@ -226,7 +270,12 @@ fn returns_from_many_threads_all_arrive_once() {
     assert_eq!(notified.load(Ordering::Relaxed), 64);
     assert_eq!(f.pool.stats().returns_pending, 64);
     assert_eq!(f.pool.maintain(), 64);
-    let mut offs: Vec<u64> = f.kernel.consume(128).iter().map(|r| r.off / PAGE as u64).collect();
+    let mut offs: Vec<u64> = f
+        .kernel
+        .consume(128)
+        .iter()
+        .map(|r| r.off / PAGE as u64)
+        .collect();
     offs.sort_unstable();
     assert_eq!(offs, (0..64).collect::<Vec<u64>>());
     let s = f.pool.stats();
@@ -256,7 +305,11 @@ fn teardown_with_buffers_outstanding_keeps_memory_until_the_last_drop() {
     drop(kernel);
     drop(pool);
     let reader = std::thread::spawn(move || {
-        assert_eq!(&buf[..], &data[..], "bytes stay valid after the pool is gone");
+        assert_eq!(
+            &buf[..],
+            &data[..],
+            "bytes stay valid after the pool is gone"
+        );
         drop(buf);
     });
     reader.join().expect("reader");
@@ -277,14 +330,25 @@ fn teardown_with_buffers_outstanding_keeps_memory_until_the_last_drop() {
 fn pending_returns_trigger_a_flush() {
     let flushes = Arc::new(AtomicUsize::new(0));
     let f = fake(8, 2, 0, false, FlushKind::Count(flushes.clone()));
-    let bufs: Vec<_> = (0..2).map(|i| f.receive(i * PAGE, &pattern(i, 8), 0)).collect();
+    let bufs: Vec<_> = (0..2)
+        .map(|i| f.receive(i * PAGE, &pattern(i, 8), 0))
+        .collect();
     drop(bufs);
     f.pool.maintain();
-    assert_eq!(flushes.load(Ordering::Relaxed), 0, "no flush while the ring has room");
-    let bufs: Vec<_> = (2..4).map(|i| f.receive(i * PAGE, &pattern(i, 8), 0)).collect();
+    assert_eq!(
+        flushes.load(Ordering::Relaxed),
+        0,
+        "no flush while the ring has room"
+    );
+    let bufs: Vec<_> = (2..4)
+        .map(|i| f.receive(i * PAGE, &pattern(i, 8), 0))
+        .collect();
     drop(bufs);
     f.pool.maintain();
-    assert!(flushes.load(Ordering::Relaxed) >= 1, "returns waiting: flush");
+    assert!(
+        flushes.load(Ordering::Relaxed) >= 1,
+        "returns waiting: flush"
+    );
     assert!(f.pool.stats().flushes >= 1);
 }
 
@@ -296,18 +360,28 @@ fn device_less_pools_flush_after_every_publish_and_count_copies() {
     let buf = f.receive(0, &pattern(0, 50), 0);
     drop(buf);
     f.pool.maintain();
-    assert_eq!(consumed.load(Ordering::Relaxed), 1, "flushed right after publishing");
+    assert_eq!(
+        consumed.load(Ordering::Relaxed),
+        1,
+        "flushed right after publishing"
+    );
     assert_eq!(f.kernel.queued(), 0);
     f.pool.maintain();
     assert_eq!(f.pool.stats().flushes, 1, "nothing new published: no flush");
     let s = f.pool.stats();
-    assert_eq!((s.copied_bytes, s.zero_copy_bytes), (50, 0), "device-less bytes are copies");
+    assert_eq!(
+        (s.copied_bytes, s.zero_copy_bytes),
+        (50, 0),
+        "device-less bytes are copies"
+    );
 }
 
 #[test]
 fn failing_flush_is_counted_not_fatal() {
     let f = fake(8, 1, 0, false, FlushKind::Fail);
-    let bufs: Vec<_> = (0..3).map(|i| f.receive(i * PAGE, &pattern(i, 8), 0)).collect();
+    let bufs: Vec<_> = (0..3)
+        .map(|i| f.receive(i * PAGE, &pattern(i, 8), 0))
+        .collect();
     drop(bufs);
     f.pool.maintain();
     let s = f.pool.stats();
@@ -339,7 +413,10 @@ fn export_fd_is_closed_when_dropped_unimported() {
     let raw = exp.raw_fd();
     assert!(fd_is_open(raw));
     drop(exp);
-    assert!(!fd_is_open(raw), "an unimported export must not keep the queue bound");
+    assert!(
+        !fd_is_open(raw),
+        "an unimported export must not keep the queue bound"
+    );
 }
 
 #[test]
@@ -360,7 +437,8 @@ fn export_fd_is_closed_when_import_is_unsupported_or_refused() {
         ..Default::default()
     };
     // SAFETY: `ring` outlives the (failing) import.
-    let err = unsafe { exp.import(ring.as_raw_fd(), &features) }.expect_err("ring lacks CQE32/DEFER_TASKRUN");
+    let err = unsafe { exp.import(ring.as_raw_fd(), &features) }
+        .expect_err("ring lacks CQE32/DEFER_TASKRUN");
     assert!(matches!(err, crate::PoolError::Kernel { .. }), "{err}");
     assert!(!fd_is_open(raw), "fd closed on the failure path too");
 }
@@ -369,7 +447,13 @@ fn export_fd_is_closed_when_import_is_unsupported_or_refused() {
 fn export_needs_kernel_support() {
     let f = fake(2, 8, 0, false, FlushKind::Absent);
     let err = f.pool.export().expect_err("features say no export");
-    assert!(matches!(err, crate::PoolError::Unsupported { needs: "Linux 6.19", .. }));
+    assert!(matches!(
+        err,
+        crate::PoolError::Unsupported {
+            needs: "Linux 6.19",
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -380,20 +464,47 @@ fn config_is_validated_against_features() {
         recv_zc: true,
         ..Default::default()
     };
-    let dev = ZcPoolConfig::new(ZcTarget::Device { ifindex: 2, queue: 1 });
-    assert!(matches!(dev.layout(&none), Err(crate::PoolError::Unsupported { needs: "Linux 6.15", .. })));
+    let dev = ZcPoolConfig::new(ZcTarget::Device {
+        ifindex: 2,
+        queue: 1,
+    });
+    assert!(matches!(
+        dev.layout(&none),
+        Err(crate::PoolError::Unsupported {
+            needs: "Linux 6.15",
+            ..
+        })
+    ));
     let nodev = ZcPoolConfig::new(ZcTarget::NoDev);
-    assert!(matches!(nodev.layout(&zc), Err(crate::PoolError::Unsupported { needs: "Linux 7.1", .. })));
+    assert!(matches!(
+        nodev.layout(&zc),
+        Err(crate::PoolError::Unsupported {
+            needs: "Linux 7.1",
+            ..
+        })
+    ));
     let bad_chunk = ZcPoolConfig {
         chunk_size: 5000,
         ..dev.clone()
     };
-    assert!(matches!(bad_chunk.layout(&zc), Err(crate::PoolError::InvalidConfig { field: "chunk_size", .. })));
+    assert!(matches!(
+        bad_chunk.layout(&zc),
+        Err(crate::PoolError::InvalidConfig {
+            field: "chunk_size",
+            ..
+        })
+    ));
     let too_many = ZcPoolConfig {
         area_bytes: 1 << 30,
         ..dev.clone()
     };
-    assert!(matches!(too_many.layout(&zc), Err(crate::PoolError::InvalidConfig { field: "rq_entries", .. })));
+    assert!(matches!(
+        too_many.layout(&zc),
+        Err(crate::PoolError::InvalidConfig {
+            field: "rq_entries",
+            ..
+        })
+    ));
 
     let l = dev.layout(&zc).expect("valid");
     assert_eq!((l.if_idx, l.if_rxq, l.flags), (2, 1, 0));
@@ -402,7 +513,11 @@ fn config_is_validated_against_features() {
         chunk_size: 32768,
         ..dev.clone()
     };
-    assert_eq!(big.layout(&zc).expect("valid").chunk_size, page, "no RX_PAGE_SIZE: page chunks");
+    assert_eq!(
+        big.layout(&zc).expect("valid").chunk_size,
+        page,
+        "no RX_PAGE_SIZE: page chunks"
+    );
     let large = ZcrxFeatures {
         rx_page_size: true,
         ..zc.clone()
@@ -412,8 +527,16 @@ fn config_is_validated_against_features() {
         nodev: true,
         ..large
     };
-    let l = ZcPoolConfig { chunk_size: 32768, ..nodev }.layout(&nodev_ok).expect("valid");
-    assert_eq!((l.if_idx, l.if_rxq, l.flags, l.chunk_size), (0, 0, crate::abi::ZCRX_REG_NODEV, page));
+    let l = ZcPoolConfig {
+        chunk_size: 32768,
+        ..nodev
+    }
+    .layout(&nodev_ok)
+    .expect("valid");
+    assert_eq!(
+        (l.if_idx, l.if_rxq, l.flags, l.chunk_size),
+        (0, 0, crate::abi::ZCRX_REG_NODEV, page)
+    );
 }
 
 #[test]

@@ -21,6 +21,10 @@ use zcrx::probe::capabilities;
 use zcrx::{PoolError, RecvEnd, RecvTracker, RxBuf, ZcPool, ZcPoolConfig, ZcTarget, ZcrxFeatures};
 
 type Ring = IoUring<squeue::Entry, cqueue::Entry32>;
+/// One test case.
+type Case = fn() -> Result<(), Failed>;
+/// A change to otherwise valid registration arguments.
+type Mutation = dyn Fn(&mut abi::ZcrxIfqReg, &mut abi::ZcrxAreaReg, &mut abi::RegionDesc);
 
 fn zcrx_ring() -> Result<Ring, Failed> {
     IoUring::<squeue::Entry, cqueue::Entry32>::builder()
@@ -434,10 +438,7 @@ fn nodev_bad_input_is_refused() -> Result<(), Failed> {
             .err()
             .and_then(|e| e.raw_os_error())
     };
-    let cases: [(
-        &str,
-        &dyn Fn(&mut abi::ZcrxIfqReg, &mut abi::ZcrxAreaReg, &mut abi::RegionDesc),
-    ); 7] = [
+    let cases: [(&str, &Mutation); 7] = [
         ("area len 0", &|_, a, _| a.len = 0),
         ("NULL area", &|_, a, _| a.addr = 0),
         ("unaligned area len", &|_, a, _| a.len = 100),
@@ -523,7 +524,7 @@ fn main() {
     if let Some(r) = &hw_reason {
         println!("hw_* tests not run: no ZCRX-capable NIC queue configured ({r})");
     }
-    let everywhere: [(&str, fn() -> Result<(), Failed>); 3] = [
+    let everywhere: [(&str, Case); 3] = [
         (
             "zcrx_registration_on_loopback_is_refused_with_a_named_reason",
             zcrx_registration_on_loopback_is_refused_with_a_named_reason,
@@ -537,7 +538,7 @@ fn main() {
             zcrx_device_less_mode_matches_the_probe,
         ),
     ];
-    let nodev: [(&str, fn() -> Result<(), Failed>); 7] = [
+    let nodev: [(&str, Case); 7] = [
         ("nodev_registration", nodev_registration),
         (
             "nodev_receive_every_byte_at_the_cqe_offset",
@@ -561,7 +562,7 @@ fn main() {
             nodev_ring_exit_with_an_armed_request,
         ),
     ];
-    let hw: [(&str, fn() -> Result<(), Failed>); 1] = [(
+    let hw: [(&str, Case); 1] = [(
         "hw_register_and_export_a_device_queue",
         hw_register_and_export_a_device_queue,
     )];

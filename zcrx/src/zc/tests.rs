@@ -135,6 +135,36 @@ fn buffer_holds_exactly_the_completion_length() {
 }
 
 #[test]
+fn into_bytes_shares_the_chunk_without_copying_until_the_last_clone_drops() {
+    let f = fake(4, 8, 0, false, FlushKind::Absent);
+    let data = pattern(3, 500);
+    let buf = f.receive(2 * PAGE, &data, 0);
+    let ptr = buf.as_ptr();
+    let bytes = buf.into_bytes();
+    assert_eq!(bytes.as_ptr(), ptr, "same memory: no copy");
+    let head = bytes.slice(0..10);
+    let tail = bytes.slice(400..);
+    drop(bytes);
+    assert_eq!(&head[..], &data[..10]);
+    assert_eq!(&tail[..], &data[400..]);
+    f.pool.maintain();
+    assert_eq!(f.kernel.queued(), 0, "still referenced by two slices");
+    assert_eq!(f.pool.stats().in_use, 1);
+    drop(head);
+    let moved = std::thread::spawn(move || tail.len())
+        .join()
+        .expect("thread");
+    assert_eq!(moved, 100);
+    f.pool.maintain();
+    assert_eq!(
+        f.kernel.consume(8).len(),
+        1,
+        "returned once, from the last holder's thread"
+    );
+    assert_eq!(f.pool.stats().in_use, 0);
+}
+
+#[test]
 fn bad_completions_are_rejected_with_reasons() {
     let token = 1u64 << 48;
     let f = fake(2, 8, token, false, FlushKind::Absent);
@@ -301,8 +331,7 @@ fn teardown_with_buffers_outstanding_keeps_memory_until_the_last_drop() {
     let data = pattern(9, 3000);
     let buf = f.receive(PAGE, &data, 0);
     let area = f.area as usize;
-    let Fake { pool, kernel, .. } = f;
-    drop(kernel);
+    let Fake { pool, .. } = f;
     drop(pool);
     let reader = std::thread::spawn(move || {
         assert_eq!(

@@ -144,6 +144,25 @@ fn receive_all(
     }
 }
 
+/// [`receive_all`] through the pool that owns the instance.
+fn receive_owned(
+    ring: &mut Ring,
+    pool: &ZcPool,
+    fd: i32,
+    hold: usize,
+) -> Result<(u64, u64), Failed> {
+    receive_all(
+        ring,
+        fd,
+        |b| pool.recv_zc(fd, b),
+        |r, c| pool.take(r, c),
+        || {
+            pool.maintain();
+        },
+        hold,
+    )
+}
+
 // ---- run everywhere ----------------------------------------------------------------
 
 fn zcrx_registration_on_loopback_is_refused_with_a_named_reason() -> Result<(), Failed> {
@@ -252,16 +271,7 @@ fn nodev_receive_every_byte_at_the_cqe_offset() -> Result<(), Failed> {
     let pool = nodev_pool(&ring, 16, 0)?;
     let (sock, writer) = stream(32 << 20);
     let fd = sock.as_raw_fd();
-    let (n, rearms) = receive_all(
-        &mut ring,
-        fd,
-        |b| pool.recv_zc(fd, b),
-        |r, c| pool.take(r, c),
-        || {
-            pool.maintain();
-        },
-        0,
-    )?;
+    let (n, rearms) = receive_owned(&mut ring, &pool, fd, 0)?;
     writer.join().map_err(|_| "writer")?;
     assert_eq!(n, 32 << 20);
     let s = pool.stats();
@@ -281,16 +291,7 @@ fn nodev_refill_ring_smaller_than_the_area_with_lazy_returns() -> Result<(), Fai
     let pool = nodev_pool(&ring, 64, 16)?;
     let (sock, writer) = stream(8 << 20);
     let fd = sock.as_raw_fd();
-    let (n, _) = receive_all(
-        &mut ring,
-        fd,
-        |b| pool.recv_zc(fd, b),
-        |r, c| pool.take(r, c),
-        || {
-            pool.maintain();
-        },
-        40,
-    )?;
+    let (n, _) = receive_owned(&mut ring, &pool, fd, 40)?;
     writer.join().map_err(|_| "writer")?;
     assert_eq!(n, 8 << 20);
     assert!(
@@ -348,16 +349,7 @@ fn nodev_export_import_into_a_second_ring() -> Result<(), Failed> {
     let mut ring = ring;
     let (sock, writer) = stream(1 << 20);
     let fd = sock.as_raw_fd();
-    let (n, _) = receive_all(
-        &mut ring,
-        fd,
-        |b| pool.recv_zc(fd, b),
-        |r, c| pool.take(r, c),
-        || {
-            pool.maintain();
-        },
-        0,
-    )?;
+    let (n, _) = receive_owned(&mut ring, &pool, fd, 0)?;
     writer.join().map_err(|_| "writer")?;
     assert_eq!(n, 1 << 20);
     drop(ring);

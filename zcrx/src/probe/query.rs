@@ -25,22 +25,8 @@ pub struct QueryOpcodesAnswer {
     pub nr_query_opcodes: u32,
 }
 
-/// The answer to `IO_URING_QUERY_ZCRX` (Linux 6.19+).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct ZcrxQueryAnswer {
-    /// Supported `ZCRX_REG_*` flags.
-    pub register_flags: u64,
-    /// Supported `IORING_ZCRX_AREA_*` flags.
-    pub area_flags: u64,
-    /// Number of `ZCRX_CTRL_*` ops.
-    pub nr_ctrl_opcodes: u32,
-    /// `ZCRX_FEATURE_*` bits.
-    pub features: u32,
-    /// Refill ring header size.
-    pub rq_hdr_size: u32,
-    /// Refill entry array alignment.
-    pub rq_hdr_alignment: u32,
-}
+/// The answer to `IO_URING_QUERY_ZCRX` (Linux 6.19+): the kernel's struct as it is.
+pub type ZcrxQueryAnswer = abi::QueryZcrx;
 
 /// What the blind query found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -83,17 +69,7 @@ pub(crate) fn run_query() -> QueryReport {
         },
     };
     let (zcrx, zcrx_error) = match crate::sys::query::<abi::QueryZcrx>(abi::IO_URING_QUERY_ZCRX) {
-        Ok(Ok((q, _))) => (
-            Some(ZcrxQueryAnswer {
-                register_flags: q.register_flags,
-                area_flags: q.area_flags,
-                nr_ctrl_opcodes: q.nr_ctrl_opcodes,
-                features: q.features,
-                rq_hdr_size: q.rq_hdr_size,
-                rq_hdr_alignment: q.rq_hdr_alignment,
-            }),
-            None,
-        ),
+        Ok(Ok((q, _))) => (Some(q), None),
         Ok(Err(errno)) => (None, Some(errno_name(errno))),
         Err(err) => (None, Some(errno_name(errno_of(&err)))),
     };
@@ -161,6 +137,7 @@ mod tests {
         features: 0,
         rq_hdr_size: 8,
         rq_hdr_alignment: 64,
+        resv2: 0,
     };
 
     const ANSWER_7_1: ZcrxQueryAnswer = ZcrxQueryAnswer {
@@ -170,6 +147,7 @@ mod tests {
         features: 1,
         rq_hdr_size: 8,
         rq_hdr_alignment: 64,
+        resv2: 0,
     };
 
     #[test]

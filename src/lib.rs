@@ -1,6 +1,34 @@
 //! zerorx: a thread-per-core networking runtime built on io_uring zero-copy receive.
 //!
 //! - [`doctor`]: the `zerorx doctor` report of what the kernel and NICs can do.
+//!
+//! Each worker thread owns one ring, a local task queue and a timer heap; tasks never
+//! migrate. See `DESIGN.md` for the op lifecycle and who owns what memory.
+//!
+//! ```no_run
+//! let rt = zerorx::Runtime::builder().threads(2).build()?;
+//! let out = rt.block_on(async {
+//!     let h = zerorx::spawn(async { 40 + 2 });
+//!     zerorx::time::sleep(std::time::Duration::from_millis(1)).await;
+//!     h.await
+//! });
+//! assert_eq!(out.ok(), Some(42));
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 pub mod doctor;
+pub mod driver;
+pub mod executor;
+pub(crate) mod io;
+pub mod metrics;
+pub mod net;
+pub mod runtime;
+pub mod time;
+pub mod wake;
+
+pub use executor::{spawn, yield_now, JoinError, JoinHandle};
+pub use metrics::WorkerMetricsSnapshot;
+pub use runtime::{Builder, Handle, Runtime};
+pub use time::{sleep, sleep_until, timeout};
+pub use wake::WakeMode;
 pub use zcrx;

@@ -1,0 +1,83 @@
+//! Shutdown of a driver: cancel everything in flight, drain until the slab is empty,
+//! and only then let the ring close.
+
+use super::op::Lifecycle;
+use super::Driver;
+use crate::metrics::add_owned;
+use std::time::{Duration, Instant};
+
+/// Upper bound of one wait while draining, so the deadline is checked regularly.
+const DRAIN_SLICE: Duration = Duration::from_millis(10);
+
+impl Driver {
+    /// Cancels every op (and the wake-up read) and reaps until none is left or
+    /// `deadline` passes. Returns the number of ops whose memory had to be leaked
+    /// because their final completion never came: freeing it could let the kernel
+    /// write into freed memory after the ring is gone.
+    pub(crate) fn shutdown(&mut self, deadline: Instant) -> usize {
+        self.shutting_down = true;
+        // Futures still holding op keys get `ECANCELED` when polled; what the ops
+        // deliver from now on is released.
+        let mut finished_ops = Vec::new();
+        for (key, slot) in self.ops.iter_mut() {
+            let finished = match &mut slot.lifecycle {
+                Lifecycle::Completed(c) => {
+                    let c = *c;
+                    slot.data.release(&c);
+                    true
+                }
+                Lifecycle::Streaming {
+                    queue, finished, ..
+                } => {
+                    for c in queue.drain(..) {
+                        slot.data.release(&c);
+                    }
+                    *finished
+                }
+                Lifecycle::Pending(_) | Lifecycle::Abandoned => false,
+            };
+            if finished {
+                // The final CQE already came: nothing of this op is left in the kernel.
+                finished_ops.push(key);
+            } else {
+                slot.lifecycle = Lifecycle::Abandoned;
+            }
+        }
+        for key in finished_ops {
+            self.ops.remove(key);
+        }
+
+        let mut cancelled_at = None;
+        while self.ops.len() > 0 || self.wake.as_ref().is_some_and(|w| w.armed) {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            if cancelled_at.is_none_or(|t: Instant| now.duration_since(t) > 5 * DRAIN_SLICE) {
+                // Submit queued SQEs first: a sync cancel only sees submitted requests.
+                let _ = self.ring.enter(false, None);
+                let _ = self.ring.sync_cancel_all(DRAIN_SLICE);
+                cancelled_at = Some(now);
+            }
+            let wait = (deadline - now).min(DRAIN_SLICE);
+            if self.turn(true, Some(wait)).is_err() {
+                break;
+            }
+            self.wakers.clear();
+        }
+        let leaked = self.ops.len();
+        if leaked > 0 {
+            add_owned(&self.metrics.leaked_ops, leaked as u64);
+            for slot in self.ops.drain() {
+                std::mem::forget(slot);
+            }
+        }
+        if let Some(w) = self.wake.take() {
+            if w.armed {
+                // The read may still complete into the buffer after the ring closes.
+                Box::leak(w.buf);
+            }
+        }
+        leaked
+    }
+}

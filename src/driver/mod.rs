@@ -1,0 +1,372 @@
+//! The proactor of one worker: its ring, the slab of in-flight ops, the wake-up
+//! request, and one `io_uring_enter` per loop turn.
+//!
+//! Everything here is owned by one worker thread and reached through
+//! `RefCell<Driver>` in that worker's `Core`; nothing is shared across threads except
+//! the eventfd (through `Arc`) and the counters.
+
+mod cancel;
+pub(crate) mod multishot;
+pub(crate) mod op;
+pub(crate) mod ring;
+pub(crate) mod slab;
+
+pub use op::OpCode;
+pub use ring::{Completion, RingFlags};
+
+use crate::metrics::{add_owned, WorkerMetrics};
+use io_uring::{opcode, squeue, types};
+use op::{Lifecycle, OpBox, OpSlot};
+use ring::{Ring, RingConfig};
+use slab::{reserved, GenSlab, Key};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+/// The eventfd read kept armed in the ring so a write from another thread completes
+/// it and ends the worker's wait.
+struct WakeRead {
+    fd: Arc<OwnedFd>,
+    /// Kernel-written while armed: boxed so its address is stable, and leaked rather
+    /// than freed if shutdown cannot confirm the read ended.
+    buf: Box<u64>,
+    armed: bool,
+}
+
+pub(crate) struct Driver {
+    ring: Ring,
+    ops: GenSlab<OpSlot>,
+    wake: Option<WakeRead>,
+    /// Reused between turns so reaping allocates nothing in steady state.
+    completions: Vec<Completion>,
+    /// Wakers of the ops completed this turn; woken by the loop after the driver
+    /// borrow ends, because waking may re-enter the driver.
+    wakers: Vec<Waker>,
+    metrics: Arc<WorkerMetrics>,
+    shutting_down: bool,
+}
+
+impl Driver {
+    /// Builds the ring on the calling thread. With `eventfd`, arms a read on it.
+    pub(crate) fn new(
+        cfg: &RingConfig,
+        eventfd: Option<Arc<OwnedFd>>,
+        metrics: Arc<WorkerMetrics>,
+    ) -> io::Result<Driver> {
+        let ring = Ring::new(cfg)?;
+        let mut d = Driver {
+            ring,
+            ops: GenSlab::default(),
+            wake: eventfd.map(|fd| WakeRead {
+                fd,
+                buf: Box::new(0),
+                armed: false,
+            }),
+            completions: Vec::with_capacity(cfg.cq_entries as usize),
+            wakers: Vec::new(),
+            metrics,
+            shutting_down: false,
+        };
+        d.arm_wake()?;
+        Ok(d)
+    }
+
+    pub(crate) fn ring_fd(&self) -> std::os::fd::RawFd {
+        self.ring.fd()
+    }
+
+    pub(crate) fn ring_flags(&self) -> RingFlags {
+        self.ring.flags()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn ops_in_flight(&self) -> usize {
+        self.ops.len()
+    }
+
+    fn arm_wake(&mut self) -> io::Result<()> {
+        let Some(w) = self.wake.as_mut() else {
+            return Ok(());
+        };
+        if w.armed || self.shutting_down {
+            return Ok(());
+        }
+        let entry = opcode::Read::new(
+            types::Fd(w.fd.as_raw_fd()),
+            (&mut *w.buf as *mut u64).cast(),
+            8,
+        )
+        .build()
+        .user_data(reserved::WAKE);
+        w.armed = true;
+        // SAFETY: the buffer is the boxed `buf`, kept (or leaked) until the read's CQE;
+        // the eventfd is kept open by the `Arc` held here.
+        unsafe { self.push(&entry) }
+    }
+
+    /// Queues one SQE, submitting first if the SQ is full.
+    ///
+    /// # Safety
+    /// Memory and fds the entry refers to must stay valid until its final completion.
+    pub(crate) unsafe fn push(&mut self, entry: &squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: forwarded from the caller's contract.
+            if unsafe { self.ring.try_push(entry) } {
+                return Ok(());
+            }
+            add_owned(&self.metrics.sq_full, 1);
+            let n = self.ring.enter(false, None)?;
+            add_owned(&self.metrics.enter_calls, 1);
+            add_owned(&self.metrics.sqes_submitted, n as u64);
+            if n == 0 {
+                // The kernel took nothing (EBUSY/EAGAIN: CQ backed up). Reap to make
+                // room; the completions are dispatched as usual.
+                self.reap_and_dispatch();
+            }
+        }
+    }
+
+    /// Puts `data` in the slab and queues its SQE.
+    pub(crate) fn submit(&mut self, data: Box<dyn OpBox>, lifecycle: Lifecycle) -> io::Result<Key> {
+        let key = self.ops.insert(OpSlot { lifecycle, data });
+        let entry = match self.ops.get_mut(key) {
+            Some(slot) => slot.data.create_entry().user_data(key.user_data()),
+            None => return Err(io::Error::other("op slab lost a fresh entry")),
+        };
+        // SAFETY: the entry points into the boxed op data, which stays in the slab
+        // until the op's final completion (the OpCode contract).
+        if let Err(e) = unsafe { self.push(&entry) } {
+            self.ops.remove(key);
+            return Err(e);
+        }
+        Ok(key)
+    }
+
+    fn push_cancel(&mut self, key: Key) {
+        let entry = opcode::AsyncCancel::new(key.user_data())
+            .build()
+            .user_data(reserved::CANCEL);
+        // SAFETY: ASYNC_CANCEL carries only the target's user_data, no memory. If the
+        // push fails the ring is unusable and shutdown will leak the op instead.
+        let _ = unsafe { self.push(&entry) };
+    }
+
+    /// Polls a single-shot op: `Ready(Some)` with its completion and data, `Ready(None)`
+    /// if the slot is gone (runtime shut down).
+    pub(crate) fn poll_op(
+        &mut self,
+        key: Key,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<(Completion, Box<dyn OpBox>)>> {
+        let Some(slot) = self.ops.get_mut(key) else {
+            return Poll::Ready(None);
+        };
+        match &mut slot.lifecycle {
+            Lifecycle::Pending(waker) => {
+                match waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => *waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+            Lifecycle::Completed(c) => {
+                let c = *c;
+                Poll::Ready(self.ops.remove(key).map(|slot| (c, slot.data)))
+            }
+            Lifecycle::Streaming { .. } | Lifecycle::Abandoned => Poll::Ready(None),
+        }
+    }
+
+    /// Polls a multishot op for its next completion; `Ready(None)` once the final one
+    /// was consumed (the slot is then removed).
+    pub(crate) fn poll_multi(
+        &mut self,
+        key: Key,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Completion>> {
+        let Some(slot) = self.ops.get_mut(key) else {
+            return Poll::Ready(None);
+        };
+        let Lifecycle::Streaming {
+            queue,
+            waker,
+            finished,
+        } = &mut slot.lifecycle
+        else {
+            return Poll::Ready(None);
+        };
+        if let Some(c) = queue.pop_front() {
+            return Poll::Ready(Some(c));
+        }
+        if *finished {
+            self.ops.remove(key);
+            return Poll::Ready(None);
+        }
+        match waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => *waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    /// The future of op `key` is gone: release a completion nobody took, or cancel the
+    /// op and keep its memory until the final CQE.
+    pub(crate) fn drop_op(&mut self, key: Key) {
+        let Some(slot) = self.ops.get_mut(key) else {
+            return;
+        };
+        let cancel = match &mut slot.lifecycle {
+            Lifecycle::Completed(c) => {
+                let c = *c;
+                slot.data.release(&c);
+                self.ops.remove(key);
+                false
+            }
+            Lifecycle::Pending(_) => {
+                slot.lifecycle = Lifecycle::Abandoned;
+                true
+            }
+            Lifecycle::Streaming {
+                queue, finished, ..
+            } => {
+                let finished = *finished;
+                for c in queue.drain(..) {
+                    slot.data.release(&c);
+                }
+                if finished {
+                    self.ops.remove(key);
+                    false
+                } else {
+                    slot.lifecycle = Lifecycle::Abandoned;
+                    true
+                }
+            }
+            Lifecycle::Abandoned => false,
+        };
+        if cancel {
+            self.push_cancel(key);
+        }
+    }
+
+    /// One kernel entry: submits everything queued, waits if `wait` (at most `timeout`),
+    /// then reaps and dispatches completions. Wakers of completed ops are left in the
+    /// driver for [`take_wakers`](Self::take_wakers).
+    pub(crate) fn turn(&mut self, wait: bool, timeout: Option<Duration>) -> io::Result<()> {
+        if wait || self.ring.sq_len() > 0 || self.ring.needs_enter() {
+            let n = self.ring.enter(wait, timeout)?;
+            add_owned(&self.metrics.enter_calls, 1);
+            add_owned(&self.metrics.sqes_submitted, n as u64);
+        }
+        self.reap_and_dispatch();
+        if self.ring.cq_overflowed() {
+            // The kernel holds back CQEs that did not fit; an enter with GETEVENTS
+            // (the crate adds it when it sees the overflow flag) flushes them.
+            add_owned(&self.metrics.cq_overflows, 1);
+            let n = self.ring.enter(false, None)?;
+            add_owned(&self.metrics.enter_calls, 1);
+            add_owned(&self.metrics.sqes_submitted, n as u64);
+            self.reap_and_dispatch();
+        }
+        add_owned(&self.metrics.loop_turns, 1);
+        self.metrics
+            .ops_in_flight
+            .store(self.ops.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub(crate) fn take_wakers(&mut self, out: &mut Vec<Waker>) {
+        out.append(&mut self.wakers);
+    }
+
+    fn reap_and_dispatch(&mut self) {
+        let mut cqes = std::mem::take(&mut self.completions);
+        loop {
+            self.ring.reap(&mut cqes);
+            if cqes.is_empty() {
+                break;
+            }
+            add_owned(&self.metrics.cqes, cqes.len() as u64);
+            for c in cqes.drain(..) {
+                self.dispatch(c);
+            }
+        }
+        self.completions = cqes;
+    }
+
+    fn dispatch(&mut self, c: Completion) {
+        match c.user_data {
+            reserved::WAKE => {
+                add_owned(&self.metrics.wakeups_received, 1);
+                if let Some(w) = self.wake.as_mut() {
+                    if !c.more() {
+                        w.armed = false;
+                    }
+                }
+                // A failed re-arm leaves wake-ups to the loop's polling of the remote
+                // queue; the next turn tries again.
+                let _ = self.arm_wake();
+            }
+            reserved::CANCEL | reserved::MSG_SENT => {}
+            ud => self.dispatch_op(ud, c),
+        }
+    }
+
+    fn dispatch_op(&mut self, ud: u64, c: Completion) {
+        let slot = match Key::from_user_data(ud).and_then(|k| self.ops.get_mut(k).map(|s| (k, s))) {
+            Some(found) => found,
+            None => {
+                add_owned(&self.metrics.stale_cqes, 1);
+                return;
+            }
+        };
+        let (key, slot) = slot;
+        match &mut slot.lifecycle {
+            Lifecycle::Pending(waker) => {
+                if let Some(w) = waker.take() {
+                    self.wakers.push(w);
+                }
+                slot.lifecycle = Lifecycle::Completed(c);
+            }
+            Lifecycle::Completed(_) => {
+                // A second CQE for a single-shot op: nobody can take it.
+                slot.data.release(&c);
+            }
+            Lifecycle::Streaming {
+                queue,
+                waker,
+                finished,
+            } => {
+                queue.push_back(c);
+                if !c.more() {
+                    *finished = true;
+                }
+                if let Some(w) = waker.take() {
+                    self.wakers.push(w);
+                }
+            }
+            Lifecycle::Abandoned => {
+                slot.data.release(&c);
+                if !c.more() {
+                    self.ops.remove(key);
+                }
+            }
+        }
+    }
+
+    /// Queues a MSG_RING to `target_ring` that posts a wake CQE there. Its own CQE is
+    /// skipped on success.
+    pub(crate) fn push_msg_ring(&mut self, target_ring: std::os::fd::RawFd) -> io::Result<()> {
+        let entry = opcode::MsgRingData::new(types::Fd(target_ring), 0, reserved::WAKE, None)
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(reserved::MSG_SENT);
+        // SAFETY: MSG_RING carries no memory; the target fd is kept open by the target
+        // worker's shared state, which outlives every worker of the runtime.
+        unsafe { self.push(&entry) }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,62 @@
+//! Multishot ops: one SQE, a stream of CQEs until one arrives without `F_MORE`.
+
+use super::op::{not_in_runtime, Lifecycle, OpCode};
+use super::ring::Completion;
+use super::slab::Key;
+use crate::runtime::context;
+use crate::runtime::worker::Core;
+use std::collections::VecDeque;
+use std::io;
+use std::marker::PhantomData;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+/// A multishot op. Completions queue in the slab entry until polled; dropping the
+/// stream cancels the op and releases every completion nobody took.
+pub(crate) struct MultiOp<T: OpCode> {
+    key: Option<Key>,
+    core: Rc<Core>,
+    _data: PhantomData<T>,
+}
+
+impl<T: OpCode> MultiOp<T> {
+    pub(crate) fn submit(data: T) -> io::Result<MultiOp<T>> {
+        let core = context::current().ok_or_else(not_in_runtime)?;
+        let key = core.driver.borrow_mut().submit(
+            Box::new(data),
+            Lifecycle::Streaming {
+                queue: VecDeque::new(),
+                waker: None,
+                finished: false,
+            },
+        )?;
+        Ok(MultiOp {
+            key: Some(key),
+            core,
+            _data: PhantomData,
+        })
+    }
+
+    /// The next completion; `None` once the op has ended (its last completion, the one
+    /// without `F_MORE`, was returned before).
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
+        let Some(key) = self.key else {
+            return Poll::Ready(None);
+        };
+        let next = self.core.driver.borrow_mut().poll_multi(key, cx);
+        if let Poll::Ready(None) = next {
+            self.key = None;
+        }
+        next
+    }
+}
+
+impl<T: OpCode> Drop for MultiOp<T> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            if let Ok(mut driver) = self.core.driver.try_borrow_mut() {
+                driver.drop_op(key);
+            }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The op contract ([`OpCode`]), the lifecycle of an op in the slab, and the
+//! single-completion [`Op`] future.
+
+use super::ring::Completion;
+use super::slab::Key;
+use crate::runtime::context;
+use crate::runtime::worker::Core;
+use io_uring::squeue;
+use std::any::Any;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+/// One io_uring operation: the memory and fds it hands to the kernel, and how to build
+/// its SQE.
+///
+/// # Safety
+///
+/// The driver boxes the value, calls [`create_entry`](OpCode::create_entry) once on the
+/// boxed value, and keeps the box, unmoved and unaliased, in the op slab until the
+/// kernel posts the op's final completion (a CQE without `IORING_CQE_F_MORE`), even if
+/// the future awaiting it is dropped first. Implementors promise that:
+///
+/// 1. every pointer the entry carries points into `self` (or into heap memory `self`
+///    owns), so it stays valid for as long as the driver holds the box;
+/// 2. every fd the entry names is kept open by `self`, or is guaranteed by the caller to
+///    outlive the op (a socket whose `Drop` runs after the op's future);
+/// 3. the entry does not set `user_data`: the driver does;
+/// 4. [`release`](OpCode::release) frees whatever kernel-made resource a completion
+///    delivered that nobody will take (the fd of an accept that finished after its
+///    future was dropped, a provided buffer), and touches nothing else.
+pub unsafe trait OpCode: 'static {
+    /// Builds the SQE. `self` is at its final address when this is called.
+    fn create_entry(&mut self) -> squeue::Entry;
+
+    /// Frees what `completion` produced when no future will consume it.
+    fn release(&mut self, completion: &Completion) {
+        let _ = completion;
+    }
+}
+
+/// [`OpCode`] plus the conversion back to the concrete type once the op is complete.
+pub(crate) trait OpBox: OpCode {
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl<T: OpCode> OpBox for T {
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// Where an op is in its life. The slab entry (and with it the op's memory) lives until
+/// the state machine reaches its end: taken by the future, or final CQE while
+/// abandoned.
+///
+/// ```text
+/// single:    Pending ──CQE──▶ Completed ──future takes it──▶ (removed)
+///               └─future dropped─▶ Abandoned ──final CQE──▶ (removed, release())
+/// multishot: Streaming{queue} ──CQE without F_MORE──▶ finished ──queue drained──▶ (removed)
+///               └─stream dropped─▶ Abandoned ──final CQE──▶ (removed, release() each)
+/// ```
+pub(crate) enum Lifecycle {
+    /// Single-shot op in flight, with the waker of the future once it has been polled.
+    Pending(Option<Waker>),
+    /// Single-shot op done; the future has not taken the result yet.
+    Completed(Completion),
+    /// Multishot op: completions queued for the stream until one arrives without
+    /// `F_MORE` (`finished`).
+    Streaming {
+        queue: VecDeque<Completion>,
+        waker: Option<Waker>,
+        finished: bool,
+    },
+    /// The future is gone and a cancel was requested. The kernel may still write into
+    /// the op's memory, so the slot keeps it until the final CQE, releasing what each
+    /// CQE delivers.
+    Abandoned,
+}
+
+pub(crate) struct OpSlot {
+    pub(crate) lifecycle: Lifecycle,
+    pub(crate) data: Box<dyn OpBox>,
+}
+
+pub(crate) fn not_in_runtime() -> io::Error {
+    io::Error::other("not inside a zerorx runtime worker")
+}
+
+/// A single-completion op. Resolves to the completion and the op's data back.
+pub(crate) struct Op<T: OpCode> {
+    key: Option<Key>,
+    core: Rc<Core>,
+    _data: PhantomData<T>,
+}
+
+impl<T: OpCode> Op<T> {
+    /// Submits `data` on the current worker's ring (queued in the SQ; the loop enters).
+    pub(crate) fn submit(data: T) -> io::Result<Op<T>> {
+        let core = context::current().ok_or_else(not_in_runtime)?;
+        let key = core
+            .driver
+            .borrow_mut()
+            .submit(Box::new(data), Lifecycle::Pending(None))?;
+        Ok(Op {
+            key: Some(key),
+            core,
+            _data: PhantomData,
+        })
+    }
+}
+
+#[cfg(test)]
+impl<T: OpCode> Op<T> {
+    pub(crate) fn key_for_test(&self) -> Key {
+        self.key.expect("submitted op")
+    }
+}
+
+// The op's data lives in the slab, not in the future, so the future may move freely.
+impl<T: OpCode> Unpin for Op<T> {}
+
+impl<T: OpCode> Future for Op<T> {
+    /// The completion and the op's data, or `ECANCELED` when the runtime shut down
+    /// (and freed the op) before the completion was taken.
+    type Output = io::Result<(Completion, T)>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(key) = self.key else {
+            return Poll::Ready(Err(io::Error::from_raw_os_error(libc::ECANCELED)));
+        };
+        let ready = self.core.driver.borrow_mut().poll_op(key, cx);
+        let done = match ready {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(done) => done,
+        };
+        self.key = None;
+        let Some((c, data)) = done else {
+            return Poll::Ready(Err(io::Error::from_raw_os_error(libc::ECANCELED)));
+        };
+        match data.into_any().downcast::<T>() {
+            Ok(data) => Poll::Ready(Ok((c, *data))),
+            Err(_) => Poll::Ready(Err(io::Error::other("op slot held a foreign op type"))),
+        }
+    }
+}
+
+impl<T: OpCode> Drop for Op<T> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            if let Ok(mut driver) = self.core.driver.try_borrow_mut() {
+                driver.drop_op(key);
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! A generational slab: the index of an entry plus a generation counter, so that a key
+//! (and the io_uring `user_data` built from it) that outlived its entry can never reach
+//! the entry that reused the slot.
+
+/// Generations stay below this bound so that an encoded `user_data` can never reach the
+/// reserved values at the top of the `u64` space (see [`reserved`]).
+const GEN_LIMIT: u32 = 1 << 31;
+
+/// `user_data` values the driver keeps for its own requests. Op keys encode to
+/// `generation << 32 | index` with `generation < 2^31`, so none of them collides.
+pub(crate) mod reserved {
+    /// The completion of the wake-up request (eventfd read or MSG_RING message).
+    pub(crate) const WAKE: u64 = u64::MAX;
+    /// Completions of ASYNC_CANCEL requests: nobody waits for them.
+    pub(crate) const CANCEL: u64 = u64::MAX - 1;
+    /// Completions of MSG_RING requests this ring sent to wake another ring.
+    pub(crate) const MSG_SENT: u64 = u64::MAX - 2;
+}
+
+/// The key of a slab entry: slot index plus the generation the slot had when the entry
+/// was inserted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Key {
+    index: u32,
+    generation: u32,
+}
+
+impl Key {
+    /// Encodes the key as io_uring `user_data`.
+    pub(crate) fn user_data(self) -> u64 {
+        (u64::from(self.generation) << 32) | u64::from(self.index)
+    }
+
+    /// Decodes `user_data`; `None` for values no key can produce (the reserved ones).
+    pub(crate) fn from_user_data(user_data: u64) -> Option<Key> {
+        let generation = (user_data >> 32) as u32;
+        if generation >= GEN_LIMIT {
+            return None;
+        }
+        Some(Key {
+            index: user_data as u32,
+            generation,
+        })
+    }
+}
+
+struct Slot<T> {
+    generation: u32,
+    value: Option<T>,
+}
+
+/// A slab whose keys carry a generation.
+pub(crate) struct GenSlab<T> {
+    slots: Vec<Slot<T>>,
+    free: Vec<u32>,
+    len: usize,
+}
+
+impl<T> Default for GenSlab<T> {
+    fn default() -> Self {
+        GenSlab {
+            slots: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> GenSlab<T> {
+    /// Inserts `value` and returns its key.
+    pub(crate) fn insert(&mut self, value: T) -> Key {
+        self.len += 1;
+        if let Some(index) = self.free.pop() {
+            let slot = &mut self.slots[index as usize];
+            slot.value = Some(value);
+            return Key {
+                index,
+                generation: slot.generation,
+            };
+        }
+        let index = self.slots.len() as u32;
+        self.slots.push(Slot {
+            generation: 0,
+            value: Some(value),
+        });
+        Key {
+            index,
+            generation: 0,
+        }
+    }
+
+    /// The entry `key` names, if it is still the one that was inserted under `key`.
+    pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut T> {
+        let slot = self.slots.get_mut(key.index as usize)?;
+        if slot.generation != key.generation {
+            return None;
+        }
+        slot.value.as_mut()
+    }
+
+    /// Removes the entry `key` names; a stale key removes nothing.
+    pub(crate) fn remove(&mut self, key: Key) -> Option<T> {
+        let slot = self.slots.get_mut(key.index as usize)?;
+        if slot.generation != key.generation {
+            return None;
+        }
+        let value = slot.value.take()?;
+        // Bumping the generation is what turns every outstanding copy of `key` stale.
+        slot.generation = (slot.generation + 1) % GEN_LIMIT;
+        self.free.push(key.index);
+        self.len -= 1;
+        Some(value)
+    }
+
+    /// Number of live entries.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Every live entry with its key.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (Key, &mut T)> {
+        self.slots
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(index, slot)| {
+                let generation = slot.generation;
+                slot.value.as_mut().map(|v| {
+                    (
+                        Key {
+                            index: index as u32,
+                            generation,
+                        },
+                        v,
+                    )
+                })
+            })
+    }
+
+    /// Removes every live entry.
+    pub(crate) fn drain(&mut self) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.len);
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            if let Some(v) = slot.value.take() {
+                slot.generation = (slot.generation + 1) % GEN_LIMIT;
+                self.free.push(index as u32);
+                out.push(v);
+            }
+        }
+        self.len = 0;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_key_is_rejected_after_reuse() {
+        let mut slab = GenSlab::default();
+        let old = slab.insert("first");
+        assert_eq!(slab.remove(old), Some("first"));
+        let new = slab.insert("second");
+        // Same slot, different generation: the old user_data must not reach "second".
+        assert_eq!(old.index, new.index);
+        assert_ne!(old.user_data(), new.user_data());
+        let stale = Key::from_user_data(old.user_data()).expect("op key");
+        assert!(slab.get_mut(stale).is_none());
+        assert!(slab.remove(stale).is_none());
+        assert_eq!(slab.get_mut(new), Some(&mut "second"));
+    }
+
+    #[test]
+    fn reserved_user_data_never_decodes_to_a_key() {
+        for ud in [reserved::WAKE, reserved::CANCEL, reserved::MSG_SENT] {
+            assert!(Key::from_user_data(ud).is_none());
+        }
+        let k = Key {
+            index: u32::MAX,
+            generation: GEN_LIMIT - 1,
+        };
+        assert_eq!(Key::from_user_data(k.user_data()), Some(k));
+    }
+
+    #[test]
+    fn generation_wraps_below_limit() {
+        let mut slab = GenSlab::default();
+        let mut key = slab.insert(0u8);
+        slab.slots[0].generation = GEN_LIMIT - 1;
+        key.generation = GEN_LIMIT - 1;
+        slab.remove(key);
+        let again = slab.insert(1u8);
+        assert_eq!(again.generation, 0);
+        assert_eq!(slab.len(), 1);
+        assert_eq!(slab.drain(), vec![1u8]);
+        assert_eq!(slab.len(), 0);
+    }
+}

@@ -1,0 +1,88 @@
+//! Send of one buffer, and SENDMSG of several (optionally to an address).
+
+use super::{fd, SharedFd};
+use crate::driver::OpCode;
+use bytes::Bytes;
+use io_uring::{opcode, squeue};
+use socket2::SockAddr;
+
+/// Sends `buf[offset..]`.
+pub(crate) struct Send {
+    pub(crate) socket: SharedFd,
+    pub(crate) buf: Bytes,
+    pub(crate) offset: usize,
+}
+
+// SAFETY: points into `buf`, whose heap storage `Bytes` keeps alive and unmoved while
+// the op owns it; names the fd `socket` keeps open.
+unsafe impl OpCode for Send {
+    fn create_entry(&mut self) -> squeue::Entry {
+        let rest = &self.buf[self.offset..];
+        let len = rest.len().min(u32::MAX as usize) as u32;
+        opcode::Send::new(fd(&self.socket), rest.as_ptr(), len)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+    }
+}
+
+/// SENDMSG over several buffers, skipping the first `skip` bytes.
+pub(crate) struct SendMsg {
+    pub(crate) socket: SharedFd,
+    pub(crate) bufs: Vec<Bytes>,
+    pub(crate) skip: usize,
+    pub(crate) to: Option<SockAddr>,
+    iovecs: Vec<libc::iovec>,
+    // SAFETY-relevant: `msghdr` points at `iovecs` and `to`, which live in the same
+    // boxed op and are not touched until the final completion.
+    msghdr: libc::msghdr,
+}
+
+impl SendMsg {
+    pub(crate) fn new(
+        socket: SharedFd,
+        bufs: Vec<Bytes>,
+        skip: usize,
+        to: Option<SockAddr>,
+    ) -> Self {
+        SendMsg {
+            socket,
+            bufs,
+            skip,
+            to,
+            iovecs: Vec::new(),
+            // SAFETY: `msghdr` is plain data; all-zero is a valid empty header.
+            msghdr: unsafe { std::mem::zeroed() },
+        }
+    }
+}
+
+// SAFETY: the msghdr points at `iovecs` and `to` inside this op; the iovecs point into
+// `bufs`, whose storage `Bytes` keeps alive. None of them is modified after
+// `create_entry`. The fd is kept open by `socket`.
+unsafe impl OpCode for SendMsg {
+    fn create_entry(&mut self) -> squeue::Entry {
+        let mut skip = self.skip;
+        self.iovecs.clear();
+        for b in &self.bufs {
+            if skip >= b.len() {
+                skip -= b.len();
+                continue;
+            }
+            let rest = &b[skip..];
+            skip = 0;
+            self.iovecs.push(libc::iovec {
+                iov_base: rest.as_ptr() as *mut libc::c_void,
+                iov_len: rest.len(),
+            });
+        }
+        self.msghdr.msg_iov = self.iovecs.as_mut_ptr();
+        self.msghdr.msg_iovlen = self.iovecs.len() as _;
+        if let Some(to) = &self.to {
+            self.msghdr.msg_name = to.as_ptr() as *mut libc::c_void;
+            self.msghdr.msg_namelen = to.len();
+        }
+        opcode::SendMsg::new(fd(&self.socket), &self.msghdr)
+            .flags(libc::MSG_NOSIGNAL as u32)
+            .build()
+    }
+}

@@ -1,0 +1,100 @@
+//! Per-worker counters, written by their worker and readable from any thread through
+//! [`Handle::metrics`](crate::Handle::metrics).
+//!
+//! Counters are plain `Relaxed` atomics: a snapshot is a set of independent numbers,
+//! not a consistent cut. The owner thread is the only writer of most of them and
+//! updates them with a load and a store, which costs no locked instruction; the few
+//! that other threads bump (`wakeups_sent`, `remote_spawns`) use `fetch_add`.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// The live counters of one worker.
+#[derive(Debug, Default)]
+pub(crate) struct WorkerMetrics {
+    pub(crate) loop_turns: AtomicU64,
+    pub(crate) sqes_submitted: AtomicU64,
+    pub(crate) cqes: AtomicU64,
+    pub(crate) enter_calls: AtomicU64,
+    pub(crate) ops_in_flight: AtomicU64,
+    pub(crate) stale_cqes: AtomicU64,
+    pub(crate) sq_full: AtomicU64,
+    pub(crate) cq_overflows: AtomicU64,
+    pub(crate) wakeups_sent: AtomicU64,
+    pub(crate) wakeups_received: AtomicU64,
+    pub(crate) timers_fired: AtomicU64,
+    pub(crate) tasks_spawned: AtomicU64,
+    pub(crate) tasks_polled: AtomicU64,
+    pub(crate) remote_spawns: AtomicU64,
+    pub(crate) leaked_ops: AtomicU64,
+}
+
+/// Adds `n` to a counter only its owner thread writes.
+pub(crate) fn add_owned(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
+}
+
+/// Adds `n` to a counter any thread may write.
+pub(crate) fn add_shared(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Relaxed);
+}
+
+impl WorkerMetrics {
+    pub(crate) fn snapshot(&self, worker: usize) -> WorkerMetricsSnapshot {
+        WorkerMetricsSnapshot {
+            worker,
+            loop_turns: self.loop_turns.load(Relaxed),
+            sqes_submitted: self.sqes_submitted.load(Relaxed),
+            cqes: self.cqes.load(Relaxed),
+            enter_calls: self.enter_calls.load(Relaxed),
+            ops_in_flight: self.ops_in_flight.load(Relaxed),
+            stale_cqes: self.stale_cqes.load(Relaxed),
+            sq_full: self.sq_full.load(Relaxed),
+            cq_overflows: self.cq_overflows.load(Relaxed),
+            wakeups_sent: self.wakeups_sent.load(Relaxed),
+            wakeups_received: self.wakeups_received.load(Relaxed),
+            timers_fired: self.timers_fired.load(Relaxed),
+            tasks_spawned: self.tasks_spawned.load(Relaxed),
+            tasks_polled: self.tasks_polled.load(Relaxed),
+            remote_spawns: self.remote_spawns.load(Relaxed),
+            leaked_ops: self.leaked_ops.load(Relaxed),
+        }
+    }
+}
+
+/// A copy of one worker's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerMetricsSnapshot {
+    /// Worker index.
+    pub worker: usize,
+    /// Turns of the event loop.
+    pub loop_turns: u64,
+    /// SQEs the kernel accepted.
+    pub sqes_submitted: u64,
+    /// CQEs reaped, including the runtime's own (wake-ups, cancels).
+    pub cqes: u64,
+    /// `io_uring_enter` calls made by the loop.
+    pub enter_calls: u64,
+    /// Operations in the slab at the end of the last turn.
+    pub ops_in_flight: u64,
+    /// CQEs whose `user_data` named no live operation (generation mismatch).
+    pub stale_cqes: u64,
+    /// Times the SQ was full and had to be submitted before pushing.
+    pub sq_full: u64,
+    /// Times the CQ overflowed and held-back CQEs had to be flushed.
+    pub cq_overflows: u64,
+    /// Wake-up syscalls or messages sent to this worker by other threads.
+    pub wakeups_sent: u64,
+    /// Wake-up completions this worker received.
+    pub wakeups_received: u64,
+    /// Timers that expired and woke their task.
+    pub timers_fired: u64,
+    /// Tasks spawned on this worker (local and remote).
+    pub tasks_spawned: u64,
+    /// Task polls.
+    pub tasks_polled: u64,
+    /// Tasks that arrived through the remote queue.
+    pub remote_spawns: u64,
+    /// Operations whose memory was leaked because shutdown timed out before their
+    /// final completion (freeing it could let the kernel write into freed memory).
+    pub leaked_ops: u64,
+}

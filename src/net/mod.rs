@@ -1,0 +1,40 @@
+//! TCP and UDP sockets driven by the current worker's ring.
+//!
+//! Socket types are `!Send`: they belong to the worker that created them (thread per
+//! core). Create them inside tasks, e.g. with
+//! [`Handle::spawn_on_each`](crate::Handle::spawn_on_each).
+
+mod tcp_listener;
+mod tcp_stream;
+mod udp;
+
+pub use tcp_listener::TcpListener;
+pub use tcp_stream::TcpStream;
+pub use udp::UdpSocket;
+
+use crate::io::SharedFd;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::rc::Rc;
+
+/// A new blocking, close-on-exec socket for `addr`'s family. Blocking on purpose: with
+/// io_uring, a blocking socket makes the kernel wait (poll) for readiness, where a
+/// non-blocking one would complete ops with `EAGAIN`.
+fn new_socket(addr: &SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket> {
+    Socket::new(Domain::for_address(*addr), ty.cloexec(), Some(proto))
+}
+
+fn shared(socket: Socket) -> SharedFd {
+    Rc::new(OwnedFd::from(socket))
+}
+
+fn sock_addr(addr: SocketAddr) -> SockAddr {
+    SockAddr::from(addr)
+}
+
+fn to_std(addr: SockAddr) -> io::Result<SocketAddr> {
+    addr.as_socket()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP socket address"))
+}

@@ -1,0 +1,82 @@
+//! [`TcpListener`]: `SO_REUSEPORT` listener with one multishot accept kept armed.
+
+use super::{new_socket, shared, sock_addr, to_std, TcpStream};
+use crate::driver::multishot::MultiOp;
+use crate::io::accept::{accepted_fd, AcceptMulti};
+use crate::io::SharedFd;
+use socket2::{Protocol, SockRef, Type};
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::task::Poll;
+
+/// A TCP listening socket.
+///
+/// Bound with `SO_REUSEADDR` and `SO_REUSEPORT`, so every worker can bind the same
+/// port and the kernel spreads connections across them. One multishot accept is armed
+/// at the first [`accept`](Self::accept) and re-armed whenever the kernel ends it (a
+/// completion without `F_MORE`). Connections accepted while nobody awaits `accept`
+/// queue up; dropping the listener cancels the accept and closes those queued fds.
+pub struct TcpListener {
+    fd: SharedFd,
+    accept: RefCell<Option<MultiOp<AcceptMulti>>>,
+    rearms: std::cell::Cell<u64>,
+}
+
+impl TcpListener {
+    /// Binds and listens (backlog 1024) on `addr`.
+    pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+        let socket = new_socket(&addr, Type::STREAM, Protocol::TCP)?;
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        socket.bind(&sock_addr(addr))?;
+        socket.listen(1024)?;
+        Ok(TcpListener {
+            fd: shared(socket),
+            accept: RefCell::new(None),
+            rearms: std::cell::Cell::new(0),
+        })
+    }
+
+    /// The bound address (with the real port after binding port 0).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        to_std(SockRef::from(&*self.fd).local_addr()?)
+    }
+
+    /// Times the multishot accept was armed again after the kernel ended it.
+    pub fn rearms(&self) -> u64 {
+        self.rearms.get()
+    }
+
+    /// Waits for the next connection.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let stream = poll_fn(|cx| loop {
+            let mut slot = self.accept.borrow_mut();
+            if slot.is_none() {
+                *slot = Some(MultiOp::submit(AcceptMulti {
+                    listener: self.fd.clone(),
+                })?);
+            }
+            let Some(op) = slot.as_mut() else {
+                continue;
+            };
+            match op.poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(c)) => {
+                    return Poll::Ready(match accepted_fd(&c) {
+                        Some(fd) => Ok(TcpStream::from_fd(fd)),
+                        None => Err(io::Error::from_raw_os_error(-c.res)),
+                    })
+                }
+                Poll::Ready(None) => {
+                    *slot = None;
+                    self.rearms.set(self.rearms.get() + 1);
+                }
+            }
+        })
+        .await?;
+        let peer = stream.peer_addr()?;
+        Ok((stream, peer))
+    }
+}

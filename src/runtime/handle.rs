@@ -1,0 +1,172 @@
+//! [`Handle`]: the `Send + Sync` face of a runtime, for spawning onto workers from any
+//! thread and reading counters.
+
+use super::context;
+use super::worker::WorkerShared;
+use crate::driver::RingFlags;
+use crate::executor::{self, JoinHandle};
+use crate::metrics::WorkerMetricsSnapshot;
+use crate::wake::WakeMode;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+pub(crate) struct Shared {
+    pub(crate) workers: Vec<Arc<WorkerShared>>,
+    pub(crate) wake_mode: WakeMode,
+    shutdown: AtomicBool,
+    deadline: Mutex<Option<Instant>>,
+}
+
+/// A cheap, cloneable reference to a runtime, usable from any thread.
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) inner: Arc<Shared>,
+}
+
+impl Handle {
+    pub(crate) fn new(workers: Vec<Arc<WorkerShared>>, wake_mode: WakeMode) -> Handle {
+        Handle {
+            inner: Arc::new(Shared {
+                workers,
+                wake_mode,
+                shutdown: AtomicBool::new(false),
+                deadline: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The handle of the runtime whose worker runs on this thread, if any.
+    pub fn try_current() -> Option<Handle> {
+        context::with_core(|core| core.handle.clone())
+    }
+
+    /// Number of workers (worker 0 is the thread that calls `block_on`).
+    pub fn threads(&self) -> usize {
+        self.inner.workers.len()
+    }
+
+    /// The index of the worker running on this thread, if it belongs to this runtime.
+    pub fn current_worker(&self) -> Option<usize> {
+        context::with_core(|core| {
+            Arc::ptr_eq(&core.handle.inner, &self.inner).then_some(core.shared.index)
+        })
+        .flatten()
+    }
+
+    /// How wake-ups are delivered to parked workers.
+    pub fn wake_mode(&self) -> WakeMode {
+        self.inner.wake_mode
+    }
+
+    /// The setup flags each worker's ring was built with (`None` for a worker whose
+    /// ring does not exist yet).
+    pub fn ring_flags(&self) -> Vec<Option<RingFlags>> {
+        self.inner
+            .workers
+            .iter()
+            .map(|w| w.ring_flags.get().copied())
+            .collect()
+    }
+
+    fn worker(&self, worker: usize) -> &Arc<WorkerShared> {
+        match self.inner.workers.get(worker) {
+            Some(w) => w,
+            None => panic!(
+                "zerorx: worker index {worker} out of range (runtime has {})",
+                self.inner.workers.len()
+            ),
+        }
+    }
+
+    /// Spawns `future` on worker `worker`. Callable from any thread; the returned
+    /// handle can be awaited on any thread. If the runtime has shut down, the handle
+    /// resolves to [`JoinError::Cancelled`](crate::JoinError::Cancelled).
+    ///
+    /// # Panics
+    /// If `worker >= self.threads()`.
+    pub fn spawn_on<F>(&self, worker: usize, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        executor::spawn_remote(self.worker(worker), future)
+    }
+
+    /// Like [`spawn_on`](Self::spawn_on), but the future is made on the target worker by
+    /// `make`, so it may be `!Send` (hold sockets, `Rc`s, ops): only `make` crosses
+    /// threads.
+    ///
+    /// # Panics
+    /// If `worker >= self.threads()`.
+    pub fn spawn_on_with<M, F>(&self, worker: usize, make: M) -> JoinHandle<F::Output>
+    where
+        M: FnOnce() -> F + Send + 'static,
+        F: Future + 'static,
+        F::Output: Send + 'static,
+    {
+        executor::spawn_remote_with(self.worker(worker), make)
+    }
+
+    /// Runs `make(worker_index)` on every worker and spawns the future it returns
+    /// there (e.g. one listener per worker on a `SO_REUSEPORT` port).
+    pub fn spawn_on_each<M, F>(&self, make: M) -> Vec<JoinHandle<F::Output>>
+    where
+        M: Fn(usize) -> F + Send + Sync + 'static,
+        F: Future + 'static,
+        F::Output: Send + 'static,
+    {
+        let make = Arc::new(make);
+        (0..self.threads())
+            .map(|i| {
+                let make = make.clone();
+                self.spawn_on_with(i, move || make(i))
+            })
+            .collect()
+    }
+
+    /// A snapshot of every worker's counters.
+    pub fn metrics(&self) -> Vec<WorkerMetricsSnapshot> {
+        self.inner
+            .workers
+            .iter()
+            .map(|w| w.metrics.snapshot(w.index))
+            .collect()
+    }
+
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.inner.shutdown.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn shutdown_deadline(&self) -> Instant {
+        let d = *self
+            .inner
+            .deadline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        d.unwrap_or_else(Instant::now)
+    }
+
+    /// Asks every worker to stop, draining until `deadline`.
+    pub(crate) fn begin_shutdown(&self, deadline: Instant) {
+        *self
+            .inner
+            .deadline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(deadline);
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        for w in &self.inner.workers {
+            w.unpark();
+        }
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("threads", &self.threads())
+            .field("wake_mode", &self.inner.wake_mode)
+            .finish()
+    }
+}

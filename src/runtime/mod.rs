@@ -1,0 +1,104 @@
+//! The runtime: workers, `block_on`, handles, shutdown.
+//!
+//! Model: the thread calling [`Runtime::block_on`] is worker 0; it runs the given
+//! future and the tasks spawned on worker 0 on its own ring, built on this thread by
+//! [`Builder::build`]. `threads(n)` adds `n - 1` background workers. A `Runtime` is
+//! therefore tied to the thread that built it (`!Send`); its [`Handle`] is not.
+
+mod builder;
+pub(crate) mod context;
+mod handle;
+mod shutdown;
+pub(crate) mod worker;
+
+pub use builder::Builder;
+pub use handle::Handle;
+
+use std::future::Future;
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+use worker::{Core, WorkerShared};
+
+/// A running set of workers.
+pub struct Runtime {
+    handle: Handle,
+    core0: Rc<Core>,
+    threads: Vec<(usize, std::thread::JoinHandle<std::io::Result<()>>)>,
+    shutdown_timeout: Duration,
+    closed: bool,
+}
+
+/// Wakes the future passed to `block_on`.
+struct MainWaker {
+    woken: AtomicBool,
+    worker: Arc<WorkerShared>,
+}
+
+impl Wake for MainWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        self.worker.unpark();
+    }
+}
+
+impl Runtime {
+    /// A builder with default settings.
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// A runtime with default settings.
+    pub fn new() -> std::io::Result<Runtime> {
+        Builder::new().build()
+    }
+
+    /// The runtime's handle.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Runs `future` to completion on this thread (worker 0), together with the tasks
+    /// spawned on worker 0.
+    ///
+    /// # Panics
+    /// If this thread is already inside a zerorx worker (nested `block_on`), or if the
+    /// ring fails with an unrecoverable error.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        let Some(_guard) = context::enter(self.core0.clone()) else {
+            panic!("zerorx: block_on called from inside a runtime worker");
+        };
+        let main = Arc::new(MainWaker {
+            woken: AtomicBool::new(true),
+            worker: self.core0.shared.clone(),
+        });
+        let waker = Waker::from(main.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut future = pin!(future);
+        loop {
+            if main.woken.swap(false, Ordering::SeqCst) {
+                if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+                    return v;
+                }
+            }
+            if let Err(e) = self.core0.tick(&|| main.woken.load(Ordering::SeqCst)) {
+                panic!("zerorx: worker 0 ring failed: {e}");
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("handle", &self.handle)
+            .finish()
+    }
+}

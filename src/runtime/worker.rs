@@ -1,0 +1,253 @@
+//! One worker: the thread-owned [`Core`] (ring, queues, timers) and the cross-thread
+//! [`WorkerShared`] (remote queue, parked flag, unparker, counters), plus the loop.
+
+use super::context;
+use super::handle::Handle;
+use crate::driver::ring::RingConfig;
+use crate::driver::{Driver, RingFlags};
+use crate::executor::task::Runnable;
+use crate::metrics::{add_owned, add_shared, WorkerMetrics};
+use crate::time::TimerQueue;
+use crate::wake::Unparker;
+use crossbeam_channel::{Receiver, Sender};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::io;
+use std::rc::Rc;
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+/// A message for a worker from another thread.
+pub(crate) enum Remote {
+    /// A task spawned from elsewhere: register it, then run it.
+    Spawn(Arc<dyn Runnable>),
+    /// A registered task woken from elsewhere.
+    Wake(Arc<dyn Runnable>),
+}
+
+/// The part of a worker other threads may touch.
+pub(crate) struct WorkerShared {
+    pub(crate) index: usize,
+    remote_tx: Sender<Remote>,
+    remote_rx: Receiver<Remote>,
+    /// True while the worker is (about to be) blocked in `io_uring_enter`.
+    parked: AtomicBool,
+    /// Set once the worker has shut down: senders then drain what they sent.
+    closed: AtomicBool,
+    unparker: Unparker,
+    pub(crate) metrics: Arc<WorkerMetrics>,
+    pub(crate) ring_flags: OnceLock<RingFlags>,
+}
+
+impl WorkerShared {
+    pub(crate) fn new(index: usize, unparker: Unparker) -> WorkerShared {
+        let (remote_tx, remote_rx) = crossbeam_channel::unbounded();
+        WorkerShared {
+            index,
+            remote_tx,
+            remote_rx,
+            parked: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            unparker,
+            metrics: Arc::default(),
+            ring_flags: OnceLock::new(),
+        }
+    }
+
+    /// Enqueues `msg` and wakes the worker if it is parked.
+    pub(crate) fn push_remote(&self, msg: Remote) {
+        if self.remote_tx.send(msg).is_err() {
+            return;
+        }
+        fence(Ordering::SeqCst);
+        if self.closed.load(Ordering::SeqCst) {
+            // The worker is gone and will not drain again: drop what is queued here, so
+            // the handles of spawned tasks resolve as cancelled.
+            while let Ok(msg) = self.remote_rx.try_recv() {
+                drop(msg);
+            }
+            return;
+        }
+        self.unpark();
+    }
+
+    /// Wakes the worker if it is parked; no syscall otherwise.
+    pub(crate) fn unpark(&self) {
+        if self.parked.load(Ordering::SeqCst) && self.parked.swap(false, Ordering::SeqCst) {
+            add_shared(&self.metrics.wakeups_sent, 1);
+            if let Err(e) = self.unparker.unpark() {
+                tracing::error!(worker = self.index, error = %e, "wake-up failed");
+            }
+        }
+    }
+}
+
+/// The thread-owned state of a worker. Lives in an `Rc` in the thread-local context.
+pub(crate) struct Core {
+    pub(crate) shared: Arc<WorkerShared>,
+    pub(crate) handle: Handle,
+    pub(crate) driver: RefCell<Driver>,
+    pub(crate) run_queue: RefCell<VecDeque<Arc<dyn Runnable>>>,
+    /// Every unfinished task owned by this worker, so shutdown can drop their futures
+    /// on this thread.
+    pub(crate) tasks: RefCell<slab::Slab<Arc<dyn Runnable>>>,
+    pub(crate) timers: RefCell<TimerQueue>,
+    /// Scratch space for wakers to call once no borrow is held.
+    wakers: Cell<Vec<Waker>>,
+}
+
+/// Tasks polled per turn at most, so I/O completions and timers are not starved by a
+/// task that keeps waking itself.
+const RUN_BUDGET: usize = 256;
+
+impl Core {
+    /// Builds the worker's ring on the calling thread.
+    pub(crate) fn new(
+        shared: Arc<WorkerShared>,
+        handle: Handle,
+        cfg: &RingConfig,
+    ) -> io::Result<Core> {
+        let driver = Driver::new(cfg, shared.unparker.eventfd(), shared.metrics.clone())?;
+        shared.unparker.set_ring_fd(driver.ring_fd())?;
+        let _ = shared.ring_flags.set(driver.ring_flags());
+        Ok(Core {
+            shared,
+            handle,
+            driver: RefCell::new(driver),
+            run_queue: RefCell::new(VecDeque::new()),
+            tasks: RefCell::new(slab::Slab::new()),
+            timers: RefCell::new(TimerQueue::default()),
+            wakers: Cell::new(Vec::new()),
+        })
+    }
+
+    pub(crate) fn register(&self, task: Arc<dyn Runnable>) {
+        let key = self.tasks.borrow_mut().insert(task.clone());
+        task.set_registry_key(key);
+    }
+
+    fn drain_remote(&self) {
+        while let Ok(msg) = self.shared.remote_rx.try_recv() {
+            match msg {
+                Remote::Spawn(task) => {
+                    add_owned(&self.shared.metrics.tasks_spawned, 1);
+                    self.register(task.clone());
+                    self.run_queue.borrow_mut().push_back(task);
+                }
+                Remote::Wake(task) => self.run_queue.borrow_mut().push_back(task),
+            }
+        }
+    }
+
+    fn wake_all(&self, wakers: &mut Vec<Waker>) {
+        for w in wakers.drain(..) {
+            w.wake();
+        }
+    }
+
+    /// One loop turn: remote queue, ready tasks, expired timers, one kernel entry
+    /// (blocking only if nothing is runnable and `busy()` is false), completions.
+    pub(crate) fn tick(&self, busy: &dyn Fn() -> bool) -> io::Result<()> {
+        self.drain_remote();
+        for _ in 0..RUN_BUDGET {
+            let Some(task) = self.run_queue.borrow_mut().pop_front() else {
+                break;
+            };
+            add_owned(&self.shared.metrics.tasks_polled, 1);
+            task.run(self);
+        }
+
+        let mut wakers = self.wakers.take();
+        let now = Instant::now();
+        let (fired, next) = self.timers.borrow_mut().fire(now, &mut wakers);
+        add_owned(&self.shared.metrics.timers_fired, fired as u64);
+        self.wake_all(&mut wakers);
+
+        let mut wait = self.run_queue.borrow().is_empty() && !busy();
+        if wait {
+            self.shared.parked.store(true, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            if !self.shared.remote_rx.is_empty() || busy() {
+                wait = false;
+            }
+        }
+        let timeout = next.map(|d| d.saturating_duration_since(now));
+        if timeout == Some(Duration::ZERO) {
+            wait = false;
+        }
+        let res = self.driver.borrow_mut().turn(wait, timeout);
+        self.shared.parked.store(false, Ordering::SeqCst);
+        self.driver.borrow_mut().take_wakers(&mut wakers);
+        self.wake_all(&mut wakers);
+        self.wakers.set(wakers);
+        res
+    }
+
+    /// Drops every task's future on this thread, then cancels and drains the ring
+    /// until `deadline`. Returns the number of ops that had to be leaked.
+    pub(crate) fn shutdown(&self, deadline: Instant) -> usize {
+        // Dropping a future can spawn or wake others; a few rounds settle it.
+        for _ in 0..16 {
+            self.drain_remote();
+            let tasks: Vec<_> = self.tasks.borrow_mut().drain().collect();
+            let queued: Vec<_> = self.run_queue.borrow_mut().drain(..).collect();
+            if tasks.is_empty() && queued.is_empty() {
+                break;
+            }
+            for t in tasks {
+                t.shutdown();
+            }
+            drop(queued);
+        }
+        self.shared.closed.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        while let Ok(msg) = self.shared.remote_rx.try_recv() {
+            match msg {
+                Remote::Spawn(t) => t.shutdown(),
+                Remote::Wake(t) => drop(t),
+            }
+        }
+        let timers = std::mem::take(&mut *self.timers.borrow_mut());
+        drop(timers);
+        self.driver.borrow_mut().shutdown(deadline)
+    }
+}
+
+/// Body of a background worker thread: build the ring here, report readiness, loop
+/// until shutdown, drain.
+pub(crate) fn run_background(
+    shared: Arc<WorkerShared>,
+    handle: Handle,
+    cfg: RingConfig,
+    ready: std::sync::mpsc::Sender<io::Result<()>>,
+) -> io::Result<()> {
+    let core = match Core::new(shared, handle.clone(), &cfg) {
+        Ok(core) => Rc::new(core),
+        Err(e) => {
+            let msg = e.to_string();
+            let _ = ready.send(Err(e));
+            return Err(io::Error::other(msg));
+        }
+    };
+    let index = core.shared.index;
+    let Some(_guard) = context::enter(core.clone()) else {
+        let _ = ready.send(Err(io::Error::other("worker thread already runs a worker")));
+        return Err(io::Error::other("worker thread already runs a worker"));
+    };
+    let _ = ready.send(Ok(()));
+    drop(ready);
+    tracing::debug!(worker = index, "worker started");
+    let mut result = Ok(());
+    while !handle.is_shutdown() {
+        if let Err(e) = core.tick(&|| handle.is_shutdown()) {
+            tracing::error!(worker = index, error = %e, "io_uring_enter failed, worker stops");
+            result = Err(e);
+            break;
+        }
+    }
+    let leaked = core.shutdown(handle.shutdown_deadline());
+    tracing::debug!(worker = index, leaked, "worker stopped");
+    result
+}

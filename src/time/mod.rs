@@ -1,0 +1,132 @@
+//! Timers: a binary heap of deadlines per worker, checked once per loop turn; the
+//! nearest deadline bounds the loop's wait in `io_uring_enter` (`SubmitArgs::timespec`),
+//! so no timer op is ever submitted to the kernel.
+//!
+//! Cancelled timers are removed from the slab at once and skipped lazily in the heap;
+//! the heap is rebuilt when stale entries outnumber live ones.
+
+mod interval;
+mod sleep;
+mod timeout;
+
+pub use interval::{interval, interval_at, Interval, MissedTickBehavior};
+pub use sleep::{sleep, sleep_until, Sleep};
+pub use timeout::{timeout, Elapsed, Timeout};
+
+use crate::driver::slab::{GenSlab, Key};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::task::Waker;
+use std::time::Instant;
+
+struct TimerEntry {
+    deadline: Instant,
+    waker: Option<Waker>,
+    fired: bool,
+}
+
+/// The timers of one worker.
+#[derive(Default)]
+pub(crate) struct TimerQueue {
+    entries: GenSlab<TimerEntry>,
+    heap: BinaryHeap<Reverse<(Instant, Key)>>,
+}
+
+impl TimerQueue {
+    pub(crate) fn insert(&mut self, deadline: Instant, waker: Waker) -> Key {
+        let key = self.entries.insert(TimerEntry {
+            deadline,
+            waker: Some(waker),
+            fired: false,
+        });
+        self.heap.push(Reverse((deadline, key)));
+        key
+    }
+
+    /// `true` if the timer fired; otherwise records `waker`.
+    pub(crate) fn poll(&mut self, key: Key, waker: &Waker) -> bool {
+        match self.entries.get_mut(key) {
+            Some(e) if e.fired => true,
+            Some(e) => {
+                match &e.waker {
+                    Some(w) if w.will_wake(waker) => {}
+                    _ => e.waker = Some(waker.clone()),
+                }
+                false
+            }
+            None => true,
+        }
+    }
+
+    pub(crate) fn remove(&mut self, key: Key) {
+        self.entries.remove(key);
+        if self.heap.len() > 1024 && self.heap.len() > 2 * self.entries.len() {
+            let live = &mut self.entries;
+            self.heap
+                .retain(|Reverse((_, k))| live.get_mut(*k).is_some());
+        }
+    }
+
+    /// Fires every timer due at `now`, pushing their wakers; returns how many fired
+    /// and the next deadline.
+    pub(crate) fn fire(
+        &mut self,
+        now: Instant,
+        wakers: &mut Vec<Waker>,
+    ) -> (usize, Option<Instant>) {
+        let mut fired = 0;
+        while let Some(Reverse((deadline, key))) = self.heap.peek().copied() {
+            let Some(entry) = self.entries.get_mut(key) else {
+                self.heap.pop();
+                continue;
+            };
+            if entry.deadline != deadline {
+                // A stale heap entry for a slot reused at another deadline.
+                self.heap.pop();
+                continue;
+            }
+            if deadline > now {
+                return (fired, Some(deadline));
+            }
+            self.heap.pop();
+            entry.fired = true;
+            fired += 1;
+            if let Some(w) = entry.waker.take() {
+                wakers.push(w);
+            }
+        }
+        (fired, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::task::Wake;
+    use std::time::Duration;
+
+    struct Noop;
+    impl Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    #[test]
+    fn removed_timers_never_fire_and_heap_compacts() {
+        let w = Waker::from(Arc::new(Noop));
+        let mut q = TimerQueue::default();
+        let t0 = Instant::now();
+        let keys: Vec<_> = (0..5000)
+            .map(|i| q.insert(t0 + Duration::from_micros(i), w.clone()))
+            .collect();
+        for k in &keys[..4000] {
+            q.remove(*k);
+        }
+        assert!(q.heap.len() < 3000, "heap compacted: {}", q.heap.len());
+        let mut wakers = Vec::new();
+        let (fired, next) = q.fire(t0 + Duration::from_secs(1), &mut wakers);
+        assert_eq!(fired, 1000);
+        assert_eq!(wakers.len(), 1000);
+        assert!(next.is_none());
+    }
+}

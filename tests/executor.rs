@@ -1,0 +1,189 @@
+//! block_on, spawn, JoinHandle (result, abort, panic), yield_now, builder errors.
+
+mod common;
+
+use common::{rt, MODES};
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+use zerorx::{spawn, yield_now, Runtime};
+
+#[test]
+fn block_on_returns_value() {
+    let rt = rt(1, Default::default());
+    assert_eq!(rt.block_on(async { 7 }), 7);
+    // A runtime can run several block_on calls in sequence.
+    assert_eq!(rt.block_on(async { 8 }), 8);
+}
+
+#[test]
+fn spawn_join_result_and_not_send_tasks() {
+    let rt = rt(1, Default::default());
+    let out = rt.block_on(async {
+        let counter = Rc::new(Cell::new(0));
+        let handles: Vec<_> = (0..100)
+            .map(|i| {
+                let c = counter.clone();
+                spawn(async move {
+                    yield_now().await;
+                    c.set(c.get() + 1);
+                    i * 2
+                })
+            })
+            .collect();
+        let mut sum = 0;
+        for h in handles {
+            sum += h.await.expect("task result");
+        }
+        (sum, counter.get())
+    });
+    assert_eq!(out, ((0..100).map(|i| i * 2).sum::<i32>(), 100));
+}
+
+#[test]
+fn abort_cancels_pending_task() {
+    let rt = rt(1, Default::default());
+    rt.block_on(async {
+        let dropped = Rc::new(Cell::new(false));
+        struct SetOnDrop(Rc<Cell<bool>>);
+        impl Drop for SetOnDrop {
+            fn drop(&mut self) {
+                self.0.set(true);
+            }
+        }
+        let guard = SetOnDrop(dropped.clone());
+        let h = spawn(async move {
+            let _g = guard;
+            zerorx::sleep(Duration::from_secs(3600)).await;
+            1
+        });
+        yield_now().await;
+        assert!(!h.is_finished());
+        h.abort();
+        let err = h.await.expect_err("aborted");
+        assert!(err.is_cancelled(), "{err}");
+        assert!(dropped.get(), "future dropped on abort");
+    });
+}
+
+#[test]
+fn abort_after_completion_keeps_value() {
+    let rt = rt(1, Default::default());
+    rt.block_on(async {
+        let h = spawn(async { 5 });
+        while !h.is_finished() {
+            yield_now().await;
+        }
+        h.abort();
+        assert_eq!(h.await.expect("value kept"), 5);
+    });
+}
+
+#[test]
+fn panicking_task_yields_error_and_worker_survives() {
+    let rt = rt(2, Default::default());
+    rt.block_on(async {
+        let h = spawn(async {
+            if true {
+                panic!("boom");
+            }
+            1
+        });
+        let err = h.await.expect_err("panicked");
+        assert!(err.is_panic());
+        assert_eq!(err.panic_message(), Some("boom"));
+        // Same on a background worker, then that worker still runs tasks.
+        let h = zerorx::Handle::try_current().expect("handle");
+        let e = h
+            .spawn_on(1, async { panic!("remote boom") })
+            .await
+            .expect_err("panicked");
+        assert!(e.is_panic());
+        assert_eq!(h.spawn_on(1, async { 3 }).await.expect("alive"), 3);
+    });
+}
+
+#[test]
+fn yield_now_interleaves() {
+    let rt = rt(1, Default::default());
+    let log = rt.block_on(async {
+        let log = Rc::new(std::cell::RefCell::new(Vec::new()));
+        let a = {
+            let log = log.clone();
+            spawn(async move {
+                for i in 0..3 {
+                    log.borrow_mut().push(('a', i));
+                    yield_now().await;
+                }
+            })
+        };
+        let b = {
+            let log = log.clone();
+            spawn(async move {
+                for i in 0..3 {
+                    log.borrow_mut().push(('b', i));
+                    yield_now().await;
+                }
+            })
+        };
+        a.await.expect("a");
+        b.await.expect("b");
+        let v = log.borrow().clone();
+        v
+    });
+    assert_eq!(
+        log,
+        vec![('a', 0), ('b', 0), ('a', 1), ('b', 1), ('a', 2), ('b', 2)]
+    );
+}
+
+#[test]
+fn builder_rejects_bad_config() {
+    let e = Runtime::builder()
+        .threads(0)
+        .build()
+        .expect_err("threads(0)");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    let e = Runtime::builder()
+        .threads(1)
+        .ring_entries(0)
+        .build()
+        .expect_err("0 entries");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    let e = Runtime::builder()
+        .threads(1)
+        .ring_entries(64)
+        .cq_entries(32)
+        .build()
+        .expect_err("cq < sq");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+}
+
+#[test]
+fn ring_flags_and_current_worker() {
+    for mode in MODES {
+        let rt = rt(2, mode);
+        let h = rt.handle().clone();
+        let flags = h.ring_flags();
+        assert!(flags.iter().all(|f| f.is_some_and(|f| f.defer_taskrun)));
+        assert_eq!(h.threads(), 2);
+        assert_eq!(h.current_worker(), None);
+        let h2 = h.clone();
+        let (w0, w1) = rt.block_on(async move {
+            let w0 = h2.current_worker();
+            let h3 = h2.clone();
+            let w1 = h2
+                .spawn_on(1, async move { h3.current_worker() })
+                .await
+                .expect("remote");
+            (w0, w1)
+        });
+        assert_eq!((w0, w1), (Some(0), Some(1)));
+    }
+}
+
+#[test]
+#[should_panic(expected = "outside a zerorx runtime")]
+fn spawn_outside_runtime_panics() {
+    drop(spawn(async {}));
+}

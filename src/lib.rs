@@ -1,4 +1,6 @@
-//! zerorx: a thread-per-core networking runtime built on io_uring.
+//! zerorx: a thread-per-core networking runtime built on io_uring zero-copy receive.
+//!
+//! - [`doctor`]: the `zerorx doctor` report of what the kernel and NICs can do.
 //!
 //! Each worker thread owns one ring, a local task queue and a timer heap; tasks never
 //! migrate. See `DESIGN.md` for the op lifecycle and who owns what memory.
@@ -14,6 +16,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+pub mod doctor;
 pub mod driver;
 pub mod executor;
 pub(crate) mod io;

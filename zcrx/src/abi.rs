@@ -259,7 +259,7 @@ pub struct QueryOpcode {
 
 /// `struct io_uring_query_zcrx`: answer of `IO_URING_QUERY_ZCRX`.
 #[repr(C)]
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct QueryZcrx {
     /// Supported `ZCRX_REG_*` flags.
     pub register_flags: u64,

@@ -1,0 +1,155 @@
+//! The part of a pool shared by its owner and every buffer handle: memory, counters,
+//! the cross-thread return queue, and the owner-only ring state.
+//!
+//! Ownership rule: the producer side of the kernel ring ([`Recycler`]) is touched only
+//! on the thread that created the pool. A buffer dropped there goes straight back into
+//! the ring's entries; a buffer dropped anywhere else is sent through a channel that
+//! the owner drains in [`PoolCore::maintain`], so no other thread ever writes
+//! kernel-shared memory.
+//!
+//! The core (and with it the mappings) lives until the pool handle *and* the last
+//! buffer handle are gone.
+
+use crate::mem::Mapping;
+use crate::owner;
+use crate::stats::PoolStats;
+use crossbeam_channel::{Receiver, Sender};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// One buffer coming back: the pool-specific token (buffer id or area offset) and the
+/// length the completion reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Return {
+    pub(crate) token: u64,
+    pub(crate) len: u32,
+}
+
+/// The owner-only producer side of a pool's kernel ring.
+pub(crate) trait Recycler: Send {
+    /// Queues one returned buffer for the kernel (not yet published).
+    fn recycle(&mut self, ret: Return, stats: &PoolStats);
+    /// Publishes queued returns to the kernel; may make control calls (flush).
+    fn publish(&mut self, stats: &PoolStats);
+    /// Buffer ids of a bundle completion that starts with buffer `first` (provided-buffer
+    /// rings only; others have no bundles).
+    fn bundle_ids(&self, _first: u16, _count: usize) -> Vec<u16> {
+        Vec::new()
+    }
+}
+
+/// Called after a buffer was dropped off the owner thread, so the owner can be woken
+/// to take it back.
+pub type ReturnNotifier = Arc<dyn Fn() + Send + Sync>;
+
+/// State shared between a pool and its buffers.
+pub(crate) struct PoolCore {
+    owner: u64,
+    /// True while the owner is inside a method that holds the recycler.
+    busy: AtomicBool,
+    recycler: UnsafeCell<Box<dyn Recycler>>,
+    remote_tx: Sender<Return>,
+    remote_rx: Receiver<Return>,
+    notifier: OnceLock<ReturnNotifier>,
+    pub(crate) stats: PoolStats,
+    /// Where received bytes live.
+    pub(crate) area: Mapping,
+    /// The kernel ring's memory (provided-buffer ring or refill region). Kept for its
+    /// lifetime only: the recycler holds pointers into it.
+    _ring_mem: Mapping,
+}
+
+// SAFETY: `recycler` is only accessed on the owner thread (checked against `owner` in
+// every accessor) and never re-entrantly (`busy`); everything else is Sync.
+unsafe impl Sync for PoolCore {}
+
+impl PoolCore {
+    pub(crate) fn new(
+        recycler: Box<dyn Recycler>,
+        area: Mapping,
+        ring_mem: Mapping,
+        chunks: u64,
+    ) -> Arc<PoolCore> {
+        let (remote_tx, remote_rx) = crossbeam_channel::unbounded();
+        let stats = PoolStats::default();
+        stats.chunks_total.store(chunks, Ordering::Relaxed);
+        Arc::new(PoolCore {
+            owner: owner::current(),
+            busy: AtomicBool::new(false),
+            recycler: UnsafeCell::new(recycler),
+            remote_tx,
+            remote_rx,
+            notifier: OnceLock::new(),
+            stats,
+            area,
+            _ring_mem: ring_mem,
+        })
+    }
+
+    /// Runs `f` with the recycler if called on the owner thread and not re-entered.
+    fn with_recycler<R>(&self, f: impl FnOnce(&mut dyn Recycler, &PoolStats) -> R) -> Option<R> {
+        if owner::current() != self.owner || self.busy.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: we are on the owner thread (the only one that touches `recycler`) and
+        // `busy` was false, so no other borrow of it exists on this thread either.
+        let r = f(unsafe { &mut **self.recycler.get() }, &self.stats);
+        self.busy.store(false, Ordering::Release);
+        Some(r)
+    }
+
+    /// Takes a buffer back from any thread.
+    pub(crate) fn give_back(&self, ret: Return) {
+        self.stats.in_use.fetch_sub(1, Ordering::Relaxed);
+        if self
+            .with_recycler(|r, stats| r.recycle(ret, stats))
+            .is_some()
+        {
+            return;
+        }
+        self.stats.returns_pending.fetch_add(1, Ordering::Relaxed);
+        self.stats.remote_returns.fetch_add(1, Ordering::Relaxed);
+        // The receiver lives in this same core, so the send cannot fail.
+        let _ = self.remote_tx.send(ret);
+        if let Some(notify) = self.notifier.get() {
+            notify();
+        }
+    }
+
+    /// Owner thread, once per loop turn: takes back buffers dropped elsewhere and
+    /// publishes every queued return with one release store. Returns how many remote
+    /// returns were taken back; `None` off the owner thread.
+    pub(crate) fn maintain(&self) -> Option<usize> {
+        self.with_recycler(|r, stats| {
+            let mut n = 0;
+            while let Ok(ret) = self.remote_rx.try_recv() {
+                stats.returns_pending.fetch_sub(1, Ordering::Relaxed);
+                r.recycle(ret, stats);
+                n += 1;
+            }
+            r.publish(stats);
+            n
+        })
+    }
+
+    /// Buffer ids of a bundle (owner thread only).
+    pub(crate) fn bundle_ids(&self, first: u16, count: usize) -> Option<Vec<u16>> {
+        self.with_recycler(|r, _| r.bundle_ids(first, count))
+            .filter(|ids| ids.len() == count)
+    }
+
+    /// Installs the notifier once; later calls are ignored and return false.
+    pub(crate) fn set_notifier(&self, notify: ReturnNotifier) -> bool {
+        self.notifier.set(notify).is_ok()
+    }
+}
+
+impl std::fmt::Debug for PoolCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolCore")
+            .field("owner", &self.owner)
+            .field("stats", &self.stats.snapshot())
+            .finish_non_exhaustive()
+    }
+}

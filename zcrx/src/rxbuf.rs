@@ -1,0 +1,112 @@
+//! `RxBuf`: the owned handle to bytes the kernel received, shared by both pools.
+
+use crate::core::{PoolCore, Return};
+use bytes::Bytes;
+use std::fmt;
+use std::ops::Deref;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Bytes the kernel placed in a pool's memory, exactly as many as the completion
+/// reported (never the chunk's capacity).
+///
+/// Read-only and `Send`: it may move to and be dropped on any thread. Dropping it hands
+/// the chunk back to its pool (directly on the pool's owner thread, through the
+/// owner's return queue elsewhere). The pool's memory stays mapped while any `RxBuf`
+/// is alive, even after the pool and its ring are gone.
+///
+/// ```no_run
+/// # fn demo(buf: zcrx::RxBuf) {
+/// let n = buf.len();
+/// let bytes: bytes::Bytes = buf.into_bytes(); // no copy: the chunk returns when the last clone drops
+/// assert_eq!(bytes.len(), n);
+/// # }
+/// ```
+pub struct RxBuf {
+    ptr: NonNull<u8>,
+    len: u32,
+    token: u64,
+    core: Arc<PoolCore>,
+}
+
+// SAFETY: the bytes are read-only for the handle's whole life and the memory is kept
+// alive by the Arc; returning goes through `PoolCore::give_back`, which is thread-safe.
+unsafe impl Send for RxBuf {}
+// SAFETY: shared access only reads.
+unsafe impl Sync for RxBuf {}
+
+impl RxBuf {
+    /// # Safety
+    /// `[ptr, ptr+len)` must be inside `core.area`, reported by a reaped completion, and
+    /// owned by this handle until it is dropped (one handle per completion).
+    pub(crate) unsafe fn new(core: Arc<PoolCore>, ptr: *mut u8, len: u32, token: u64) -> RxBuf {
+        debug_assert!({
+            let base = core.area.as_ptr() as usize;
+            let p = ptr as usize;
+            p >= base && p + len as usize <= base + core.area.len()
+        });
+        RxBuf {
+            // SAFETY: inside a live mapping, hence non-null.
+            ptr: unsafe { NonNull::new_unchecked(ptr) },
+            len,
+            token,
+            core,
+        }
+    }
+
+    /// Number of bytes received.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// True for a zero-length buffer (pools never produce one).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Converts into [`Bytes`] without copying; the chunk returns to its pool when the
+    /// last clone (or slice) of the `Bytes` is dropped.
+    pub fn into_bytes(self) -> Bytes {
+        Bytes::from_owner(self)
+    }
+
+    /// Offset of these bytes from the start of the pool's memory (for diagnostics and
+    /// tests that check where the kernel placed data).
+    pub fn area_offset(&self) -> usize {
+        self.ptr.as_ptr() as usize - self.core.area.as_ptr() as usize
+    }
+}
+
+impl Deref for RxBuf {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `new`'s contract: a reaped completion's range inside the live area,
+        // not returned to the kernel before this handle drops.
+        unsafe { crate::shm::received_bytes(self.ptr.as_ptr(), self.len as usize) }
+    }
+}
+
+impl AsRef<[u8]> for RxBuf {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl Drop for RxBuf {
+    fn drop(&mut self) {
+        self.core.give_back(Return {
+            token: self.token,
+            len: self.len,
+        });
+    }
+}
+
+impl fmt::Debug for RxBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RxBuf")
+            .field("len", &self.len)
+            .field("area_offset", &self.area_offset())
+            .finish()
+    }
+}

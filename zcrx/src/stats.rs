@@ -1,0 +1,122 @@
+//! Pool counters: written by the owner thread and by threads returning buffers,
+//! readable from anywhere.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Live counters of one pool. All updates are `Relaxed`: they are statistics, never
+/// used to order memory.
+#[derive(Debug, Default)]
+pub struct PoolStats {
+    pub(crate) chunks_total: AtomicU64,
+    pub(crate) in_use: AtomicU64,
+    pub(crate) high_water: AtomicU64,
+    pub(crate) returns_pending: AtomicU64,
+    pub(crate) completions: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+    pub(crate) zero_copy_bytes: AtomicU64,
+    pub(crate) copied_bytes: AtomicU64,
+    pub(crate) enobufs: AtomicU64,
+    pub(crate) enospc: AtomicU64,
+    pub(crate) enomem: AtomicU64,
+    pub(crate) efault: AtomicU64,
+    pub(crate) rearms: AtomicU64,
+    pub(crate) refill_full: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) flush_errors: AtomicU64,
+    pub(crate) remote_returns: AtomicU64,
+}
+
+/// A point-in-time copy of [`PoolStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PoolStatsSnapshot {
+    /// Chunks (buffers) the pool owns.
+    pub chunks_total: u64,
+    /// Buffer handles currently held by the application.
+    pub in_use: u64,
+    /// Highest `in_use` seen.
+    pub high_water: u64,
+    /// Buffers dropped but not yet back in the kernel's ring.
+    pub returns_pending: u64,
+    /// Data completions turned into buffers.
+    pub completions: u64,
+    /// Bytes received.
+    pub bytes: u64,
+    /// Bytes the NIC placed in the area without a CPU copy.
+    pub zero_copy_bytes: u64,
+    /// Bytes the kernel copied (copy pool, or ZCRX copy fallback in device-less mode).
+    pub copied_bytes: u64,
+    /// Multishot receives ended because no buffer was free (copy pool).
+    pub enobufs: u64,
+    /// RECV_ZC ended because the completion queue was full.
+    pub enospc: u64,
+    /// RECV_ZC ended because the copy fallback found no free chunk.
+    pub enomem: u64,
+    /// RECV_ZC ended because data landed on a queue of another instance.
+    pub efault: u64,
+    /// Receives re-armed after a recoverable end.
+    pub rearms: u64,
+    /// Returns that found the refill ring full and waited in the pending queue.
+    pub refill_full: u64,
+    /// `ZCRX_CTRL_FLUSH_RQ` calls made.
+    pub flushes: u64,
+    /// `ZCRX_CTRL_FLUSH_RQ` calls that failed.
+    pub flush_errors: u64,
+    /// Buffers dropped on a thread other than the pool's owner.
+    pub remote_returns: u64,
+}
+
+impl PoolStats {
+    /// Copies every counter.
+    pub fn snapshot(&self) -> PoolStatsSnapshot {
+        PoolStatsSnapshot {
+            chunks_total: self.chunks_total.load(Relaxed),
+            in_use: self.in_use.load(Relaxed),
+            high_water: self.high_water.load(Relaxed),
+            returns_pending: self.returns_pending.load(Relaxed),
+            completions: self.completions.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            zero_copy_bytes: self.zero_copy_bytes.load(Relaxed),
+            copied_bytes: self.copied_bytes.load(Relaxed),
+            enobufs: self.enobufs.load(Relaxed),
+            enospc: self.enospc.load(Relaxed),
+            enomem: self.enomem.load(Relaxed),
+            efault: self.efault.load(Relaxed),
+            rearms: self.rearms.load(Relaxed),
+            refill_full: self.refill_full.load(Relaxed),
+            flushes: self.flushes.load(Relaxed),
+            flush_errors: self.flush_errors.load(Relaxed),
+            remote_returns: self.remote_returns.load(Relaxed),
+        }
+    }
+
+    /// Counts a buffer handed to the application.
+    pub(crate) fn handed_out(&self, len: u64, zero_copy: bool) {
+        self.completions.fetch_add(1, Relaxed);
+        self.bytes.fetch_add(len, Relaxed);
+        if zero_copy {
+            self.zero_copy_bytes.fetch_add(len, Relaxed);
+        } else {
+            self.copied_bytes.fetch_add(len, Relaxed);
+        }
+        let now = self.in_use.fetch_add(1, Relaxed) + 1;
+        self.high_water.fetch_max(now, Relaxed);
+    }
+
+    /// Counts a terminal receive result (a negative errno) the pool cares about.
+    pub fn record_errno(&self, errno: i32) {
+        let counter = match errno {
+            libc::ENOBUFS => &self.enobufs,
+            libc::ENOSPC => &self.enospc,
+            libc::ENOMEM => &self.enomem,
+            libc::EFAULT => &self.efault,
+            _ => return,
+        };
+        counter.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a receive re-armed after a recoverable end.
+    pub fn record_rearm(&self) {
+        self.rearms.fetch_add(1, Relaxed);
+    }
+}

@@ -77,6 +77,10 @@ impl Driver {
         self.ring.fd()
     }
 
+    pub(crate) fn with_submitter<R>(&mut self, f: impl FnOnce(&io_uring::Submitter<'_>) -> R) -> R {
+        self.ring.with_submitter(f)
+    }
+
     pub(crate) fn ring_flags(&self) -> RingFlags {
         self.ring.flags()
     }

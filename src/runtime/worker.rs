@@ -298,7 +298,8 @@ pub(crate) fn run_background(
     };
     let _ = ready.send(Ok(()));
     drop(ready);
-    tracing::debug!(worker = index, "worker started");
+    let _span = tracing::debug_span!("zerorx_worker", worker = index).entered();
+    tracing::debug!("worker started");
     let mut result = Ok(());
     while !handle.is_shutdown() {
         if let Err(e) = core.tick(&|| handle.is_shutdown()) {
@@ -308,6 +309,6 @@ pub(crate) fn run_background(
         }
     }
     let leaked = core.shutdown(handle.shutdown_deadline());
-    tracing::debug!(worker = index, leaked, "worker stopped");
+    tracing::debug!(leaked, "worker stopped");
     result
 }

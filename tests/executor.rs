@@ -187,3 +187,26 @@ fn ring_flags_and_current_worker() {
 fn spawn_outside_runtime_panics() {
     drop(spawn(async {}));
 }
+
+#[test]
+fn metrics_are_readable_from_any_thread() {
+    let rt = rt(2, Default::default());
+    let h = rt.handle().clone();
+    rt.block_on(async {
+        for _ in 0..10 {
+            zerorx::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    let snap = std::thread::spawn(move || h.metrics())
+        .join()
+        .expect("reader thread");
+    assert_eq!(snap.len(), 2);
+    let w0 = &snap[0];
+    assert!(w0.loop_turns > 0 && w0.enter_calls > 0, "{w0:?}");
+    assert!(w0.timers_fired >= 10, "{w0:?}");
+    assert!(
+        w0.sqes_submitted >= 1,
+        "the eventfd read was submitted: {w0:?}"
+    );
+    assert_eq!(w0.stale_cqes, 0);
+}

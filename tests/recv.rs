@@ -34,6 +34,8 @@ async fn echo(stream: TcpStream) {
 
 #[test]
 fn pooled_echo_across_workers_verifies_every_byte() {
+    // Serialised with the fd-counting test in this file.
+    let _g = common::fd_lock();
     for mode in MODES {
         // A small pool (16 × 4 KiB per worker) for 32 concurrent connections.
         let rt = rt_with_pool(2, mode, 16, 4096);
@@ -103,6 +105,7 @@ fn pooled_echo_across_workers_verifies_every_byte() {
 
 #[test]
 fn enobufs_rearms_after_buffers_return_from_another_thread() {
+    let _g = common::fd_lock();
     // 4 buffers of 1 KiB: holding all four starves the receive.
     let rt = rt_with_pool(1, WakeMode::EventFd, 4, 1024);
     let h = rt.handle().clone();
@@ -154,5 +157,57 @@ fn enobufs_rearms_after_buffers_return_from_another_thread() {
             }
         }
         assert!(eof, "EOF seen");
+    });
+}
+
+#[test]
+fn dropping_a_stream_returns_its_queued_buffers_and_closes_the_fd() {
+    let _g = common::fd_lock();
+    let rt = rt_with_pool(1, WakeMode::EventFd, 8, 1024);
+    let h = rt.handle().clone();
+    rt.block_on(async move {
+        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let c = TcpStream::connect(l.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (s, _) = l.accept().await.expect("accept");
+        let before = common::fd_count();
+        // Arm the receive, then let data queue up in the op without taking it.
+        c.send(Bytes::from(vec![7u8; 10])).await.expect("send");
+        let first = s.recv().await.expect("recv").expect("data");
+        drop(first);
+        for _ in 0..4 {
+            c.send(Bytes::from(vec![8u8; 1024])).await.expect("send");
+        }
+        zerorx::sleep(Duration::from_millis(20)).await;
+        let taken_before = h.pool_stats()[0].expect("pool").completions;
+        drop(s);
+        for _ in 0..100 {
+            if h.metrics()[0].ops_in_flight <= 1 {
+                break;
+            }
+            zerorx::sleep(Duration::from_millis(1)).await;
+        }
+        let st = h.pool_stats()[0].expect("pool");
+        assert!(
+            st.completions > taken_before,
+            "queued buffers were taken back: {st:?}"
+        );
+        assert_eq!(st.in_use, 0, "and returned: {st:?}");
+        // All 8 buffers are usable again: a new connection can hold 8 at once.
+        let c2 = TcpStream::connect(l.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (s2, _) = l.accept().await.expect("accept");
+        let mut held = Vec::new();
+        while held.len() < 8 {
+            c2.send(Bytes::from(vec![9u8; 1024])).await.expect("send");
+            held.push(s2.recv().await.expect("recv").expect("data"));
+        }
+        assert_eq!(h.pool_stats()[0].expect("pool").in_use, 8);
+        drop(held);
+        drop((c2, s2));
+        zerorx::sleep(Duration::from_millis(5)).await;
+        assert_eq!(common::fd_count(), before - 1, "the stream's fd is closed");
     });
 }

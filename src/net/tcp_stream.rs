@@ -162,7 +162,14 @@ impl TcpStream {
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
                 return Poll::Ready(Ok(Some(buf)));
             }
-            match st.tracker.on_end(c.res) {
+            let end = st.tracker.on_end(c.res);
+            if c.res < 0 {
+                pool.stats_handle().record_errno(-c.res);
+            }
+            if matches!(end, RecvEnd::Rearm(_) | RecvEnd::BudgetDone) {
+                pool.stats_handle().record_rearm();
+            }
+            match end {
                 RecvEnd::Eof => {
                     st.eof = true;
                     st.op = None;

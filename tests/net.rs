@@ -184,3 +184,26 @@ fn shutdown_write_gives_peer_eof_and_connect_refused_is_an_error() {
         assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
     });
 }
+
+#[test]
+fn runtime_with_32_byte_cqes_runs_net_and_pool() {
+    let rt = zerorx::Runtime::builder()
+        .threads(1)
+        .cqe32(true)
+        .build()
+        .expect("runtime");
+    assert!(rt.handle().ring_flags()[0].is_some_and(|f| f.cqe32));
+    rt.block_on(async {
+        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let c = TcpStream::connect(l.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (s, _) = l.accept().await.expect("accept");
+        c.send(Bytes::from_static(b"thirty-two"))
+            .await
+            .expect("send");
+        let b = s.recv().await.expect("recv").expect("data");
+        assert_eq!(&b[..], b"thirty-two");
+        zerorx::sleep(Duration::from_millis(1)).await;
+    });
+}

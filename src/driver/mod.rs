@@ -4,6 +4,27 @@
 //! Everything here is owned by one worker thread and reached through
 //! `RefCell<Driver>` in that worker's `Core`; nothing is shared across threads except
 //! the eventfd (through `Arc`) and the counters.
+//!
+//! Custom ops implement [`OpCode`] (read its safety contract) and run with [`Op`] or
+//! [`MultiOp`]:
+//!
+//! ```
+//! use zerorx::driver::{Op, OpCode};
+//!
+//! struct Nop;
+//!
+//! // SAFETY: a NOP references no memory and no fd.
+//! unsafe impl OpCode for Nop {
+//!     fn create_entry(&mut self) -> io_uring::squeue::Entry {
+//!         io_uring::opcode::Nop::new().build()
+//!     }
+//! }
+//!
+//! let rt = zerorx::Runtime::builder().threads(1).build()?;
+//! let res = rt.block_on(async { Op::submit(Nop)?.await.map(|(c, _)| c.res) })?;
+//! assert_eq!(res, 0);
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 mod cancel;
 pub(crate) mod multishot;
@@ -11,7 +32,8 @@ pub(crate) mod op;
 pub(crate) mod ring;
 pub(crate) mod slab;
 
-pub use op::OpCode;
+pub use multishot::MultiOp;
+pub use op::{Op, OpCode};
 pub use ring::{Completion, RingFlags};
 
 use crate::metrics::{add_owned, WorkerMetrics};

@@ -91,16 +91,19 @@ pub(crate) fn not_in_runtime() -> io::Error {
     io::Error::other("not inside a zerorx runtime worker")
 }
 
-/// A single-completion op. Resolves to the completion and the op's data back.
-pub(crate) struct Op<T: OpCode> {
+/// A single-completion op on the current worker's ring. Resolves to the completion
+/// and the op's data back. Dropping it before completion cancels the op; its data stays
+/// in the driver until the kernel is done with it.
+pub struct Op<T: OpCode> {
     key: Option<Key>,
     core: Rc<Core>,
     _data: PhantomData<T>,
 }
 
 impl<T: OpCode> Op<T> {
-    /// Submits `data` on the current worker's ring (queued in the SQ; the loop enters).
-    pub(crate) fn submit(data: T) -> io::Result<Op<T>> {
+    /// Queues `data`'s SQE on the current worker's ring; it is submitted with the
+    /// worker's next `io_uring_enter`. Fails outside a worker thread.
+    pub fn submit(data: T) -> io::Result<Op<T>> {
         let core = context::current().ok_or_else(not_in_runtime)?;
         let key = core
             .driver

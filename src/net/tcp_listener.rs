@@ -49,7 +49,8 @@ impl TcpListener {
         self.rearms.get()
     }
 
-    /// Waits for the next connection.
+    /// Waits for the next connection. One task should accept at a time: the armed
+    /// accept remembers only the last waiter.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let stream = poll_fn(|cx| loop {
             let mut slot = self.accept.borrow_mut();

@@ -109,6 +109,9 @@ impl TcpStream {
     /// runs dry (`ENOBUFS`) the receive is re-armed as soon as buffers come back
     /// (dropping an [`RxBuf`], on any thread, returns its buffer).
     ///
+    /// One task should receive at a time (the armed receive remembers only the last
+    /// waiter); sending from other tasks concurrently is fine.
+    ///
     /// Errors with `Unsupported` when the runtime was built without a pool.
     pub async fn recv(&self) -> io::Result<Option<RxBuf>> {
         poll_fn(|cx| self.poll_recv(cx)).await

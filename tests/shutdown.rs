@@ -4,6 +4,7 @@
 mod common;
 
 use common::{block_on_thread, fd_count, fd_lock, rt, MODES};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use zerorx::net::{TcpListener, TcpStream};
@@ -145,4 +146,42 @@ fn cancelled_connect_and_accept_release_everything() {
     // The handle keeps the worker's shared state (and its eventfd) alive.
     drop(h);
     assert_eq!(fd_count(), before);
+}
+
+#[test]
+fn a_panicking_worker_is_reported_by_shutdown() {
+    let _g = fd_lock();
+    let before = fd_count();
+    let rt = rt(2, Default::default());
+    let h = rt.handle().clone();
+    // A waker that panics when the driver wakes it makes worker 1's loop itself panic
+    // (task panics are caught; this is the loop's own code path).
+    struct PanicWaker;
+    impl std::task::Wake for PanicWaker {
+        fn wake(self: std::sync::Arc<Self>) {
+            panic!("waker exploded");
+        }
+    }
+    drop(h.spawn_on_with(1, || async {
+        let listener = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let waker = std::task::Waker::from(std::sync::Arc::new(PanicWaker));
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut connect = Box::pin(TcpStream::connect(addr));
+        assert!(connect.as_mut().poll(&mut cx).is_pending());
+        // Keep the op alive; its completion wakes the panicking waker.
+        std::future::pending::<()>().await;
+        drop((connect, listener));
+    }));
+    std::thread::sleep(Duration::from_millis(100));
+    let err = rt
+        .shutdown(Duration::from_secs(2))
+        .expect_err("worker 1 panicked");
+    assert!(
+        err.to_string()
+            .contains("worker 1 panicked: waker exploded"),
+        "{err}"
+    );
+    drop(h);
+    assert_eq!(fd_count(), before, "fds released even after the panic");
 }

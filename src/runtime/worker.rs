@@ -300,15 +300,26 @@ pub(crate) fn run_background(
     drop(ready);
     let _span = tracing::debug_span!("zerorx_worker", worker = index).entered();
     tracing::debug!("worker started");
-    let mut result = Ok(());
-    while !handle.is_shutdown() {
-        if let Err(e) = core.tick(&|| handle.is_shutdown()) {
-            tracing::error!(worker = index, error = %e, "io_uring_enter failed, worker stops");
-            result = Err(e);
-            break;
+    let looped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        while !handle.is_shutdown() {
+            if let Err(e) = core.tick(&|| handle.is_shutdown()) {
+                tracing::error!(worker = index, error = %e, "io_uring_enter failed, worker stops");
+                return Err(e);
+            }
         }
-    }
-    let leaked = core.shutdown(handle.shutdown_deadline());
+        Ok(())
+    }));
+    let deadline = match &looped {
+        Ok(_) => handle.shutdown_deadline(),
+        // Nobody asked for shutdown: give the drain its own bound.
+        Err(_) => Instant::now() + Duration::from_secs(1),
+    };
+    // Always drain, even after a panic: tasks hold ops that hold the core, and only
+    // this breaks that cycle and closes their fds.
+    let leaked = core.shutdown(deadline);
     tracing::debug!(leaked, "worker stopped");
-    result
+    match looped {
+        Ok(result) => result,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }

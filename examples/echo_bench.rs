@@ -3,8 +3,8 @@
 //! a second zerorx runtime on another thread. Prints requests/s and the server's
 //! syscalls and completions per request (from `Handle::metrics`).
 //!
-//! `cargo run --release --example echo_bench [conns] [seconds] [buffers] [buffer_size]`
-//! (the pool of each runtime; default 64 × 64 KiB).
+//! `cargo run --release --example echo_bench [conns] [seconds] [buffers] [buffer_size]
+//! [msg_size]` (the pool of each runtime, default 64 × 64 KiB; message size default 64).
 
 use bytes::Bytes;
 use std::cell::Cell;
@@ -24,6 +24,7 @@ fn main() -> std::io::Result<()> {
     if let Some(n) = args.next().and_then(|s| s.parse().ok()) {
         pool.buffer_size = n;
     }
+    let msg_size: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(64);
     let pool2 = pool.clone();
 
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
@@ -73,11 +74,11 @@ fn main() -> std::io::Result<()> {
             s.set_nodelay(true).expect("nodelay");
             let (done, stop) = (done.clone(), stop.clone());
             joins.push(spawn(async move {
-                let msg = Bytes::from(vec![b'x'; 64]);
+                let msg = Bytes::from(vec![b'x'; msg_size]);
                 while !stop.get() {
                     s.send(msg.clone()).await.expect("send");
                     let mut got = 0;
-                    while got < 64 {
+                    while got < msg_size {
                         got += s.recv().await.expect("recv").expect("data").len();
                     }
                     done.set(done.get() + 1);
@@ -98,9 +99,10 @@ fn main() -> std::io::Result<()> {
     let m = server.join().expect("server thread")?;
     let total = requests + before;
     let w = &m[0];
+    let rps = requests as f64 / elapsed.as_secs_f64();
     println!(
-        "{conns} conns x 64 B: {:.0} req/s over {:.1} s",
-        requests as f64 / elapsed.as_secs_f64(),
+        "{conns} conns x {msg_size} B: {rps:.0} req/s ({:.2} GB/s each way) over {:.1} s",
+        rps * msg_size as f64 / 1e9,
         elapsed.as_secs_f64()
     );
     println!(

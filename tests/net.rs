@@ -207,3 +207,37 @@ fn runtime_with_32_byte_cqes_runs_net_and_pool() {
         zerorx::sleep(Duration::from_millis(1)).await;
     });
 }
+
+#[test]
+fn send_zc_delivers_every_byte_and_holds_the_op_until_the_notification() {
+    let rt = rt(1, Default::default());
+    let h = rt.handle().clone();
+    rt.block_on(async move {
+        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let c = TcpStream::connect(l.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (s, _) = l.accept().await.expect("accept");
+        let mut rng = Rng(99);
+        let data = Bytes::from((0..1 << 20).map(|_| rng.next() as u8).collect::<Vec<_>>());
+        let reader = {
+            let expect = data.clone();
+            spawn(async move {
+                let mut got = 0;
+                while got < expect.len() {
+                    let b = s.recv().await.expect("recv").expect("data");
+                    assert_eq!(&b[..], &expect[got..got + b.len()]);
+                    got += b.len();
+                }
+                got
+            })
+        };
+        for chunk in data.chunks(256 * 1024) {
+            c.send_zc(data.slice_ref(chunk)).await.expect("send_zc");
+        }
+        assert_eq!(reader.await.expect("reader"), 1 << 20);
+        // Result and notification both reaped: nothing left in flight but the recv
+        // and accept of this test.
+        assert_eq!(h.metrics()[0].stale_cqes, 0);
+    });
+}

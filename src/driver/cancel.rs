@@ -34,6 +34,11 @@ impl Driver {
                     }
                     *finished
                 }
+                Lifecycle::Partial { result, .. } => {
+                    let c = *result;
+                    slot.data.release(&c);
+                    false
+                }
                 Lifecycle::Pending(_) | Lifecycle::Abandoned => false,
             };
             if finished {

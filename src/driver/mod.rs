@@ -190,7 +190,7 @@ impl Driver {
             return Poll::Ready(None);
         };
         match &mut slot.lifecycle {
-            Lifecycle::Pending(waker) => {
+            Lifecycle::Pending(waker) | Lifecycle::Partial { waker, .. } => {
                 match waker {
                     Some(w) if w.will_wake(cx.waker()) => {}
                     _ => *waker = Some(cx.waker().clone()),
@@ -253,6 +253,14 @@ impl Driver {
             Lifecycle::Pending(_) => {
                 slot.lifecycle = Lifecycle::Abandoned;
                 true
+            }
+            Lifecycle::Partial { result, .. } => {
+                // The operation itself is done; only the notification is outstanding,
+                // and cancelling cannot speed it up.
+                let result = *result;
+                slot.data.release(&result);
+                slot.lifecycle = Lifecycle::Abandoned;
+                false
             }
             Lifecycle::Streaming {
                 queue, finished, ..
@@ -349,11 +357,23 @@ impl Driver {
         };
         let (key, slot) = slot;
         match &mut slot.lifecycle {
+            Lifecycle::Pending(waker) if c.more() => {
+                let waker = waker.take();
+                slot.lifecycle = Lifecycle::Partial { result: c, waker };
+            }
             Lifecycle::Pending(waker) => {
                 if let Some(w) = waker.take() {
                     self.wakers.push(w);
                 }
                 slot.lifecycle = Lifecycle::Completed(c);
+            }
+            Lifecycle::Partial { result, waker } => {
+                if !c.more() {
+                    if let Some(w) = waker.take() {
+                        self.wakers.push(w);
+                    }
+                    slot.lifecycle = Lifecycle::Completed(*result);
+                }
             }
             Lifecycle::Completed(_) => {
                 // A second CQE for a single-shot op: nobody can take it.

@@ -60,6 +60,7 @@ impl<T: OpCode> OpBox for T {
 ///
 /// ```text
 /// single:    Pending ──CQE──▶ Completed ──future takes it──▶ (removed)
+///               │  └─CQE with F_MORE (SEND_ZC result)─▶ Partial ──notif CQE──▶ Completed
 ///               └─future dropped─▶ Abandoned ──final CQE──▶ (removed, release())
 /// multishot: Streaming{queue} ──CQE without F_MORE──▶ finished ──queue drained──▶ (removed)
 ///               └─stream dropped─▶ Abandoned ──final CQE──▶ (removed, release() each)
@@ -67,6 +68,12 @@ impl<T: OpCode> OpBox for T {
 pub(crate) enum Lifecycle {
     /// Single-shot op in flight, with the waker of the future once it has been polled.
     Pending(Option<Waker>),
+    /// Single-shot op whose result came with `F_MORE` (SEND_ZC): the kernel still
+    /// uses the op's memory until the notification CQE.
+    Partial {
+        result: Completion,
+        waker: Option<Waker>,
+    },
     /// Single-shot op done; the future has not taken the result yet.
     Completed(Completion),
     /// Multishot op: completions queued for the stream until one arrives without

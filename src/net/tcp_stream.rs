@@ -5,7 +5,7 @@ use crate::driver::multishot::MultiOp;
 use crate::driver::op::Op;
 use crate::io::connect::Connect;
 use crate::io::recv::{RecvInto, RecvMulti};
-use crate::io::send::{Send, SendMsg};
+use crate::io::send::{Send, SendMsg, SendZc};
 use crate::io::shutdown::Shutdown;
 use crate::io::SharedFd;
 use crate::metrics::add_owned;
@@ -72,6 +72,26 @@ impl TcpStream {
     /// Sends all of `buf`, looping over short sends.
     pub async fn send(&self, buf: Bytes) -> io::Result<()> {
         let mut op = Send {
+            socket: self.fd.clone(),
+            buf,
+            offset: 0,
+        };
+        while op.offset < op.buf.len() {
+            let (c, back) = Op::submit(op)?.await?;
+            op = back;
+            match c.result()? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                n => op.offset += n as usize,
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends all of `buf` with `SEND_ZC`: the kernel transmits from `buf` itself and
+    /// the future resolves once it has let go of it (the notification CQE). Worth it
+    /// for large buffers on a real NIC; on loopback the kernel copies anyway.
+    pub async fn send_zc(&self, buf: Bytes) -> io::Result<()> {
+        let mut op = SendZc {
             socket: self.fd.clone(),
             buf,
             offset: 0,

@@ -26,6 +26,7 @@ pub(crate) struct WorkerMetrics {
     pub(crate) tasks_polled: AtomicU64,
     pub(crate) remote_spawns: AtomicU64,
     pub(crate) leaked_ops: AtomicU64,
+    pub(crate) recv_enobufs: AtomicU64,
 }
 
 /// Adds `n` to a counter only its owner thread writes.
@@ -57,6 +58,7 @@ impl WorkerMetrics {
             tasks_polled: self.tasks_polled.load(Relaxed),
             remote_spawns: self.remote_spawns.load(Relaxed),
             leaked_ops: self.leaked_ops.load(Relaxed),
+            recv_enobufs: self.recv_enobufs.load(Relaxed),
         }
     }
 }
@@ -97,4 +99,7 @@ pub struct WorkerMetricsSnapshot {
     /// Operations whose memory was leaked because shutdown timed out before their
     /// final completion (freeing it could let the kernel write into freed memory).
     pub leaked_ops: u64,
+    /// Multishot receives that ended with `ENOBUFS` (the worker's receive pool was
+    /// empty) and were re-armed once buffers came back.
+    pub recv_enobufs: u64,
 }

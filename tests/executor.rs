@@ -187,3 +187,53 @@ fn ring_flags_and_current_worker() {
 fn spawn_outside_runtime_panics() {
     drop(spawn(async {}));
 }
+
+#[test]
+fn metrics_are_readable_from_any_thread() {
+    let rt = rt(2, Default::default());
+    let h = rt.handle().clone();
+    rt.block_on(async {
+        for _ in 0..10 {
+            zerorx::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    let snap = std::thread::spawn(move || h.metrics())
+        .join()
+        .expect("reader thread");
+    assert_eq!(snap.len(), 2);
+    let w0 = &snap[0];
+    assert!(w0.loop_turns > 0 && w0.enter_calls > 0, "{w0:?}");
+    assert!(w0.timers_fired >= 10, "{w0:?}");
+    assert!(
+        w0.sqes_submitted >= 1,
+        "the eventfd read was submitted: {w0:?}"
+    );
+    assert_eq!(w0.stale_cqes, 0);
+}
+
+#[test]
+fn pin_cpus_pins_background_workers() {
+    let rt = Runtime::builder()
+        .threads(2)
+        .pin_cpus(true)
+        .build()
+        .expect("runtime");
+    let h = rt.handle().clone();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (count, on_expected) = rt.block_on(async move {
+        h.spawn_on(1, async move {
+            // SAFETY: plain libc calls on a zeroed cpu set for this thread.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                assert_eq!(
+                    libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+                    0
+                );
+                (libc::CPU_COUNT(&set), libc::CPU_ISSET(1 % cpus, &set))
+            }
+        })
+        .await
+        .expect("task")
+    });
+    assert_eq!((count, on_expected), (1, true));
+}

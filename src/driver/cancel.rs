@@ -34,6 +34,11 @@ impl Driver {
                     }
                     *finished
                 }
+                Lifecycle::Partial { result, .. } => {
+                    let c = *result;
+                    slot.data.release(&c);
+                    false
+                }
                 Lifecycle::Pending(_) | Lifecycle::Abandoned => false,
             };
             if finished {
@@ -79,5 +84,22 @@ impl Driver {
             }
         }
         leaked
+    }
+}
+
+impl Drop for Driver {
+    /// Reached with ops still in flight only when the worker did not shut down
+    /// (its thread is unwinding from a panic): cancel and drain briefly, then leak what
+    /// is left rather than free memory the kernel may still write.
+    fn drop(&mut self) {
+        if self.ops.len() > 0 || self.wake.as_ref().is_some_and(|w| w.armed) {
+            let leaked = self.shutdown(Instant::now() + Duration::from_millis(200));
+            if leaked > 0 {
+                tracing::warn!(
+                    leaked,
+                    "ring dropped with ops in flight; their memory is leaked"
+                );
+            }
+        }
     }
 }

@@ -4,6 +4,27 @@
 //! Everything here is owned by one worker thread and reached through
 //! `RefCell<Driver>` in that worker's `Core`; nothing is shared across threads except
 //! the eventfd (through `Arc`) and the counters.
+//!
+//! Custom ops implement [`OpCode`] (read its safety contract) and run with [`Op`] or
+//! [`MultiOp`]:
+//!
+//! ```
+//! use zerorx::driver::{Op, OpCode};
+//!
+//! struct Nop;
+//!
+//! // SAFETY: a NOP references no memory and no fd.
+//! unsafe impl OpCode for Nop {
+//!     fn create_entry(&mut self) -> io_uring::squeue::Entry {
+//!         io_uring::opcode::Nop::new().build()
+//!     }
+//! }
+//!
+//! let rt = zerorx::Runtime::builder().threads(1).build()?;
+//! let res = rt.block_on(async { Op::submit(Nop)?.await.map(|(c, _)| c.res) })?;
+//! assert_eq!(res, 0);
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 mod cancel;
 pub(crate) mod multishot;
@@ -11,7 +32,8 @@ pub(crate) mod op;
 pub(crate) mod ring;
 pub(crate) mod slab;
 
-pub use op::OpCode;
+pub use multishot::MultiOp;
+pub use op::{Op, OpCode};
 pub use ring::{Completion, RingFlags};
 
 use crate::metrics::{add_owned, WorkerMetrics};
@@ -75,6 +97,10 @@ impl Driver {
 
     pub(crate) fn ring_fd(&self) -> std::os::fd::RawFd {
         self.ring.fd()
+    }
+
+    pub(crate) fn with_submitter<R>(&mut self, f: impl FnOnce(&io_uring::Submitter<'_>) -> R) -> R {
+        self.ring.with_submitter(f)
     }
 
     pub(crate) fn ring_flags(&self) -> RingFlags {
@@ -164,7 +190,7 @@ impl Driver {
             return Poll::Ready(None);
         };
         match &mut slot.lifecycle {
-            Lifecycle::Pending(waker) => {
+            Lifecycle::Pending(waker) | Lifecycle::Partial { waker, .. } => {
                 match waker {
                     Some(w) if w.will_wake(cx.waker()) => {}
                     _ => *waker = Some(cx.waker().clone()),
@@ -227,6 +253,14 @@ impl Driver {
             Lifecycle::Pending(_) => {
                 slot.lifecycle = Lifecycle::Abandoned;
                 true
+            }
+            Lifecycle::Partial { result, .. } => {
+                // The operation itself is done; only the notification is outstanding,
+                // and cancelling cannot speed it up.
+                let result = *result;
+                slot.data.release(&result);
+                slot.lifecycle = Lifecycle::Abandoned;
+                false
             }
             Lifecycle::Streaming {
                 queue, finished, ..
@@ -323,11 +357,23 @@ impl Driver {
         };
         let (key, slot) = slot;
         match &mut slot.lifecycle {
+            Lifecycle::Pending(waker) if c.more() => {
+                let waker = waker.take();
+                slot.lifecycle = Lifecycle::Partial { result: c, waker };
+            }
             Lifecycle::Pending(waker) => {
                 if let Some(w) = waker.take() {
                     self.wakers.push(w);
                 }
                 slot.lifecycle = Lifecycle::Completed(c);
+            }
+            Lifecycle::Partial { result, waker } => {
+                if !c.more() {
+                    if let Some(w) = waker.take() {
+                        self.wakers.push(w);
+                    }
+                    slot.lifecycle = Lifecycle::Completed(*result);
+                }
             }
             Lifecycle::Completed(_) => {
                 // A second CQE for a single-shot op: nobody can take it.

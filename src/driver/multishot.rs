@@ -11,16 +11,18 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
-/// A multishot op. Completions queue in the slab entry until polled; dropping the
-/// stream cancels the op and releases every completion nobody took.
-pub(crate) struct MultiOp<T: OpCode> {
+/// A multishot op on the current worker's ring. Completions queue in the driver until
+/// taken; dropping it cancels the op and [`release`](OpCode::release)s every completion
+/// nobody took.
+pub struct MultiOp<T: OpCode> {
     key: Option<Key>,
     core: Rc<Core>,
     _data: PhantomData<T>,
 }
 
 impl<T: OpCode> MultiOp<T> {
-    pub(crate) fn submit(data: T) -> io::Result<MultiOp<T>> {
+    /// Queues `data`'s SQE on the current worker's ring. Fails outside a worker thread.
+    pub fn submit(data: T) -> io::Result<MultiOp<T>> {
         let core = context::current().ok_or_else(not_in_runtime)?;
         let key = core.driver.borrow_mut().submit(
             Box::new(data),
@@ -39,7 +41,7 @@ impl<T: OpCode> MultiOp<T> {
 
     /// The next completion; `None` once the op has ended (its last completion, the one
     /// without `F_MORE`, was returned before).
-    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
+    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
         let Some(key) = self.key else {
             return Poll::Ready(None);
         };
@@ -48,6 +50,13 @@ impl<T: OpCode> MultiOp<T> {
             self.key = None;
         }
         next
+    }
+}
+
+impl<T: OpCode> MultiOp<T> {
+    /// Waits for the next completion; `None` once the op has ended.
+    pub async fn next(&mut self) -> Option<Completion> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
     }
 }
 

@@ -60,6 +60,7 @@ impl<T: OpCode> OpBox for T {
 ///
 /// ```text
 /// single:    Pending ──CQE──▶ Completed ──future takes it──▶ (removed)
+///               │  └─CQE with F_MORE (SEND_ZC result)─▶ Partial ──notif CQE──▶ Completed
 ///               └─future dropped─▶ Abandoned ──final CQE──▶ (removed, release())
 /// multishot: Streaming{queue} ──CQE without F_MORE──▶ finished ──queue drained──▶ (removed)
 ///               └─stream dropped─▶ Abandoned ──final CQE──▶ (removed, release() each)
@@ -67,6 +68,12 @@ impl<T: OpCode> OpBox for T {
 pub(crate) enum Lifecycle {
     /// Single-shot op in flight, with the waker of the future once it has been polled.
     Pending(Option<Waker>),
+    /// Single-shot op whose result came with `F_MORE` (SEND_ZC): the kernel still
+    /// uses the op's memory until the notification CQE.
+    Partial {
+        result: Completion,
+        waker: Option<Waker>,
+    },
     /// Single-shot op done; the future has not taken the result yet.
     Completed(Completion),
     /// Multishot op: completions queued for the stream until one arrives without
@@ -91,16 +98,19 @@ pub(crate) fn not_in_runtime() -> io::Error {
     io::Error::other("not inside a zerorx runtime worker")
 }
 
-/// A single-completion op. Resolves to the completion and the op's data back.
-pub(crate) struct Op<T: OpCode> {
+/// A single-completion op on the current worker's ring. Resolves to the completion
+/// and the op's data back. Dropping it before completion cancels the op; its data stays
+/// in the driver until the kernel is done with it.
+pub struct Op<T: OpCode> {
     key: Option<Key>,
     core: Rc<Core>,
     _data: PhantomData<T>,
 }
 
 impl<T: OpCode> Op<T> {
-    /// Submits `data` on the current worker's ring (queued in the SQ; the loop enters).
-    pub(crate) fn submit(data: T) -> io::Result<Op<T>> {
+    /// Queues `data`'s SQE on the current worker's ring; it is submitted with the
+    /// worker's next `io_uring_enter`. Fails outside a worker thread.
+    pub fn submit(data: T) -> io::Result<Op<T>> {
         let core = context::current().ok_or_else(not_in_runtime)?;
         let key = core
             .driver

@@ -228,6 +228,11 @@ impl Ring {
         }
     }
 
+    /// Runs `f` with the ring's submitter (registrations).
+    pub(crate) fn with_submitter<R>(&mut self, f: impl FnOnce(&io_uring::Submitter<'_>) -> R) -> R {
+        with_ring!(self, r => f(&r.submitter()))
+    }
+
     /// Synchronously cancels every submitted request (`IORING_REGISTER_SYNC_CANCEL`).
     pub(crate) fn sync_cancel_all(&mut self, timeout: Duration) -> io::Result<()> {
         let ts = types::Timespec::new()

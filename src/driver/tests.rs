@@ -154,3 +154,38 @@ fn sq_full_and_cq_overflow_lose_nothing() {
         assert_eq!(core.driver.borrow().ops_in_flight(), 0);
     });
 }
+
+#[test]
+fn completions_arrive_while_another_task_keeps_yielding() {
+    // With DEFER_TASKRUN the kernel posts CQEs only when we enter; a busy worker must
+    // still enter (the TASKRUN flag says so) and not starve I/O behind runnable tasks.
+    let rt = rt(8, 32);
+    rt.block_on(async {
+        let spins = std::rc::Rc::new(std::cell::Cell::new(0u32));
+        let stop = std::rc::Rc::new(std::cell::Cell::new(false));
+        let spinner = {
+            let (spins, stop) = (spins.clone(), stop.clone());
+            crate::spawn(async move {
+                while !stop.get() && spins.get() < 1_000_000 {
+                    spins.set(spins.get() + 1);
+                    crate::yield_now().await;
+                }
+            })
+        };
+        let (rd, wr) = pipe();
+        let read = Op::submit(PipeRead {
+            fd: rd,
+            buf: Box::new([0; 16]),
+        })
+        .expect("submit");
+        write_all(&wr, b"x");
+        let (c, _) = read.await.expect("read");
+        assert_eq!(c.res, 1);
+        assert!(
+            spins.get() < 1_000_000,
+            "I/O completed while the spinner ran"
+        );
+        stop.set(true);
+        spinner.await.expect("spinner");
+    });
+}

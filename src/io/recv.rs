@@ -85,3 +85,26 @@ unsafe impl OpCode for RecvFrom {
         opcode::RecvMsg::new(fd(&self.socket), &mut self.msghdr).build()
     }
 }
+
+/// Multishot receive drawing buffers from the worker's copy pool.
+pub(crate) struct RecvMulti {
+    pub(crate) socket: SharedFd,
+    pub(crate) pool: std::rc::Rc<zcrx::CopyPool>,
+}
+
+// SAFETY: the entry names the fd `socket` keeps open and a buffer group whose memory
+// the pool owns; the `Rc` keeps the pool (and so the memory) alive for as long as this
+// op exists. Buffers delivered to nobody are handed back to the pool in `release`.
+unsafe impl OpCode for RecvMulti {
+    fn create_entry(&mut self) -> squeue::Entry {
+        use std::os::fd::AsRawFd;
+        self.pool.recv_multishot(self.socket.as_raw_fd())
+    }
+
+    fn release(&mut self, completion: &crate::driver::Completion) {
+        if completion.res > 0 {
+            // Taking the buffer and dropping it returns it to the ring.
+            drop(self.pool.take(completion.res, completion.flags));
+        }
+    }
+}

@@ -86,3 +86,24 @@ unsafe impl OpCode for SendMsg {
             .build()
     }
 }
+
+/// Zero-copy send of `buf[offset..]` (`IORING_OP_SEND_ZC`): one result CQE with
+/// `F_MORE`, then a notification CQE once the kernel no longer reads the buffer.
+pub(crate) struct SendZc {
+    pub(crate) socket: SharedFd,
+    pub(crate) buf: Bytes,
+    pub(crate) offset: usize,
+}
+
+// SAFETY: points into `buf`, kept alive by `Bytes` while the op owns it, which is until
+// the notification CQE (the driver's `Partial` state holds the op until then); names
+// the fd `socket` keeps open.
+unsafe impl OpCode for SendZc {
+    fn create_entry(&mut self) -> squeue::Entry {
+        let rest = &self.buf[self.offset..];
+        let len = rest.len().min(u32::MAX as usize) as u32;
+        opcode::SendZc::new(fd(&self.socket), rest.as_ptr(), len)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+    }
+}

@@ -49,7 +49,8 @@ impl TcpListener {
         self.rearms.get()
     }
 
-    /// Waits for the next connection.
+    /// Waits for the next connection. One task should accept at a time: the armed
+    /// accept remembers only the last waiter.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let stream = poll_fn(|cx| loop {
             let mut slot = self.accept.borrow_mut();
@@ -78,5 +79,14 @@ impl TcpListener {
         .await?;
         let peer = stream.peer_addr()?;
         Ok((stream, peer))
+    }
+}
+
+impl Drop for TcpListener {
+    fn drop(&mut self) {
+        // The abandoned accept keeps the fd open until its final CQE; shutting the
+        // listening socket down now stops new connections at once instead of after
+        // the cancel round trip. Best effort: the close that follows does the same.
+        let _ = SockRef::from(&*self.fd).shutdown(std::net::Shutdown::Read);
     }
 }

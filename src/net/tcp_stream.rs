@@ -1,28 +1,50 @@
 //! [`TcpStream`]: connect, send, receive into owned buffers, shutdown.
 
 use super::{new_socket, sock_addr, to_std};
+use crate::driver::multishot::MultiOp;
 use crate::driver::op::Op;
 use crate::io::connect::Connect;
-use crate::io::recv::RecvInto;
-use crate::io::send::{Send, SendMsg};
+use crate::io::recv::{RecvInto, RecvMulti};
+use crate::io::send::{Send, SendMsg, SendZc};
 use crate::io::shutdown::Shutdown;
 use crate::io::SharedFd;
+use crate::metrics::add_owned;
+use crate::runtime::context;
 use bytes::{Bytes, BytesMut};
 use socket2::{Protocol, SockRef, Type};
+use std::cell::RefCell;
+use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::Duration;
+use zcrx::{RearmReason, RecvEnd, RecvTracker, RxBuf};
 
 /// A TCP connection owned by the worker that created or accepted it.
 pub struct TcpStream {
     fd: SharedFd,
+    rx: RefCell<RecvState>,
+}
+
+/// The receive side: one multishot receive kept armed, its completions queued in the
+/// op's slab entry until [`TcpStream::recv`] takes them.
+#[derive(Default)]
+struct RecvState {
+    op: Option<MultiOp<RecvMulti>>,
+    tracker: RecvTracker,
+    /// The last receive ended with `ENOBUFS`: re-arm only once the pool has buffers.
+    wait_buffers: bool,
+    eof: bool,
 }
 
 impl TcpStream {
     pub(crate) fn from_fd(fd: OwnedFd) -> TcpStream {
-        TcpStream { fd: Rc::new(fd) }
+        TcpStream {
+            fd: Rc::new(fd),
+            rx: RefCell::default(),
+        }
     }
 
     /// Connects to `addr`. Dropping the future cancels the connect; the socket is
@@ -36,7 +58,10 @@ impl TcpStream {
         })?
         .await?;
         c.result()?;
-        Ok(TcpStream { fd })
+        Ok(TcpStream {
+            fd,
+            rx: RefCell::default(),
+        })
     }
 
     /// [`connect`](Self::connect) bounded by `timeout` (`ErrorKind::TimedOut`).
@@ -47,6 +72,26 @@ impl TcpStream {
     /// Sends all of `buf`, looping over short sends.
     pub async fn send(&self, buf: Bytes) -> io::Result<()> {
         let mut op = Send {
+            socket: self.fd.clone(),
+            buf,
+            offset: 0,
+        };
+        while op.offset < op.buf.len() {
+            let (c, back) = Op::submit(op)?.await?;
+            op = back;
+            match c.result()? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                n => op.offset += n as usize,
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends all of `buf` with `SEND_ZC`: the kernel transmits from `buf` itself and
+    /// the future resolves once it has let go of it (the notification CQE). Worth it
+    /// for large buffers on a real NIC; on loopback the kernel copies anyway.
+    pub async fn send_zc(&self, buf: Bytes) -> io::Result<()> {
+        let mut op = SendZc {
             socket: self.fd.clone(),
             buf,
             offset: 0,
@@ -76,6 +121,98 @@ impl TcpStream {
             }
         }
         Ok(())
+    }
+
+    /// Receives the next chunk of bytes from the worker's receive pool: `Ok(None)` at
+    /// end of stream. The first call arms a multishot receive that stays armed, so
+    /// data arriving between calls queues up without further syscalls. When the pool
+    /// runs dry (`ENOBUFS`) the receive is re-armed as soon as buffers come back
+    /// (dropping an [`RxBuf`], on any thread, returns its buffer).
+    ///
+    /// One task should receive at a time (the armed receive remembers only the last
+    /// waiter); sending from other tasks concurrently is fine.
+    ///
+    /// Errors with `Unsupported` when the runtime was built without a pool.
+    pub async fn recv(&self) -> io::Result<Option<RxBuf>> {
+        poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
+        let Some(core) = context::current() else {
+            return Poll::Ready(Err(crate::driver::op::not_in_runtime()));
+        };
+        let Some(pool) = core.pool.clone() else {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the runtime has no receive pool (Builder::copy_pool(None))",
+            )));
+        };
+        let mut st = self.rx.borrow_mut();
+        loop {
+            if st.eof {
+                return Poll::Ready(Ok(None));
+            }
+            if st.op.is_none() {
+                if st.wait_buffers {
+                    if pool.available() == 0 {
+                        core.buffer_waiters.borrow_mut().push(cx.waker().clone());
+                        return Poll::Pending;
+                    }
+                    st.wait_buffers = false;
+                }
+                st.op = Some(MultiOp::submit(RecvMulti {
+                    socket: self.fd.clone(),
+                    pool: pool.clone(),
+                })?);
+                st.tracker = RecvTracker::new(0);
+            }
+            let Some(op) = st.op.as_mut() else {
+                continue;
+            };
+            let c = match op.poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => {
+                    // The final completion was consumed: arm a new receive.
+                    st.op = None;
+                    continue;
+                }
+                Poll::Ready(Some(c)) => c,
+            };
+            if c.res > 0 {
+                st.tracker.on_data(c.res as u32);
+                let buf = pool
+                    .take(c.res, c.flags)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+                return Poll::Ready(Ok(Some(buf)));
+            }
+            let end = st.tracker.on_end(c.res);
+            if c.res < 0 {
+                pool.stats_handle().record_errno(-c.res);
+            }
+            if matches!(end, RecvEnd::Rearm(_) | RecvEnd::BudgetDone) {
+                pool.stats_handle().record_rearm();
+            }
+            match end {
+                RecvEnd::Eof => {
+                    st.eof = true;
+                    st.op = None;
+                    return Poll::Ready(Ok(None));
+                }
+                RecvEnd::Rearm(RearmReason::NoBuffers) => {
+                    add_owned(&core.shared.metrics.recv_enobufs, 1);
+                    st.wait_buffers = true;
+                }
+                RecvEnd::Rearm(_) | RecvEnd::BudgetDone => {}
+                RecvEnd::Cancelled => {
+                    st.op = None;
+                    return Poll::Ready(Err(io::Error::from_raw_os_error(libc::ECANCELED)));
+                }
+                RecvEnd::Failed(f) => {
+                    st.op = None;
+                    return Poll::Ready(Err(f.to_io_error()));
+                }
+            }
+        }
     }
 
     /// Receives into the spare capacity of `buf` (reserve capacity first) and returns

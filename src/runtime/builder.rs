@@ -1,6 +1,7 @@
 //! [`Builder`]: runtime configuration and startup.
 
 use super::handle::Handle;
+use super::worker::WorkerConfig;
 use super::worker::{run_background, Core, WorkerShared};
 use super::Runtime;
 use crate::driver::ring::RingConfig;
@@ -9,6 +10,7 @@ use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
+use zcrx::CopyPoolConfig;
 
 /// Configures and starts a [`Runtime`].
 #[derive(Clone, Debug)]
@@ -20,6 +22,7 @@ pub struct Builder {
     wake: WakeMode,
     cqe32: bool,
     shutdown_timeout: Duration,
+    copy_pool: Option<CopyPoolConfig>,
 }
 
 impl Default for Builder {
@@ -32,6 +35,7 @@ impl Default for Builder {
             wake: WakeMode::EventFd,
             cqe32: false,
             shutdown_timeout: Duration::from_secs(5),
+            copy_pool: Some(CopyPoolConfig::default()),
         }
     }
 }
@@ -86,6 +90,15 @@ impl Builder {
         self
     }
 
+    /// The receive pool each worker registers with its ring, which
+    /// [`TcpStream::recv`](crate::net::TcpStream::recv) receives into (default:
+    /// `CopyPoolConfig::default()`, 64 × 64 KiB). `None` registers no pool; `recv` then
+    /// fails with `Unsupported` (`recv_into` still works).
+    pub fn copy_pool(&mut self, config: Option<CopyPoolConfig>) -> &mut Self {
+        self.copy_pool = config;
+        self
+    }
+
     /// How long dropping the runtime waits for in-flight ops to finish.
     pub fn shutdown_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.shutdown_timeout = timeout;
@@ -116,10 +129,13 @@ impl Builder {
                 self.ring_entries
             )));
         }
-        let cfg = RingConfig {
-            sq_entries: self.ring_entries,
-            cq_entries,
-            cqe32: self.cqe32,
+        let cfg = WorkerConfig {
+            ring: RingConfig {
+                sq_entries: self.ring_entries,
+                cq_entries,
+                cqe32: self.cqe32,
+            },
+            pool: self.copy_pool.clone(),
         };
         let workers = (0..threads)
             .map(|i| Ok(Arc::new(WorkerShared::new(i, Unparker::new(self.wake)?))))
@@ -140,6 +156,7 @@ impl Builder {
             let index = shared.index;
             let (tx, rx) = std::sync::mpsc::channel();
             let h = handle.clone();
+            let cfg = cfg.clone();
             let pin = self.pin_cpus.then_some(index % cpus);
             let spawned = std::thread::Builder::new()
                 .name(format!("zerorx-worker-{index}"))

@@ -126,6 +126,15 @@ impl Handle {
             .collect()
     }
 
+    /// Counters of each worker's receive pool (`None` for a worker without one).
+    pub fn pool_stats(&self) -> Vec<Option<zcrx::PoolStatsSnapshot>> {
+        self.inner
+            .workers
+            .iter()
+            .map(|w| w.pool_stats.get().map(|s| s.snapshot()))
+            .collect()
+    }
+
     /// A snapshot of every worker's counters.
     pub fn metrics(&self) -> Vec<WorkerMetricsSnapshot> {
         self.inner

@@ -29,7 +29,7 @@ impl Runtime {
         }
         self.closed = true;
         let deadline = Instant::now() + timeout;
-        tracing::debug!(?timeout, "runtime shutdown");
+        let _span = tracing::debug_span!("zerorx_shutdown", ?timeout).entered();
         self.handle.begin_shutdown(deadline);
 
         let mut errors = Vec::new();

@@ -18,6 +18,14 @@ use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Waker;
 use std::time::{Duration, Instant};
+use zcrx::{CopyPool, CopyPoolConfig, StatsHandle};
+
+/// What each worker builds on its own thread.
+#[derive(Clone, Debug)]
+pub(crate) struct WorkerConfig {
+    pub(crate) ring: RingConfig,
+    pub(crate) pool: Option<CopyPoolConfig>,
+}
 
 /// A message for a worker from another thread.
 pub(crate) enum Remote {
@@ -39,6 +47,7 @@ pub(crate) struct WorkerShared {
     unparker: Unparker,
     pub(crate) metrics: Arc<WorkerMetrics>,
     pub(crate) ring_flags: OnceLock<RingFlags>,
+    pub(crate) pool_stats: OnceLock<StatsHandle>,
 }
 
 impl WorkerShared {
@@ -53,6 +62,7 @@ impl WorkerShared {
             unparker,
             metrics: Arc::default(),
             ring_flags: OnceLock::new(),
+            pool_stats: OnceLock::new(),
         }
     }
 
@@ -66,7 +76,11 @@ impl WorkerShared {
             // The worker is gone and will not drain again: drop what is queued here, so
             // the handles of spawned tasks resolve as cancelled.
             while let Ok(msg) = self.remote_rx.try_recv() {
-                drop(msg);
+                match msg {
+                    // Never ran, so its future is `Send` and may be dropped here.
+                    Remote::Spawn(task) => task.shutdown(),
+                    Remote::Wake(task) => drop(task),
+                }
             }
             return;
         }
@@ -88,7 +102,14 @@ impl WorkerShared {
 pub(crate) struct Core {
     pub(crate) shared: Arc<WorkerShared>,
     pub(crate) handle: Handle,
+    /// Declared before `pool`: fields drop in order, and the ring must be closed
+    /// before the pool's memory can go (the `CopyPool::register` contract).
     pub(crate) driver: RefCell<Driver>,
+    /// The receive pool registered with this worker's ring. Receive ops hold clones;
+    /// an op leaked at shutdown leaks its clone, and with it the pool memory.
+    pub(crate) pool: Option<Rc<CopyPool>>,
+    /// Receives waiting for the pool to have free buffers again (after `ENOBUFS`).
+    pub(crate) buffer_waiters: RefCell<Vec<Waker>>,
     pub(crate) run_queue: RefCell<VecDeque<Arc<dyn Runnable>>>,
     /// Every unfinished task owned by this worker, so shutdown can drop their futures
     /// on this thread.
@@ -107,15 +128,36 @@ impl Core {
     pub(crate) fn new(
         shared: Arc<WorkerShared>,
         handle: Handle,
-        cfg: &RingConfig,
+        cfg: &WorkerConfig,
     ) -> io::Result<Core> {
-        let driver = Driver::new(cfg, shared.unparker.eventfd(), shared.metrics.clone())?;
+        let mut driver = Driver::new(&cfg.ring, shared.unparker.eventfd(), shared.metrics.clone())?;
         shared.unparker.set_ring_fd(driver.ring_fd())?;
         let _ = shared.ring_flags.set(driver.ring_flags());
+        let pool = match &cfg.pool {
+            None => None,
+            Some(pool_cfg) => {
+                // SAFETY: the pool ends up in `Core::pool`, declared after `driver`, so
+                // the ring is closed first; ops holding clones are freed only after
+                // their final completion, or leaked together with their clone.
+                let pool = driver
+                    .with_submitter(|s| unsafe { CopyPool::register(s, pool_cfg) })
+                    .map_err(|e| io::Error::other(format!("receive pool: {e}")))?;
+                let weak = Arc::downgrade(&shared);
+                pool.set_return_notifier(Arc::new(move || {
+                    if let Some(shared) = weak.upgrade() {
+                        shared.unpark();
+                    }
+                }));
+                let _ = shared.pool_stats.set(pool.stats_handle());
+                Some(Rc::new(pool))
+            }
+        };
         Ok(Core {
             shared,
             handle,
             driver: RefCell::new(driver),
+            pool,
+            buffer_waiters: RefCell::new(Vec::new()),
             run_queue: RefCell::new(VecDeque::new()),
             tasks: RefCell::new(slab::Slab::new()),
             timers: RefCell::new(TimerQueue::default()),
@@ -165,6 +207,16 @@ impl Core {
         add_owned(&self.shared.metrics.timers_fired, fired as u64);
         self.wake_all(&mut wakers);
 
+        if let Some(pool) = &self.pool {
+            // Takes back buffers dropped on other threads and publishes every return
+            // with one tail store, before the kernel is entered.
+            pool.maintain();
+            if pool.available() > 0 {
+                wakers.append(&mut self.buffer_waiters.borrow_mut());
+                self.wake_all(&mut wakers);
+            }
+        }
+
         let mut wait = self.run_queue.borrow().is_empty() && !busy();
         if wait {
             self.shared.parked.store(true, Ordering::SeqCst);
@@ -211,7 +263,15 @@ impl Core {
         }
         let timers = std::mem::take(&mut *self.timers.borrow_mut());
         drop(timers);
-        self.driver.borrow_mut().shutdown(deadline)
+        self.buffer_waiters.borrow_mut().clear();
+        let leaked = self.driver.borrow_mut().shutdown(deadline);
+        if leaked > 0 {
+            if let Some(pool) = &self.pool {
+                // A leaked receive may still write into the pool after the ring closes.
+                std::mem::forget(pool.clone());
+            }
+        }
+        leaked
     }
 }
 
@@ -220,7 +280,7 @@ impl Core {
 pub(crate) fn run_background(
     shared: Arc<WorkerShared>,
     handle: Handle,
-    cfg: RingConfig,
+    cfg: WorkerConfig,
     ready: std::sync::mpsc::Sender<io::Result<()>>,
 ) -> io::Result<()> {
     let core = match Core::new(shared, handle.clone(), &cfg) {
@@ -238,16 +298,28 @@ pub(crate) fn run_background(
     };
     let _ = ready.send(Ok(()));
     drop(ready);
-    tracing::debug!(worker = index, "worker started");
-    let mut result = Ok(());
-    while !handle.is_shutdown() {
-        if let Err(e) = core.tick(&|| handle.is_shutdown()) {
-            tracing::error!(worker = index, error = %e, "io_uring_enter failed, worker stops");
-            result = Err(e);
-            break;
+    let _span = tracing::debug_span!("zerorx_worker", worker = index).entered();
+    tracing::debug!("worker started");
+    let looped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        while !handle.is_shutdown() {
+            if let Err(e) = core.tick(&|| handle.is_shutdown()) {
+                tracing::error!(worker = index, error = %e, "io_uring_enter failed, worker stops");
+                return Err(e);
+            }
         }
+        Ok(())
+    }));
+    let deadline = match &looped {
+        Ok(_) => handle.shutdown_deadline(),
+        // Nobody asked for shutdown: give the drain its own bound.
+        Err(_) => Instant::now() + Duration::from_secs(1),
+    };
+    // Always drain, even after a panic: tasks hold ops that hold the core, and only
+    // this breaks that cycle and closes their fds.
+    let leaked = core.shutdown(deadline);
+    tracing::debug!(leaked, "worker stopped");
+    match looped {
+        Ok(result) => result,
+        Err(panic) => std::panic::resume_unwind(panic),
     }
-    let leaked = core.shutdown(handle.shutdown_deadline());
-    tracing::debug!(worker = index, leaked, "worker stopped");
-    result
 }

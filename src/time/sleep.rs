@@ -6,7 +6,6 @@ use crate::runtime::context;
 use crate::runtime::worker::Core;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -24,14 +23,21 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 }
 
 /// The future of [`sleep`] / [`sleep_until`]. It registers with the worker that
-/// first polls it; dropping it removes the timer.
+/// first polls it; dropping it removes the timer. It is `Send`, so futures passed to
+/// [`Handle::spawn_on`](crate::Handle::spawn_on) may sleep.
 ///
 /// # Panics
 /// When polled outside a zerorx worker thread.
 #[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {
     deadline: Instant,
-    timer: Option<(Rc<Core>, Key)>,
+    /// The worker the timer is registered with (its identity) and the timer's key.
+    timer: Option<(usize, Key)>,
+}
+
+/// A worker's identity: the address of its shared state, stable for its lifetime.
+fn worker_id(core: &Core) -> usize {
+    std::sync::Arc::as_ptr(&core.shared) as usize
 }
 
 impl Sleep {
@@ -52,10 +58,16 @@ impl Sleep {
     }
 
     fn cancel(&mut self) {
-        if let Some((core, key)) = self.timer.take() {
-            if let Ok(mut timers) = core.timers.try_borrow_mut() {
-                timers.remove(key);
-            }
+        if let Some((id, key)) = self.timer.take() {
+            // Removed only on the worker it was registered with; elsewhere (a sleep
+            // moved between threads) the stale timer fires into a dead waker later.
+            context::with_core(|core| {
+                if worker_id(core) == id {
+                    if let Ok(mut timers) = core.timers.try_borrow_mut() {
+                        timers.remove(key);
+                    }
+                }
+            });
         }
     }
 
@@ -68,22 +80,37 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if let Some((core, key)) = &self.timer {
-            if Self::queue(core).poll(*key, cx.waker()) {
-                self.cancel();
-                return Poll::Ready(());
+        let deadline = self.deadline;
+        let timer = self.timer;
+        let polled = context::with_core(|core| {
+            let id = worker_id(core);
+            match timer {
+                Some((tid, key)) if tid == id => {
+                    if Self::queue(core).poll(key, cx.waker()) {
+                        Poll::Ready(None)
+                    } else {
+                        Poll::Pending
+                    }
+                }
+                _ if Instant::now() >= deadline => Poll::Ready(None),
+                _ => {
+                    let key = Self::queue(core).insert(deadline, cx.waker().clone());
+                    Poll::Ready(Some((id, key)))
+                }
             }
-            return Poll::Pending;
+        });
+        match polled {
+            None => panic!("zerorx: Sleep polled outside a zerorx runtime worker"),
+            Some(Poll::Pending) => Poll::Pending,
+            Some(Poll::Ready(None)) => {
+                self.cancel();
+                Poll::Ready(())
+            }
+            Some(Poll::Ready(Some(registered))) => {
+                self.timer = Some(registered);
+                Poll::Pending
+            }
         }
-        if Instant::now() >= self.deadline {
-            return Poll::Ready(());
-        }
-        let Some(core) = context::current() else {
-            panic!("zerorx: Sleep polled outside a zerorx runtime worker");
-        };
-        let key = Self::queue(&core).insert(self.deadline, cx.waker().clone());
-        self.timer = Some((core, key));
-        Poll::Pending
     }
 }
 

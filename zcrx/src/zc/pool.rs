@@ -322,6 +322,10 @@ impl ZcPool {
     pub(crate) fn decoder_clone(&self) -> Decoder {
         self.decoder.clone()
     }
+
+    pub(crate) fn core_weak(&self) -> std::sync::Weak<crate::core::PoolCore> {
+        std::sync::Arc::downgrade(&self.decoder.core)
+    }
 }
 
 /// The RECV_ZC SQE: multishot always, `zcrx_ifq_idx` always set explicitly.

@@ -426,10 +426,8 @@ fn failing_flush_is_counted_not_fatal() {
 fn export_of(f: &Fake) -> (ExportedZcrx, OwnedFd) {
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two new descriptors into the array.
-    assert_eq!(
-        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) },
-        0
-    );
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    assert_eq!(rc, 0, "pipe2");
     // SAFETY: both descriptors are new and owned by nobody else.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     (ExportedZcrx::new(write, f.pool.decoder_clone()), read)

@@ -92,6 +92,8 @@ pub(crate) enum Lifecycle {
 pub(crate) struct OpSlot {
     pub(crate) lifecycle: Lifecycle,
     pub(crate) data: Box<dyn OpBox>,
+    /// `IORING_OP_*` of the SQE, to name ops in diagnostics.
+    pub(crate) opcode: u8,
 }
 
 pub(crate) fn not_in_runtime() -> io::Error {

@@ -241,3 +241,33 @@ fn send_zc_delivers_every_byte_and_holds_the_op_until_the_notification() {
         assert_eq!(h.metrics()[0].stale_cqes, 0);
     });
 }
+
+#[test]
+fn connection_accepted_on_one_worker_is_served_on_another() {
+    let rt = rt(2, Default::default());
+    let h = rt.handle().clone();
+    rt.block_on(async move {
+        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let c = TcpStream::connect(l.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (s, _) = l.accept().await.expect("accept");
+        // Receive once here (arms the multishot), then hand the socket over.
+        c.send(Bytes::from_static(b"one")).await.expect("send");
+        assert_eq!(&s.recv().await.expect("recv").expect("data")[..], b"one");
+        let std_stream = s.into_std().await.expect("into_std");
+        let served = h.spawn_on_with(1, move || async move {
+            let s = TcpStream::from_std(std_stream).expect("from_std");
+            let b = s.recv().await.expect("recv").expect("data");
+            s.send(b.into_bytes()).await.expect("echo");
+            zerorx::Handle::try_current().and_then(|h| h.current_worker())
+        });
+        c.send(Bytes::from_static(b"two")).await.expect("send");
+        let (n, buf) = c
+            .recv_into(BytesMut::with_capacity(16))
+            .await
+            .expect("recv");
+        assert_eq!(&buf[..n], b"two");
+        assert_eq!(served.await.expect("served"), Some(1));
+    });
+}

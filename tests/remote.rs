@@ -137,3 +137,26 @@ fn spawn_on_each_runs_everywhere_and_cross_worker_wakes() {
         );
     }
 }
+
+#[test]
+fn is_finished_implies_the_result_is_ready() {
+    // Regression: COMPLETE used to be published before the result was stored.
+    let rt = rt(2, WakeMode::EventFd);
+    let h = rt.handle().clone();
+    let t = std::thread::spawn(move || {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        for i in 0..20_000u64 {
+            let mut j = std::pin::pin!(h.spawn_on(1, async move { i }));
+            while !j.is_finished() {
+                std::hint::spin_loop();
+            }
+            match std::future::Future::poll(j.as_mut(), &mut cx) {
+                std::task::Poll::Ready(v) => assert_eq!(v.expect("value"), i),
+                std::task::Poll::Pending => panic!("finished but pending at {i}"),
+            }
+        }
+    });
+    t.join().expect("checker");
+    drop(rt);
+}

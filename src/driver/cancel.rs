@@ -16,6 +16,7 @@ impl Driver {
     /// write into freed memory after the ring is gone.
     pub(crate) fn shutdown(&mut self, deadline: Instant) -> usize {
         self.shutting_down = true;
+
         // Futures still holding op keys get `ECANCELED` when polled; what the ops
         // deliver from now on is released.
         let mut finished_ops = Vec::new();
@@ -72,6 +73,7 @@ impl Driver {
         }
         let leaked = self.ops.len();
         if leaked > 0 {
+            tracing::warn!(ops = ?self.describe_ops(), "ops still in flight at the shutdown deadline");
             add_owned(&self.metrics.leaked_ops, leaked as u64);
             for slot in self.ops.drain() {
                 std::mem::forget(slot);

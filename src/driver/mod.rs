@@ -107,6 +107,29 @@ impl Driver {
         self.ring.flags()
     }
 
+    /// `(opcode, state)` of every op in the slab, for diagnostics.
+    pub(crate) fn describe_ops(&mut self) -> Vec<(u8, &'static str)> {
+        self.ops
+            .iter_mut()
+            .map(|(_, s)| {
+                let state = match s.lifecycle {
+                    Lifecycle::Pending(_) => "pending",
+                    Lifecycle::Partial { .. } => "partial",
+                    Lifecycle::Completed(_) => "completed",
+                    Lifecycle::Streaming { finished, .. } => {
+                        if finished {
+                            "stream-finished"
+                        } else {
+                            "streaming"
+                        }
+                    }
+                    Lifecycle::Abandoned => "abandoned",
+                };
+                (s.opcode, state)
+            })
+            .collect()
+    }
+
     #[cfg(test)]
     pub(crate) fn ops_in_flight(&self) -> usize {
         self.ops.len()
@@ -156,9 +179,17 @@ impl Driver {
 
     /// Puts `data` in the slab and queues its SQE.
     pub(crate) fn submit(&mut self, data: Box<dyn OpBox>, lifecycle: Lifecycle) -> io::Result<Key> {
-        let key = self.ops.insert(OpSlot { lifecycle, data });
+        let key = self.ops.insert(OpSlot {
+            lifecycle,
+            data,
+            opcode: 0,
+        });
         let entry = match self.ops.get_mut(key) {
-            Some(slot) => slot.data.create_entry().user_data(key.user_data()),
+            Some(slot) => {
+                let entry = slot.data.create_entry().user_data(key.user_data());
+                slot.opcode = entry.get_opcode() as u8;
+                entry
+            }
             None => return Err(io::Error::other("op slab lost a fresh entry")),
         };
         // SAFETY: the entry points into the boxed op data, which stays in the slab
@@ -288,6 +319,9 @@ impl Driver {
     /// then reaps and dispatches completions. Wakers of completed ops are left in the
     /// driver for [`take_wakers`](Self::take_wakers).
     pub(crate) fn turn(&mut self, wait: bool, timeout: Option<Duration>) -> io::Result<()> {
+        // Also refreshed before a possibly long wait, so readers never see the count of
+        // a turn whose completions have been consumed since.
+        self.publish_in_flight();
         if wait || self.ring.sq_len() > 0 || self.ring.needs_enter() {
             let n = self.ring.enter(wait, timeout)?;
             add_owned(&self.metrics.enter_calls, 1);
@@ -304,10 +338,14 @@ impl Driver {
             self.reap_and_dispatch();
         }
         add_owned(&self.metrics.loop_turns, 1);
+        self.publish_in_flight();
+        Ok(())
+    }
+
+    fn publish_in_flight(&self) {
         self.metrics
             .ops_in_flight
             .store(self.ops.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        Ok(())
     }
 
     pub(crate) fn take_wakers(&mut self, out: &mut Vec<Waker>) {

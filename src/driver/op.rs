@@ -32,7 +32,8 @@ use std::task::{Context, Poll, Waker};
 /// 3. the entry does not set `user_data`: the driver does;
 /// 4. [`release`](OpCode::release) frees whatever kernel-made resource a completion
 ///    delivered that nobody will take (the fd of an accept that finished after its
-///    future was dropped, a provided buffer), and touches nothing else.
+///    future was dropped, a provided buffer), and touches nothing else: it runs while
+///    the driver is borrowed, so it must not submit, drop or poll ops, or spawn.
 pub unsafe trait OpCode: 'static {
     /// Builds the SQE. `self` is at its final address when this is called.
     fn create_entry(&mut self) -> squeue::Entry;
@@ -92,6 +93,8 @@ pub(crate) enum Lifecycle {
 pub(crate) struct OpSlot {
     pub(crate) lifecycle: Lifecycle,
     pub(crate) data: Box<dyn OpBox>,
+    /// `IORING_OP_*` of the SQE, to name ops in diagnostics.
+    pub(crate) opcode: u8,
 }
 
 pub(crate) fn not_in_runtime() -> io::Error {

@@ -108,7 +108,6 @@ impl<F: Future + 'static> Task<F> {
             Ok(()) => result,
             Err(p) => Err(JoinError::Panic(p)),
         };
-        self.state.fetch_or(COMPLETE, Ordering::AcqRel);
         if let Some(core) = core {
             let key = self.registry_key.swap(UNREGISTERED, Ordering::Relaxed);
             if key != UNREGISTERED {
@@ -127,6 +126,9 @@ impl<F: Future + 'static> Task<F> {
                 (st.waker.take(), None)
             }
         };
+        // Set only now, so `is_finished()` implies the result can be taken. No other
+        // thread runs the task meanwhile: only the owner does, and it is here.
+        self.state.fetch_or(COMPLETE, Ordering::AcqRel);
         drop(dropped);
         if let Some(w) = waker {
             w.wake();
@@ -164,7 +166,9 @@ impl<F: Future + 'static> Runnable for Task<F> {
     }
 
     fn shutdown(self: Arc<Self>) {
-        if self.state.fetch_or(COMPLETE, Ordering::AcqRel) & COMPLETE != 0 {
+        // Whoever calls this owns the task exclusively (its worker, or the one thread
+        // that took a never-run spawn out of the channel), so check-then-finish is safe.
+        if self.state.load(Ordering::Acquire) & COMPLETE != 0 {
             return;
         }
         self.registry_key.store(UNREGISTERED, Ordering::Relaxed);

@@ -39,6 +39,17 @@ impl TcpListener {
         })
     }
 
+    /// Wraps a listening std socket on the current worker (switched to blocking mode,
+    /// which io_uring needs to wait for connections itself).
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(false)?;
+        Ok(TcpListener {
+            fd: std::rc::Rc::new(std::os::fd::OwnedFd::from(listener)),
+            accept: RefCell::new(None),
+            rearms: std::cell::Cell::new(0),
+        })
+    }
+
     /// The bound address (with the real port after binding port 0).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         to_std(SockRef::from(&*self.fd).local_addr()?)

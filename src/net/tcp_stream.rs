@@ -23,6 +23,11 @@ use std::time::Duration;
 use zcrx::{RearmReason, RecvEnd, RecvTracker, RxBuf};
 
 /// A TCP connection owned by the worker that created or accepted it.
+///
+/// Methods take `&self`: share it with an `Rc` to receive in one task and send from
+/// others. To move a connection to another worker, turn it into a
+/// `std::net::TcpStream` ([`into_std`](Self::into_std)), send that, and wrap it there
+/// ([`from_std`](Self::from_std)).
 pub struct TcpStream {
     fd: SharedFd,
     rx: RefCell<RecvState>,
@@ -45,6 +50,35 @@ impl TcpStream {
             fd: Rc::new(fd),
             rx: RefCell::default(),
         }
+    }
+
+    /// Wraps a connected std stream, on the current worker. The socket is switched to
+    /// blocking mode, which io_uring needs to wait for readiness itself.
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(false)?;
+        Ok(TcpStream::from_fd(OwnedFd::from(stream)))
+    }
+
+    /// Gives the socket back as a `std::net::TcpStream`, e.g. to hand it to another
+    /// worker. An armed receive is cancelled first and this waits (about one loop
+    /// turn) until the kernel has let go of the fd; bytes already received into the
+    /// pool but not yet taken by [`recv`](Self::recv) are dropped, so call it at a
+    /// message boundary.
+    pub async fn into_std(self) -> io::Result<std::net::TcpStream> {
+        let TcpStream { fd, rx } = self;
+        drop(rx);
+        let mut fd = fd;
+        for _ in 0..10_000 {
+            match Rc::try_unwrap(fd) {
+                Ok(owned) => return Ok(std::net::TcpStream::from(owned)),
+                Err(shared) => fd = shared,
+            }
+            crate::executor::yield_now().await;
+        }
+        Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "an op on this socket did not finish; the fd stays with it",
+        ))
     }
 
     /// Connects to `addr`. Dropping the future cancels the connect; the socket is

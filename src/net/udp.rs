@@ -23,6 +23,14 @@ impl UdpSocket {
         Ok(UdpSocket { fd: shared(socket) })
     }
 
+    /// Wraps a bound std socket on the current worker (switched to blocking mode).
+    pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
+        socket.set_nonblocking(false)?;
+        Ok(UdpSocket {
+            fd: std::rc::Rc::new(std::os::fd::OwnedFd::from(socket)),
+        })
+    }
+
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         to_std(SockRef::from(&*self.fd).local_addr()?)

@@ -142,6 +142,9 @@ impl Builder {
             .collect::<io::Result<Vec<_>>>()?;
         let handle = Handle::new(workers.clone(), self.wake);
         let core0 = Rc::new(Core::new(workers[0].clone(), handle.clone(), &cfg)?);
+        // Fail here, clearly, rather than with workers that can never be woken.
+        let ring0 = core0.driver.borrow().ring_fd();
+        workers[0].unparker().check(ring0)?;
 
         let mut rt = Runtime {
             handle: handle.clone(),

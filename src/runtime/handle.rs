@@ -82,7 +82,9 @@ impl Handle {
 
     /// Spawns `future` on worker `worker`. Callable from any thread; the returned
     /// handle can be awaited on any thread. If the runtime has shut down, the handle
-    /// resolves to [`JoinError::Cancelled`](crate::JoinError::Cancelled).
+    /// resolves to [`JoinError::Cancelled`](crate::JoinError::Cancelled). Worker 0
+    /// runs only while its thread is inside [`Runtime::block_on`](crate::Runtime::block_on):
+    /// tasks sent to it wait until then.
     ///
     /// # Panics
     /// If `worker >= self.threads()`.

@@ -87,6 +87,10 @@ impl WorkerShared {
         self.unpark();
     }
 
+    pub(crate) fn unparker(&self) -> &Unparker {
+        &self.unparker
+    }
+
     /// Wakes the worker if it is parked; no syscall otherwise.
     pub(crate) fn unpark(&self) {
         if self.parked.load(Ordering::SeqCst) && self.parked.swap(false, Ordering::SeqCst) {

@@ -54,6 +54,22 @@ impl Unparker {
         }
     }
 
+    /// Checks that this wake mode works on this kernel by waking the ring `ring_fd`
+    /// once (a spurious wake-up is harmless).
+    pub(crate) fn check(&self, ring_fd: std::os::fd::RawFd) -> io::Result<()> {
+        match self {
+            Unparker::EventFd(_) => Ok(()),
+            Unparker::MsgRing(_) => msg_ring::send_blind(ring_fd).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!(
+                        "WakeMode::MsgRing needs IORING_REGISTER_SEND_MSG_RING (Linux 6.13): {e}"
+                    ),
+                )
+            }),
+        }
+    }
+
     /// Called on the worker thread once its ring exists.
     pub(crate) fn set_ring_fd(&self, ring_fd: std::os::fd::RawFd) -> io::Result<()> {
         if let Unparker::MsgRing(slot) = self {

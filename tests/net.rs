@@ -194,11 +194,7 @@ fn runtime_with_32_byte_cqes_runs_net_and_pool() {
         .expect("runtime");
     assert!(rt.handle().ring_flags()[0].is_some_and(|f| f.cqe32));
     rt.block_on(async {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let c = TcpStream::connect(l.local_addr().expect("addr"))
-            .await
-            .expect("connect");
-        let (s, _) = l.accept().await.expect("accept");
+        let (c, s) = common::connected_pair().await;
         c.send(Bytes::from_static(b"thirty-two"))
             .await
             .expect("send");
@@ -213,11 +209,7 @@ fn send_zc_delivers_every_byte_and_holds_the_op_until_the_notification() {
     let rt = rt(1, Default::default());
     let h = rt.handle().clone();
     rt.block_on(async move {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let c = TcpStream::connect(l.local_addr().expect("addr"))
-            .await
-            .expect("connect");
-        let (s, _) = l.accept().await.expect("accept");
+        let (c, s) = common::connected_pair().await;
         let mut rng = Rng(99);
         let data = Bytes::from((0..1 << 20).map(|_| rng.next() as u8).collect::<Vec<_>>());
         let reader = {
@@ -247,11 +239,7 @@ fn connection_accepted_on_one_worker_is_served_on_another() {
     let rt = rt(2, Default::default());
     let h = rt.handle().clone();
     rt.block_on(async move {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let c = TcpStream::connect(l.local_addr().expect("addr"))
-            .await
-            .expect("connect");
-        let (s, _) = l.accept().await.expect("accept");
+        let (c, s) = common::connected_pair().await;
         // Receive once here (arms the multishot), then hand the socket over.
         c.send(Bytes::from_static(b"one")).await.expect("send");
         assert_eq!(&s.recv().await.expect("recv").expect("data")[..], b"one");

@@ -2,7 +2,7 @@
 
 use super::{new_socket, sock_addr, to_std};
 use crate::driver::multishot::MultiOp;
-use crate::driver::op::Op;
+use crate::driver::op::{Op, OpCode};
 use crate::io::connect::Connect;
 use crate::io::recv::{RecvInto, RecvMulti};
 use crate::io::send::{Send, SendMsg, SendZc};
@@ -105,56 +105,34 @@ impl TcpStream {
 
     /// Sends all of `buf`, looping over short sends.
     pub async fn send(&self, buf: Bytes) -> io::Result<()> {
-        let mut op = Send {
+        let total = buf.len();
+        let op = Send {
             socket: self.fd.clone(),
             buf,
             offset: 0,
         };
-        while op.offset < op.buf.len() {
-            let (c, back) = Op::submit(op)?.await?;
-            op = back;
-            match c.result()? {
-                0 => return Err(io::ErrorKind::WriteZero.into()),
-                n => op.offset += n as usize,
-            }
-        }
-        Ok(())
+        send_all(op, total, |op| &mut op.offset).await
     }
 
     /// Sends all of `buf` with `SEND_ZC`: the kernel transmits from `buf` itself and
     /// the future resolves once it has let go of it (the notification CQE). Worth it
     /// for large buffers on a real NIC; on loopback the kernel copies anyway.
     pub async fn send_zc(&self, buf: Bytes) -> io::Result<()> {
-        let mut op = SendZc {
+        let total = buf.len();
+        let op = SendZc {
             socket: self.fd.clone(),
             buf,
             offset: 0,
         };
-        while op.offset < op.buf.len() {
-            let (c, back) = Op::submit(op)?.await?;
-            op = back;
-            match c.result()? {
-                0 => return Err(io::ErrorKind::WriteZero.into()),
-                n => op.offset += n as usize,
-            }
-        }
-        Ok(())
+        send_all(op, total, |op| &mut op.offset).await
     }
 
     /// Sends all of `bufs` with SENDMSG (one gather op per attempt), looping over
     /// short sends.
     pub async fn send_vectored(&self, bufs: &[Bytes]) -> io::Result<()> {
         let total: usize = bufs.iter().map(Bytes::len).sum();
-        let mut op = SendMsg::new(self.fd.clone(), bufs.to_vec(), 0, None);
-        while op.skip < total {
-            let (c, back) = Op::submit(op)?.await?;
-            op = back;
-            match c.result()? {
-                0 => return Err(io::ErrorKind::WriteZero.into()),
-                n => op.skip += n as usize,
-            }
-        }
-        Ok(())
+        let op = SendMsg::new(self.fd.clone(), bufs.to_vec(), 0, None);
+        send_all(op, total, |op| &mut op.skip).await
     }
 
     /// Receives the next chunk of bytes from the worker's receive pool: `Ok(None)` at
@@ -302,4 +280,22 @@ impl TcpStream {
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         to_std(self.socket().peer_addr()?)
     }
+}
+
+/// Resubmits a send-like `op` until `total` bytes are sent: the kernel may send less
+/// than asked, and `progress` names the op's field that says how much went already.
+async fn send_all<T: OpCode>(
+    mut op: T,
+    total: usize,
+    progress: fn(&mut T) -> &mut usize,
+) -> io::Result<()> {
+    while *progress(&mut op) < total {
+        let (c, back) = Op::submit(op)?.await?;
+        op = back;
+        match c.result()? {
+            0 => return Err(io::ErrorKind::WriteZero.into()),
+            n => *progress(&mut op) += n as usize,
+        }
+    }
+    Ok(())
 }

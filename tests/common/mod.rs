@@ -62,3 +62,13 @@ impl Rng {
         self.0
     }
 }
+
+/// A connected loopback pair on the current worker: (client, server side).
+pub async fn connected_pair() -> (zerorx::net::TcpStream, zerorx::net::TcpStream) {
+    let l = zerorx::net::TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let c = zerorx::net::TcpStream::connect(l.local_addr().expect("addr"))
+        .await
+        .expect("connect");
+    let (s, _) = l.accept().await.expect("accept");
+    (c, s)
+}

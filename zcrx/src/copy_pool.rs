@@ -12,6 +12,7 @@ use crate::stats::{PoolStats, PoolStatsSnapshot};
 use io_uring::{opcode, squeue, types, Submitter};
 use std::marker::PhantomData;
 use std::os::fd::RawFd;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// Sizing of a [`CopyPool`].
@@ -303,8 +304,10 @@ impl CopyPool {
     /// Buffers the kernel can fill right now (offered and not yet used), as far as the
     /// pool knows: all buffers minus those held by the application or waiting to return.
     pub fn available(&self) -> usize {
-        let s = self.core.stats.snapshot();
-        (s.chunks_total.saturating_sub(s.in_use + s.returns_pending)) as usize
+        // Called every loop turn: read the three counters it needs, not a snapshot.
+        let s = &self.core.stats;
+        let out = s.in_use.load(Relaxed) + s.returns_pending.load(Relaxed);
+        s.chunks_total.load(Relaxed).saturating_sub(out) as usize
     }
 
     /// Installs the callback run when a buffer is dropped off the owner thread (to wake

@@ -149,17 +149,9 @@ unsafe impl Send for RefillRing {}
 pub(crate) mod fake_kernel {
     use super::*;
 
-    /// The kernel's consumer side of a refill ring.
-    pub(crate) struct FakeRefillConsumer {
-        pub(crate) head: *const AtomicU32,
-        pub(crate) tail: *const AtomicU32,
-        pub(crate) rqes: *const ZcrxRqe,
-        pub(crate) mask: u32,
-    }
-
-    // SAFETY: test-only; the fake consumes from one thread at a time, like the kernel's
-    // spinlocked consumer.
-    unsafe impl Send for FakeRefillConsumer {}
+    /// The kernel's consumer side of a refill ring: the same pointers as the
+    /// producer's [`RefillRing`], used the other way round.
+    pub(crate) struct FakeRefillConsumer(RefillRing);
 
     impl FakeRefillConsumer {
         /// # Safety
@@ -171,30 +163,24 @@ pub(crate) mod fake_kernel {
             rqes: u32,
             n: u32,
         ) -> Self {
-            let base = region.as_ptr();
             // SAFETY: forwarded.
-            unsafe {
-                FakeRefillConsumer {
-                    head: base.add(head as usize).cast(),
-                    tail: base.add(tail as usize).cast(),
-                    rqes: base.add(rqes as usize).cast(),
-                    mask: n - 1,
-                }
-            }
+            FakeRefillConsumer(unsafe { RefillRing::new(region, head, tail, rqes, n) })
         }
 
-        /// Consumes up to `max` published entries, like the kernel's refill path.
+        /// Consumes up to `max` published entries, like the kernel's refill path:
+        /// acquire the tail, read entries, release the head.
         pub(crate) fn consume(&self, max: usize) -> Vec<ZcrxRqe> {
+            let ring = &self.0;
             // SAFETY: aligned words and entries inside the live region.
             unsafe {
-                let tail = (*self.tail).load(Ordering::Acquire);
-                let mut head = (*self.head).load(Ordering::Relaxed);
+                let tail = (*ring.tail).load(Ordering::Acquire);
+                let mut head = (*ring.head).load(Ordering::Relaxed);
                 let mut out = Vec::new();
                 while head != tail && out.len() < max {
-                    out.push(self.rqes.add((head & self.mask) as usize).read());
+                    out.push(ring.rqes.add((head & ring.mask) as usize).read());
                     head = head.wrapping_add(1);
                 }
-                (*self.head).store(head, Ordering::Release);
+                (*ring.head).store(head, Ordering::Release);
                 out
             }
         }
@@ -203,9 +189,9 @@ pub(crate) mod fake_kernel {
         pub(crate) fn queued(&self) -> u32 {
             // SAFETY: aligned words inside the live region.
             unsafe {
-                (*self.tail)
+                (*self.0.tail)
                     .load(Ordering::Acquire)
-                    .wrapping_sub((*self.head).load(Ordering::Relaxed))
+                    .wrapping_sub(self.0.head())
             }
         }
     }

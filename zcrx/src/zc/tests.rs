@@ -102,6 +102,15 @@ fn fake(chunks: usize, rq_entries: u32, token: u64, nodev: bool, flush: FlushKin
 }
 
 impl Fake {
+    /// Receives `len` bytes at the start of each page in `pages`, then drops them all:
+    /// one return per completion, in page order.
+    fn return_pages(&self, pages: std::ops::Range<usize>, len: usize) {
+        let bufs: Vec<_> = pages
+            .map(|i| self.receive(i * PAGE, &pattern(i, len), 0))
+            .collect();
+        drop(bufs);
+    }
+
     /// The NIC writes `data` at `off` and posts a completion for it.
     fn receive(&self, off: usize, data: &[u8], token: u64) -> crate::RxBuf {
         // SAFETY: `off..off+len` is inside the area and not held by any handle.
@@ -228,10 +237,7 @@ fn completions_sharing_a_chunk_each_return_once() {
 #[test]
 fn full_refill_ring_queues_pending_then_drains_in_order() {
     let f = fake(8, 2, 0, false, FlushKind::Absent);
-    let bufs: Vec<_> = (0..5)
-        .map(|i| f.receive(i * PAGE, &pattern(i, 64), 0))
-        .collect();
-    drop(bufs);
+    f.return_pages(0..5, 64);
     let s = f.pool.stats();
     assert_eq!(s.refill_full, 3, "two fit, three wait");
     assert_eq!(s.returns_pending, 3);
@@ -252,10 +258,7 @@ fn full_refill_ring_queues_pending_then_drains_in_order() {
 #[test]
 fn large_pending_queue_against_a_small_ring() {
     let f = fake(150, 8, 0, false, FlushKind::Absent);
-    let bufs: Vec<_> = (0..150)
-        .map(|i| f.receive(i * PAGE, &pattern(i, 32), 0))
-        .collect();
-    drop(bufs);
+    f.return_pages(0..150, 32);
     let mut returned = Vec::new();
     for _ in 0..100 {
         f.pool.maintain();
@@ -355,20 +358,14 @@ fn teardown_with_buffers_outstanding_keeps_memory_until_the_last_drop() {
 fn pending_returns_trigger_a_flush() {
     let flushes = Arc::new(AtomicUsize::new(0));
     let f = fake(8, 2, 0, false, FlushKind::Count(flushes.clone()));
-    let bufs: Vec<_> = (0..2)
-        .map(|i| f.receive(i * PAGE, &pattern(i, 8), 0))
-        .collect();
-    drop(bufs);
+    f.return_pages(0..2, 8);
     f.pool.maintain();
     assert_eq!(
         flushes.load(Ordering::Relaxed),
         0,
         "no flush while the ring has room"
     );
-    let bufs: Vec<_> = (2..4)
-        .map(|i| f.receive(i * PAGE, &pattern(i, 8), 0))
-        .collect();
-    drop(bufs);
+    f.return_pages(2..4, 8);
     f.pool.maintain();
     assert!(
         flushes.load(Ordering::Relaxed) >= 1,
@@ -404,10 +401,7 @@ fn device_less_pools_flush_after_every_publish_and_count_copies() {
 #[test]
 fn failing_flush_is_counted_not_fatal() {
     let f = fake(8, 1, 0, false, FlushKind::Fail);
-    let bufs: Vec<_> = (0..3)
-        .map(|i| f.receive(i * PAGE, &pattern(i, 8), 0))
-        .collect();
-    drop(bufs);
+    f.return_pages(0..3, 8);
     f.pool.maintain();
     let s = f.pool.stats();
     assert_eq!(s.flush_errors, 1);

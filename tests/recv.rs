@@ -162,7 +162,12 @@ fn dropping_a_stream_returns_its_queued_buffers_and_closes_the_fd() {
     let rt = rt_with_pool(1, WakeMode::EventFd, 8, 1024);
     let h = rt.handle().clone();
     rt.block_on(async move {
-        let (c, s) = common::connected_pair().await;
+        // The listener stays open to the end: its fd is part of the baseline.
+        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let c = TcpStream::connect(l.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (s, _) = l.accept().await.expect("accept");
         let before = common::fd_count();
         // Arm the receive, then let data queue up in the op without taking it.
         c.send(Bytes::from(vec![7u8; 10])).await.expect("send");
@@ -187,7 +192,10 @@ fn dropping_a_stream_returns_its_queued_buffers_and_closes_the_fd() {
         );
         assert_eq!(st.in_use, 0, "and returned: {st:?}");
         // All 8 buffers are usable again: a new connection can hold 8 at once.
-        let (c2, s2) = common::connected_pair().await;
+        let c2 = TcpStream::connect(l.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (s2, _) = l.accept().await.expect("accept");
         let mut held = Vec::new();
         while held.len() < 8 {
             c2.send(Bytes::from(vec![9u8; 1024])).await.expect("send");

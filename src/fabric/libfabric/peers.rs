@@ -17,6 +17,10 @@ pub(super) struct Peer {
     pub(super) down: Option<String>,
     /// RMAs posted to libfabric and not completed yet.
     pub(super) rma_in_flight: usize,
+    /// When the target last refused an RMA, until an operation to the peer succeeds
+    /// again: rxm drops the connection after a refusal, so operations that meet the
+    /// dying connection are retried rather than failed.
+    pub(super) reset_since: Option<std::time::Instant>,
 }
 
 /// The peers of one endpoint.
@@ -47,6 +51,7 @@ impl PeerTable {
                 addr,
                 down: None,
                 rma_in_flight: 0,
+                reset_since: None,
             },
         );
         id

@@ -181,6 +181,11 @@ impl EpState {
         let Some(mut rec) = self.take(entry.op_context) else {
             return;
         };
+        if let Some(p) = rec.lane() {
+            if let Some(peer) = self.peers.borrow_mut().get_mut(p) {
+                peer.reset_since = None;
+            }
+        }
         if rec.reported {
             return;
         }
@@ -210,6 +215,18 @@ impl EpState {
             text,
         };
         let err = errors::op_error(&self.name, rec.dir(), rec.peer, rec.rma_key(), posted, &e);
+        let lost = errors::is_connection_loss(&err) && rec.dir() != Dir::Recv;
+        if let (true, Some(since)) = (lost, rec.lane().and_then(|p| self.reset_since(p))) {
+            if since.elapsed() < self.connect_timeout {
+                self.requeue(rec, since);
+                return;
+            }
+        }
+        if let (OpError::RemoteAccess { .. }, Some(p)) = (&err, rec.peer) {
+            if let Some(peer) = self.peers.borrow_mut().get_mut(p) {
+                peer.reset_since = Some(Instant::now());
+            }
+        }
         let mut out = OpOutcome::err(err.clone());
         match &err {
             OpError::Truncated { .. } => {
@@ -220,11 +237,35 @@ impl EpState {
             OpError::Canceled => self.canceled.borrow_mut().push(rec.op),
             _ => {}
         }
-        let lost = errors::is_connection_loss(&err) && rec.dir() != Dir::Recv;
         self.report(rec.lane(), rec.op, out);
         if let (true, Some(peer), OpError::ConnectionLost { cause, .. }) = (lost, rec.peer, &err) {
             self.peer_down(peer, cause);
         }
+    }
+
+    /// When `peer`'s connection started being reset by a refused RMA, if it is.
+    fn reset_since(&self, peer: PeerId) -> Option<Instant> {
+        self.peers.borrow().get(peer).and_then(|p| p.reset_since)
+    }
+
+    /// Puts an operation that met a connection dropped after a refused RMA back in the
+    /// backlog, ahead of the operations posted after it to the same peer. Nothing was
+    /// delivered: the target discards what follows the refused RMA on that connection.
+    fn requeue(&self, mut rec: Record, since: Instant) {
+        rec.phase = Phase::Queued {
+            eagain_since: Some(since),
+        };
+        let (lane, op) = (rec.lane(), rec.op);
+        let mut ops = self.ops.borrow_mut();
+        let key = ops.insert(rec);
+        let at = ops
+            .backlog
+            .iter()
+            .position(|&k| ops.get(k).is_some_and(|r| r.lane() == lane && r.op > op))
+            .unwrap_or(ops.backlog.len());
+        ops.backlog.insert(at, key);
+        drop(ops);
+        self.kick.kick();
     }
 
     /// The peer id of a message source (`None` when the sender is not in the table).
@@ -317,5 +358,8 @@ impl EpState {
 fn lease(rec: &mut Record, len: usize) -> Option<Lease> {
     let mut buf = rec.lease.take()?;
     buf.truncate(len);
+    // Give back the unused tail of a buffer sized for the longest message (glibc shrinks
+    // in place, without copying).
+    buf.shrink_to_fit();
     Some(Lease::new(vec![Bytes::from(buf)]))
 }

@@ -55,7 +55,7 @@ async fn next(cq: &CompletionQueue, what: &str) -> Completion {
     }
 }
 
-fn missing<'a>(d: &'a Discovery, cap: Cap) -> &'a str {
+fn missing(d: &Discovery, cap: Cap) -> &str {
     d.missing_reason(cap)
         .unwrap_or_else(|| panic!("{}: {cap} should be missing", d.provider))
 }

@@ -249,19 +249,23 @@ impl EpState {
     }
 
     /// Detaches a send from the program's memory when the provider would otherwise
-    /// complete it only after the receiver took it (shm moves data above its inject
-    /// size by having the receiver copy it out): the data is copied aside, posted from
-    /// there, and the send reported complete at once, within a budget of bytes held.
+    /// complete it only after the receiver took it (shm has the receiver copy messages
+    /// above its inject size out of the sender; rxm has it pull messages above the SAR
+    /// limit): the data is copied aside, posted from there, and the send reported
+    /// complete at once, within a budget of bytes held, as the io_uring provider
+    /// completes sends the receiver has not asked for yet.
     fn detach(&self, rec: &mut Record) -> bool {
         let PostRequest::Send { src, level, .. } = &rec.req else {
             return false;
         };
         let len = src.len();
         let t = &self.domain.traits;
-        if !self.domain.profile.detach_sends
-            || *level != Level::Sent
+        let Some(above) = self.domain.profile.detach_above else {
+            return false;
+        };
+        if *level != Level::Sent
             || t.mr_local
-            || len <= t.inject_size
+            || len <= above.bytes(t.inject_size)
             || self.detached.get() + len > DETACH_BUDGET
         {
             return false;
@@ -274,12 +278,6 @@ impl EpState {
         rec.bounce = Some(copy);
         rec.reported = true;
         true
-    }
-
-    /// Whether the progress task has anything to wait for.
-    pub(super) fn has_ops(&self) -> bool {
-        let ops = self.ops.borrow();
-        ops.len() > 0 || !ops.ready.is_empty()
     }
 }
 

@@ -26,10 +26,38 @@ pub(super) struct Profile {
     /// Hold later operations to a peer until its outstanding RMAs completed (a refused
     /// RMA makes rxm drop the connection, and sends already queued behind it vanish).
     pub(super) rma_fence: bool,
-    /// Copy sends above the inject size aside and complete them at once (the provider
-    /// completes them only once the receiver took the data).
-    pub(super) detach_sends: bool,
+    /// Sends longer than this (and than the inject size) are copied aside and complete
+    /// at once, because the provider completes them only once the receiver took the
+    /// data (`None`: never).
+    pub(super) detach_above: Option<DetachAbove>,
 }
+
+/// From which length a provider completes sends only once the receiver took the data.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum DetachAbove {
+    /// The provider's inject size (shm: larger messages are copied out by the receiver).
+    InjectSize,
+    /// rxm's SAR limit (larger messages use rendezvous: the receiver pulls the data);
+    /// `FI_OFI_RXM_SAR_LIMIT` when the user set it, else libfabric's default.
+    RxmSarLimit,
+}
+
+impl DetachAbove {
+    /// The length in bytes, given the provider's inject size.
+    pub(super) fn bytes(self, inject_size: usize) -> usize {
+        let n = match self {
+            DetachAbove::InjectSize => 0,
+            DetachAbove::RxmSarLimit => std::env::var("FI_OFI_RXM_SAR_LIMIT")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(RXM_DEFAULT_SAR_LIMIT),
+        };
+        n.max(inject_size)
+    }
+}
+
+/// rxm's default `sar_limit` in libfabric 1.17 (`fi_info -e`).
+const RXM_DEFAULT_SAR_LIMIT: usize = 128 << 10;
 
 /// The providers zerorx targets: `tcp;ofi_rxm` (RDM over TCP) first, `shm` for the same
 /// host.
@@ -47,7 +75,7 @@ pub(super) static PROFILES: [Profile; 2] = [
              RemoteAccess) but then drops the connection and messages the target had in \
              flight to this side can be lost; it cannot tell a forged key from a revoked one",
         rma_fence: true,
-        detach_sends: false,
+        detach_above: Some(DetachAbove::RxmSarLimit),
     },
     Profile {
         prov: "shm",
@@ -65,26 +93,18 @@ pub(super) static PROFILES: [Profile; 2] = [
         send_delivery: Ok(()),
         target_validation: "shm in libfabric 1.17 offers no RMA here (see rma-write)",
         rma_fence: false,
-        detach_sends: true,
+        detach_above: Some(DetachAbove::InjectSize),
     },
 ];
 
 /// rxm parameters zerorx sets (unless the user set them) before libfabric reads them.
 ///
-/// - `FI_OFI_RXM_ENABLE_DYN_RBUF=0`: with dynamic receive buffers on (1.17's default) a
-///   receive shorter than the message tears the rxm connection down and the messages
-///   after it vanish while their senders see success (measured); with them off,
-///   truncation is an ordinary `FI_ETRUNC` with the overflow length and the connection
-///   survives.
-/// - `FI_OFI_RXM_SAR_LIMIT=16777216`: messages up to 16 MiB go out segmented and are
-///   buffered by the receiver when no receive is posted yet, so their sends complete, as
-///   with the io_uring provider's 16 MiB unexpected-message bound; above the limit (and
-///   by default above 128 KiB) rxm uses rendezvous and a send completes only once the
-///   receiver has posted a matching receive and pulled the data.
-const RXM_PARAMS: [(&str, &str); 2] = [
-    ("FI_OFI_RXM_ENABLE_DYN_RBUF", "0"),
-    ("FI_OFI_RXM_SAR_LIMIT", "16777216"),
-];
+/// `FI_OFI_RXM_ENABLE_DYN_RBUF=0`: with dynamic receive buffers on (1.17's default) a
+/// receive shorter than the message tears the rxm connection down and the messages
+/// after it vanish while their senders see success (measured); with them off,
+/// truncation is an ordinary `FI_ETRUNC` with the overflow length and the connection
+/// survives.
+const RXM_PARAMS: [(&str, &str); 1] = [("FI_OFI_RXM_ENABLE_DYN_RBUF", "0")];
 
 /// Applies [`RXM_PARAMS`] once, before the first `fi_getinfo`.
 fn set_rxm_params() {

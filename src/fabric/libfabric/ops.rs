@@ -137,11 +137,6 @@ impl OpTable {
         self.slab.iter().map(|(k, _)| k).collect()
     }
 
-    /// Records held (including `Reported` ones libfabric has not released).
-    pub(super) fn len(&self) -> usize {
-        self.slab.len()
-    }
-
     /// Whether a queued operation of `lane` waits in the backlog.
     pub(super) fn lane_queued(&self, lane: Option<PeerId>) -> bool {
         self.backlog

@@ -289,3 +289,59 @@ fn shm_sends_complete_before_the_receiver_posts() {
         );
     });
 }
+
+#[test]
+fn closing_an_shm_peer_of_the_same_process_is_connection_loss_not_a_crash() {
+    run(async {
+        let d = domain(SHM, &[Cap::Msg]);
+        let a = side(&d, EndpointConfig::default());
+        let b = side(&d, EndpointConfig::default());
+        let c = side(&d, EndpointConfig::default());
+        let ab = a.ep.connect(&b.ep.address()).await.unwrap();
+        let cb = c.ep.connect(&b.ep.address()).await.unwrap();
+        let src = d.register(1 << 20, Access::LOCAL).unwrap();
+        let dst = d.register(64, Access::LOCAL).unwrap();
+        b.ep.recv(&dst.all()).post().unwrap();
+        b.ep.recv(&dst.all()).post().unwrap();
+        a.ep.send(ab, &src.slice(0..8).unwrap()).post().unwrap();
+        assert!(next(&a.cq, "send").await.is_ok());
+        assert!(next(&b.cq, "recv").await.is_ok());
+        // A send the receiver must pull (above shm's inject size), sent as a delivered
+        // send so it cannot complete early: it is still waiting when b closes.
+        let pending =
+            a.ep.send(ab, &src.slice(0..65536).unwrap())
+                .level(Level::Delivered)
+                .post()
+                .unwrap();
+        let bq = b.cq.clone();
+        drop(b);
+        assert_eq!(
+            bq.try_next().map(|c| c.status),
+            Some(Err(OpError::Canceled))
+        );
+        let c1 = next(&a.cq, "send waiting on the closed peer").await;
+        assert_eq!(c1.op, pending);
+        assert!(
+            matches!(c1.status, Err(OpError::ConnectionLost { .. })),
+            "{c1:?}"
+        );
+        assert!(matches!(
+            a.ep.send(ab, &src.slice(0..8).unwrap()).post(),
+            Err(PostError::PeerDown { .. })
+        ));
+        // Another endpoint that still has it, and one that removes it, carry on.
+        assert!(matches!(
+            c.ep.send(cb, &src.slice(0..8).unwrap()).post(),
+            Err(PostError::PeerDown { .. })
+        ));
+        a.ep.remove_peer(ab).unwrap();
+        let e = side(&d, EndpointConfig::default());
+        let ae = a.ep.connect(&e.ep.address()).await.unwrap();
+        e.ep.recv(&dst.all()).post().unwrap();
+        a.ep.send(ae, &src.slice(0..8).unwrap()).post().unwrap();
+        assert!(next(&a.cq, "send to a live peer").await.is_ok());
+        assert!(next(&e.cq, "recv").await.is_ok());
+        drop(c);
+        drop(a);
+    });
+}

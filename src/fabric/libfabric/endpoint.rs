@@ -3,6 +3,7 @@
 
 use super::errors;
 use super::info::Info;
+use super::local;
 use super::ops::{context_of, OpTable, Phase, Record};
 use super::order::TxOrder;
 use super::peers::{check_name, PeerTable};
@@ -16,8 +17,12 @@ use crate::fabric::{
 };
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zerorx_libfabric_sys as fi;
+
+/// How often shm peer processes with operations waiting are checked for life.
+const LIVENESS_PERIOD: Duration = Duration::from_millis(500);
 
 /// Bytes of detached sends an endpoint may hold (as the io_uring provider's default
 /// bound on unexpected bytes at a receiver).
@@ -32,7 +37,7 @@ pub(super) struct EpState {
     /// The libfabric objects; `None` once closed.
     pub(super) res: RefCell<Option<EpRes>>,
     /// The domain (policy and traits).
-    pub(super) domain: Rc<DomainRes>,
+    pub(super) domain: Arc<DomainRes>,
     /// Where completions go.
     pub(super) sink: CompletionSink,
     /// Peers.
@@ -51,6 +56,10 @@ pub(super) struct EpState {
     pub(super) order: RefCell<TxOrder>,
     /// Bytes of detached sends libfabric still holds.
     pub(super) detached: Cell<usize>,
+    /// [`local::closings`] when the peers were last looked at.
+    pub(super) seen_closings: Cell<u64>,
+    /// When shm peer processes were last checked for life.
+    pub(super) last_liveness: Cell<Instant>,
 }
 
 /// The endpoint handed to the generic layer.
@@ -59,7 +68,7 @@ pub(super) struct LfEndpoint(pub(super) Rc<EpState>);
 impl EpState {
     /// Opens the libfabric endpoint for `cfg` and starts its progress task.
     pub(super) fn open(
-        domain: &Rc<DomainRes>,
+        domain: &Arc<DomainRes>,
         name: &str,
         cfg: &EndpointConfig,
         sink: CompletionSink,
@@ -103,7 +112,12 @@ impl EpState {
             canceled: RefCell::new(Vec::new()),
             order: RefCell::new(TxOrder::default()),
             detached: Cell::new(0),
+            seen_closings: Cell::new(local::closings()),
+            last_liveness: Cell::new(Instant::now()),
         });
+        if domain.profile.local_peers {
+            local::opened(&state.address.bytes);
+        }
         crate::spawn(super::progress::run(state.clone()));
         Ok(state)
     }
@@ -115,6 +129,71 @@ impl EpState {
             return true;
         }
         self.fenced(lane)
+    }
+
+    /// Marks `peer` down if it is an shm endpoint of this process that was closed.
+    fn check_local_peer(&self, peer: PeerId) {
+        let gone = self.peers.borrow().get(peer).is_some_and(|p| {
+            p.down.is_none()
+                && p.local
+                    .as_ref()
+                    .is_some_and(|f| f.load(std::sync::atomic::Ordering::Acquire))
+        });
+        if gone {
+            self.peer_down(
+                peer,
+                &format!(
+                    "{}: the peer endpoint (in this process) was closed",
+                    self.name
+                ),
+            );
+        }
+    }
+
+    /// Marks down the shm peers that are gone: endpoints of this process that closed
+    /// (when any closed since the last look), and, every half second, peer processes that
+    /// exited while operations to them wait. Returns whether any was marked.
+    pub(super) fn check_peers(&self) -> bool {
+        if !self.domain.profile.local_peers {
+            return false;
+        }
+        let mut gone = Vec::new();
+        let closings = local::closings();
+        if closings != self.seen_closings.replace(closings) {
+            gone.extend(self.peers.borrow().iter().filter_map(|(id, p)| {
+                let closed = p.local.as_ref()?.load(std::sync::atomic::Ordering::Acquire);
+                (closed && p.down.is_none()).then(|| {
+                    (
+                        id,
+                        format!(
+                            "{}: the peer endpoint (in this process) was closed",
+                            self.name
+                        ),
+                    )
+                })
+            }));
+        }
+        if self.last_liveness.get().elapsed() >= LIVENESS_PERIOD {
+            self.last_liveness.set(Instant::now());
+            let waiting: Vec<PeerId> = {
+                let ops = self.ops.borrow();
+                ops.keys()
+                    .into_iter()
+                    .filter_map(|k| ops.get(k).filter(|r| !r.reported).and_then(|r| r.peer))
+                    .collect()
+            };
+            let me = std::process::id() as i32;
+            gone.extend(self.peers.borrow().iter().filter_map(|(id, p)| {
+                let pid = p.pid.filter(|&pid| pid != me)?;
+                (p.down.is_none() && waiting.contains(&id) && !local::alive(pid))
+                    .then(|| (id, format!("{}: the peer process {pid} exited", self.name)))
+            }));
+        }
+        let any = !gone.is_empty();
+        for (peer, cause) in gone {
+            self.peer_down(peer, &cause);
+        }
+        any
     }
 
     /// Whether `lane` waits for RMAs in flight to its peer (the rxm fence).
@@ -323,7 +402,14 @@ impl EndpointProvider for LfEndpoint {
                 ),
             });
         }
-        Ok(s.peers.borrow_mut().add(addr.bytes.clone(), fi_addr))
+        let id = s.peers.borrow_mut().add(addr.bytes.clone(), fi_addr);
+        if s.domain.profile.local_peers {
+            if let Some(p) = s.peers.borrow_mut().get_mut(id) {
+                p.local = local::attach(&addr.bytes);
+                p.pid = local::pid_of(&addr.bytes);
+            }
+        }
+        Ok(id)
     }
 
     fn remove_peer(&self, peer: PeerId) -> Result<(), FabricError> {
@@ -333,13 +419,18 @@ impl EndpointProvider for LfEndpoint {
         }
         s.finish_peer_ops(peer, &|| OpError::Canceled);
         let removed = s.peers.borrow_mut().remove(peer)?;
-        if let Some(res) = s.res.borrow().as_ref() {
-            let mut a = removed.fi_addr;
-            // SAFETY: the AV is open and holds this index.
-            let rc = unsafe { fi::fi_av_remove(res.av(), &mut a, 1, 0) };
-            errors::check(s.domain.prov(), "fi_av_remove", rc)?;
+        let rc = match s.res.borrow().as_ref() {
+            Some(res) => {
+                let mut a = removed.fi_addr;
+                // SAFETY: the AV is open and holds this index.
+                unsafe { fi::fi_av_remove(res.av(), &mut a, 1, 0) }
+            }
+            None => 0,
+        };
+        if removed.local.is_some() {
+            local::detach(&removed.addr);
         }
-        Ok(())
+        errors::check(s.domain.prov(), "fi_av_remove", rc)
     }
 
     fn connect(&self, peer: PeerId) -> LocalFuture<'_, Result<(), FabricError>> {
@@ -384,6 +475,7 @@ impl EndpointProvider for LfEndpoint {
             PostRequest::Recv { from, .. } => *from,
         };
         if let Some(p) = peer {
+            s.check_local_peer(p);
             match s.peers.borrow().get(p) {
                 None => return Err(PostError::UnknownPeer(p)),
                 Some(info) => {
@@ -502,8 +594,40 @@ impl EndpointProvider for LfEndpoint {
             s.report(None, op, OpOutcome::err(OpError::Canceled));
         }
         // Closing the endpoint ends libfabric's use of every posted buffer; only then may
-        // the records (and the memory they hold) go.
-        drop(s.res.borrow_mut().take());
+        // the records (and the memory they hold) go. An shm endpoint other endpoints of
+        // the process still reference is parked instead: its receives are cancelled
+        // first, and nothing progresses it, so libfabric touches no record's memory.
+        let res = s.res.borrow_mut().take();
+        if let Some(res) = res {
+            if s.domain.profile.local_peers {
+                let receives: Vec<_> = {
+                    let ops = s.ops.borrow();
+                    ops.keys()
+                        .into_iter()
+                        .filter(|&k| {
+                            ops.get(k).is_some_and(|r| {
+                                r.dir() == errors::Dir::Recv && r.phase == Phase::Posted
+                            })
+                        })
+                        .map(context_of)
+                        .collect()
+                };
+                res.cancel_all_receives(receives.into_iter());
+                local::closed(&s.address.bytes, res);
+            } else {
+                drop(res);
+            }
+        }
+        let locals: Vec<Vec<u8>> = s
+            .peers
+            .borrow()
+            .iter()
+            .filter(|(_, p)| p.local.is_some())
+            .map(|(_, p)| p.addr.clone())
+            .collect();
+        for addr in locals {
+            local::detach(&addr);
+        }
         s.ops.borrow_mut().clear();
         s.detached.set(0);
         s.kick.kick();

@@ -30,6 +30,9 @@ pub(super) struct Profile {
     /// at once, because the provider completes them only once the receiver took the
     /// data (`None`: never).
     pub(super) detach_above: Option<DetachAbove>,
+    /// Endpoints of one process share memory: closing one must wait until no other
+    /// references it ([`super::local`]), and dead peer processes are found by pid.
+    pub(super) local_peers: bool,
 }
 
 /// From which length a provider completes sends only once the receiver took the data.
@@ -76,6 +79,7 @@ pub(super) static PROFILES: [Profile; 2] = [
              flight to this side can be lost; it cannot tell a forged key from a revoked one",
         rma_fence: true,
         detach_above: Some(DetachAbove::RxmSarLimit),
+        local_peers: false,
     },
     Profile {
         prov: "shm",
@@ -94,6 +98,7 @@ pub(super) static PROFILES: [Profile; 2] = [
         target_validation: "shm in libfabric 1.17 offers no RMA here (see rma-write)",
         rma_fence: false,
         detach_above: Some(DetachAbove::InjectSize),
+        local_peers: true,
     },
 ];
 

@@ -28,6 +28,7 @@ mod discovery;
 mod endpoint;
 mod errors;
 mod info;
+mod local;
 mod ops;
 mod order;
 mod peers;
@@ -83,7 +84,7 @@ impl FabricProvider for LfFabric {
     fn open_domain(&self, _cfg: &DomainConfig) -> Result<Rc<dyn DomainProvider>, FabricError> {
         let info = info::getinfo(self.profile)?;
         Ok(Rc::new(LfDomain {
-            res: Rc::new(DomainRes::open(self.profile, info)?),
+            res: Arc::new(DomainRes::open(self.profile, info)?),
             name: self.name.clone(),
         }))
     }
@@ -91,7 +92,7 @@ impl FabricProvider for LfFabric {
 
 /// A libfabric domain.
 struct LfDomain {
-    res: Rc<DomainRes>,
+    res: Arc<DomainRes>,
     name: String,
 }
 

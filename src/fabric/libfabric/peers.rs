@@ -4,6 +4,8 @@
 
 use crate::fabric::{FabricError, PeerId};
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use zerorx_libfabric_sys as fi;
 
 /// One peer.
@@ -21,6 +23,10 @@ pub(super) struct Peer {
     /// again: rxm drops the connection after a refusal, so operations that meet the
     /// dying connection are retried rather than failed.
     pub(super) reset_since: Option<std::time::Instant>,
+    /// For an shm endpoint of this process: set once it closed.
+    pub(super) local: Option<Arc<AtomicBool>>,
+    /// The process of an shm peer.
+    pub(super) pid: Option<i32>,
 }
 
 /// The peers of one endpoint.
@@ -52,6 +58,8 @@ impl PeerTable {
                 down: None,
                 rma_in_flight: 0,
                 reset_since: None,
+                local: None,
+                pid: None,
             },
         );
         id
@@ -73,6 +81,11 @@ impl PeerTable {
     /// The peer, mutably.
     pub(super) fn get_mut(&mut self, id: PeerId) -> Option<&mut Peer> {
         self.by_id.get_mut(&id)
+    }
+
+    /// Every peer.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (PeerId, &Peer)> {
+        self.by_id.iter().map(|(id, p)| (*id, p))
     }
 
     /// The id of the peer at an address-vector index (the source of a received message).

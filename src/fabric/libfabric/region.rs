@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ops::Range;
 use std::ptr;
-use std::rc::Rc;
 use std::sync::Arc;
 use zerorx_libfabric_sys as fi;
 
@@ -22,7 +21,7 @@ const KEY_ATTEMPTS: usize = 4;
 /// A region registered with libfabric.
 pub(super) struct LfRegion {
     mem: Arc<RegionMemory>,
-    domain: Rc<DomainRes>,
+    domain: Arc<DomainRes>,
     local: Option<MrRes>,
     grants: RefCell<HashMap<u64, MrRes>>,
 }
@@ -31,7 +30,7 @@ impl LfRegion {
     /// Registers `mem`. A local registration is made only when the provider asks for
     /// local descriptors (`FI_MR_LOCAL`); remote access is granted per key.
     pub(super) fn register(
-        domain: &Rc<DomainRes>,
+        domain: &Arc<DomainRes>,
         mem: &Arc<RegionMemory>,
         access: Access,
     ) -> Result<LfRegion, FabricError> {

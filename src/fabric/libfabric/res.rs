@@ -7,7 +7,7 @@ use super::info::{Info, Profile, Traits};
 use crate::fabric::FabricError;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::ptr;
-use std::rc::Rc;
+use std::sync::Arc;
 use zerorx_libfabric_sys as fi;
 
 /// An opened fabric and domain for one provider, with the `fi_info` they came from.
@@ -67,6 +67,13 @@ impl DomainRes {
     }
 }
 
+// SAFETY: the fabric and domain are opened with FI_THREAD_SAFE (the hints ask for it), so
+// libfabric serialises their use; the fi_info is only read after opening. Sharing lets a
+// parked shm endpoint be closed from whichever thread lets go of it last.
+unsafe impl Send for DomainRes {}
+// SAFETY: as above.
+unsafe impl Sync for DomainRes {}
+
 impl Drop for DomainRes {
     fn drop(&mut self) {
         // SAFETY: both were opened by DomainRes::open (or are null) and every registration
@@ -85,7 +92,7 @@ impl Drop for DomainRes {
 /// One memory registration.
 pub(super) struct MrRes {
     mr: *mut fi::fid_mr,
-    _domain: Rc<DomainRes>,
+    _domain: Arc<DomainRes>,
 }
 
 impl MrRes {
@@ -95,7 +102,7 @@ impl MrRes {
     /// # Safety
     /// `[addr, addr + len)` must stay allocated until the returned value is dropped.
     pub(super) unsafe fn register(
-        domain: &Rc<DomainRes>,
+        domain: &Arc<DomainRes>,
         addr: *const u8,
         len: usize,
         access: u64,
@@ -139,6 +146,9 @@ impl MrRes {
     }
 }
 
+// SAFETY: an FI_THREAD_SAFE domain's registrations may be closed from any thread.
+unsafe impl Send for MrRes {}
+
 impl Drop for MrRes {
     fn drop(&mut self) {
         // SAFETY: opened by register, closed once; the domain is held open by _domain.
@@ -152,15 +162,15 @@ pub(super) struct EpRes {
     cq: *mut fi::fid_cq,
     av: *mut fi::fid_av,
     /// A duplicate of the CQ's wait fd, when the provider has one.
-    pub(super) wait_fd: Option<Rc<OwnedFd>>,
-    domain: Rc<DomainRes>,
+    pub(super) wait_fd: Option<Arc<OwnedFd>>,
+    domain: Arc<DomainRes>,
 }
 
 impl EpRes {
     /// Opens the AV, the CQ (with an fd wait object when the provider supports one) and
     /// the endpoint from `info`, binds and enables it.
     pub(super) fn open(
-        domain: &Rc<DomainRes>,
+        domain: &Arc<DomainRes>,
         info: &Info,
         cq_size: usize,
     ) -> Result<EpRes, FabricError> {
@@ -254,7 +264,7 @@ impl EpRes {
 
     /// The CQ's wait fd (`fi_control(FI_GETWAIT)`), duplicated so a poll in the io_uring
     /// ring can never name a closed or reused descriptor.
-    fn dup_wait_fd(&self) -> Result<Option<Rc<OwnedFd>>, FabricError> {
+    fn dup_wait_fd(&self) -> Result<Option<Arc<OwnedFd>>, FabricError> {
         let mut fd: i32 = -1;
         // SAFETY: the CQ is open and was created with FI_WAIT_FD; the argument of
         // FI_GETWAIT for an fd wait object is an int out-pointer.
@@ -277,7 +287,7 @@ impl EpRes {
             ));
         }
         // SAFETY: dup is a fresh descriptor nobody else owns.
-        Ok(Some(Rc::new(unsafe { OwnedFd::from_raw_fd(dup) })))
+        Ok(Some(Arc::new(unsafe { OwnedFd::from_raw_fd(dup) })))
     }
 
     /// The endpoint.
@@ -293,6 +303,36 @@ impl EpRes {
     /// The address vector.
     pub(super) fn av(&self) -> *mut fi::fid_av {
         self.av
+    }
+
+    /// Cancels every operation still posted on the endpoint's receive side and reads the
+    /// cancellations, so no posted buffer is left with libfabric.
+    pub(super) fn cancel_all_receives(
+        &self,
+        contexts: impl Iterator<Item = *mut std::ffi::c_void>,
+    ) {
+        for ctx in contexts {
+            // SAFETY: the endpoint is open; the context names one of its posted receives.
+            unsafe { fi::fi_cancel(&mut (*self.ep).fid, ctx) };
+        }
+        let mut entry = fi::fi_cq_tagged_entry::default();
+        let mut err = fi::fi_cq_err_entry::default();
+        loop {
+            // SAFETY: the CQ is open; entry has room for one tagged-format entry.
+            let n = unsafe {
+                fi::fi_cq_read(
+                    self.cq,
+                    (&mut entry as *mut fi::fi_cq_tagged_entry).cast(),
+                    1,
+                )
+            };
+            if n == -(fi::FI_EAVAIL as isize) {
+                // SAFETY: an error entry is queued; err is a valid out struct.
+                unsafe { fi::fi_cq_readerr(self.cq, &mut err, 0) };
+            } else if n != 1 {
+                return;
+            }
+        }
     }
 
     /// The endpoint's own address (`fi_getname`).
@@ -316,6 +356,10 @@ impl EpRes {
         rc == 0
     }
 }
+
+// SAFETY: the endpoint, CQ and AV belong to an FI_THREAD_SAFE domain, so they may be
+// used and closed from another thread; only one owner holds them at a time.
+unsafe impl Send for EpRes {}
 
 impl Drop for EpRes {
     fn drop(&mut self) {

@@ -8,13 +8,13 @@ use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::pin::Pin;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
 
 /// A one-shot `POLL_ADD` for readability of a descriptor the op keeps open.
 struct PollIn {
-    fd: Rc<OwnedFd>,
+    fd: Arc<OwnedFd>,
 }
 
 // SAFETY: the entry names only `fd`, which the op holds open (an Rc of a descriptor
@@ -49,7 +49,7 @@ impl Kick {
 }
 
 /// Sleeps until `fd` is readable (when given), `kick` fires, or `max` has passed.
-pub(super) async fn sleep(kick: &Kick, fd: Option<&Rc<OwnedFd>>, max: Duration) {
+pub(super) async fn sleep(kick: &Kick, fd: Option<&Arc<OwnedFd>>, max: Duration) {
     if kick.take() {
         return;
     }

@@ -345,3 +345,91 @@ fn closing_an_shm_peer_of_the_same_process_is_connection_loss_not_a_crash() {
         drop(a);
     });
 }
+
+/// The child side of `a_dead_shm_peer_process_is_connection_loss`: an shm endpoint that
+/// prints its address and never receives, until killed.
+fn shm_child() {
+    run(async {
+        let d = domain(SHM, &[Cap::Msg]);
+        let s = side(&d, EndpointConfig::default());
+        let hex: String =
+            s.ep.address()
+                .to_bytes()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+        println!("\nSHMPEER {hex}");
+        use std::io::Write;
+        std::io::stdout().flush().unwrap();
+        // Bounded: the parent kills this process long before.
+        zerorx::time::sleep(Duration::from_secs(60)).await;
+    });
+}
+
+#[test]
+fn a_dead_shm_peer_process_is_connection_loss() {
+    if std::env::var_os("ZERORX_LF_SHM_CHILD").is_some() {
+        shm_child();
+        std::process::exit(0);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut child = std::process::Command::new(exe)
+        .args([
+            "a_dead_shm_peer_process_is_connection_loss",
+            "--exact",
+            "--nocapture",
+        ])
+        .env("ZERORX_LF_SHM_CHILD", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the peer process");
+    let stdout = child.stdout.take().unwrap();
+    let line = {
+        use std::io::BufRead;
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|l| l.strip_prefix("SHMPEER ").map(str::to_string))
+    };
+    let Some(hex) = line else {
+        let _ = child.kill();
+        panic!("the child printed no address");
+    };
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    let addr = EpAddr::from_bytes(&bytes).unwrap();
+    run(async move {
+        let d = domain(SHM, &[Cap::Msg, Cap::DeliveryComplete]);
+        let a = side(&d, EndpointConfig::default());
+        let peer = a.ep.connect(&addr).await.unwrap();
+        let src = d.register(65536, Access::LOCAL).unwrap();
+        // Waits for the child to take it, which it never does.
+        let op =
+            a.ep.send(peer, &src.all())
+                .level(Level::Delivered)
+                .post()
+                .unwrap();
+        zerorx::time::sleep(Duration::from_millis(100)).await;
+        assert!(a.cq.try_next().is_none(), "nobody received it");
+        child.kill().expect("kill");
+        child.wait().expect("reap");
+        let c = next(&a.cq, "send to the dead process").await;
+        assert_eq!(c.op, op);
+        match c.status {
+            Err(OpError::ConnectionLost {
+                peer: Some(p),
+                cause,
+            }) => {
+                assert_eq!(p, peer);
+                assert!(cause.contains("exited"), "{cause}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            a.ep.send(peer, &src.slice(0..8).unwrap()).post(),
+            Err(PostError::PeerDown { .. })
+        ));
+    });
+}

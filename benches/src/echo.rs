@@ -29,6 +29,8 @@ cargo bench -p zerorx-bench --bench echo -- [options]
   --servers LIST     comma-separated: zerorx,zerorx-mt,tokio-ct,tokio-mt,monoio (default all)
   --workloads LIST   comma-separated: W1,W2,W2-1k,W3 (or W3-50,W3-90),W4,W5,W6,W7,W8 (default all)
   --idle-conns N     W7 idle connections (default 10000)
+  --requests N       end each request/response and churn window after N completions
+                     (fixed work, for whole-process CPU comparisons; --secs still caps it)
   --quiet-wait S     before each cell wait up to S seconds for the machine to be >= 88% idle
   --pool-buffers N   zerorx receive pool buffers per worker (default 64)
   --pool-buffer-size B  zerorx receive pool buffer size (default 65536)
@@ -66,6 +68,7 @@ impl Default for Options {
                 idle_conns: 10_000,
                 idle_settle: Duration::from_secs(1),
                 pause_period: Duration::from_secs(1),
+                max_ops: None,
             },
             servers: ServerKind::ALL.to_vec(),
             workloads: Workload::ALL.to_vec(),
@@ -146,6 +149,15 @@ impl Options {
                         .ok()
                         .filter(|n| (1..=1_000_000).contains(n))
                         .ok_or_else(|| format!("--idle-conns: bad count {v:?}"))?;
+                }
+                "--requests" => {
+                    let v = value()?;
+                    o.cell.max_ops = Some(
+                        v.parse()
+                            .ok()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| format!("--requests: bad count {v:?}"))?,
+                    );
                 }
                 "--servers" => {
                     o.servers = value()?

@@ -245,6 +245,7 @@ impl Workload {
                         Some(RatioAtMost(0.85)),
                     ),
                     m("req_per_s", "achieved req/s", PerSec, None),
+                    m("offered_req_per_s", "offered req/s", PerSec, None),
                     RR_COMMON[1],
                 ];
                 M
@@ -265,6 +266,7 @@ impl Workload {
                         Some(RatioAtMost(0.85)),
                     ),
                     m("req_per_s", "achieved req/s", PerSec, None),
+                    m("offered_req_per_s", "offered req/s", PerSec, None),
                     RR_COMMON[1],
                 ];
                 M
@@ -370,6 +372,8 @@ pub struct CellConfig {
     pub idle_settle: Duration,
     /// W8: cycle of the slow readers (they stop for the last 10 %).
     pub pause_period: Duration,
+    /// End each request/response or churn window after this many completions.
+    pub max_ops: Option<u64>,
 }
 
 /// What one cell measured.
@@ -424,11 +428,16 @@ pub fn run_cell(
         warmup: cfg.warmup,
         measure: cfg.measure,
         open_rate: rate,
+        max_ops: cfg.max_ops,
     };
     let engine = Engine::connect(&plan)?;
     let mut probe = ServerProbe::new(server);
     let result = engine.run(&plan, &mut probe)?;
-    probe.metrics(w, &result)
+    let mut metrics = probe.metrics(w, &result)?;
+    if rate > 0.0 {
+        metrics.values.insert("offered_req_per_s".into(), rate);
+    }
+    Ok(metrics)
 }
 
 /// Server-side counters at the edges of the measured window.

@@ -63,6 +63,9 @@ pub struct Plan {
     pub measure: Duration,
     /// Requests per second over all [`Role::Open`] connections together.
     pub open_rate: f64,
+    /// End the window early once this many requests or churn cycles completed in it
+    /// (fixed work instead of fixed time, for whole-process comparisons).
+    pub max_ops: Option<u64>,
 }
 
 /// Called at the edges of the measured window, to read the server's counters there.
@@ -272,7 +275,8 @@ impl Engine {
                 self.counting = true;
                 window = Some((Instant::now(), procfs::thread_cpu()));
             }
-            if now >= end_at {
+            let done = self.rr.ops + self.churn.ops;
+            if now >= end_at || plan.max_ops.is_some_and(|m| window.is_some() && done >= m) {
                 break;
             }
             if !open.is_empty() {
@@ -666,6 +670,115 @@ mod tests {
         }
     }
 
+    struct NoProbe;
+    impl Probe for NoProbe {
+        fn window_start(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn window_end(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A thread-per-connection server that echoes through `mangle`; it stops when the
+    /// client closes (each thread ends at EOF, the acceptor after `conns` accepts).
+    fn server(conns: usize, mangle: fn(&mut [u8])) -> SocketAddr {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        std::thread::spawn(move || {
+            for s in l.incoming().take(conns) {
+                let Ok(mut s) = s else { return };
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 65536];
+                    loop {
+                        let n = match s.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        mangle(&mut buf[..n]);
+                        if s.write_all(&buf[..n]).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn plan(addr: SocketAddr, roles: Vec<Role>) -> Plan {
+        Plan {
+            addr,
+            roles,
+            warmup: Duration::from_millis(20),
+            measure: Duration::from_millis(150),
+            open_rate: 0.0,
+            max_ops: None,
+        }
+    }
+
+    #[test]
+    fn every_role_completes_against_an_echo_server() {
+        let roles = vec![
+            Role::Closed { size: 64 },
+            Role::Closed { size: 100_000 },
+            Role::Stream {
+                chunk: 65536,
+                pause: Some(Pause {
+                    period: Duration::from_millis(50),
+                    stopped: Duration::from_millis(10),
+                }),
+            },
+            Role::Churn { size: 64 },
+            Role::Open { size: 64 },
+        ];
+        let mut p = plan(server(1000, |_| {}), roles);
+        p.open_rate = 2000.0;
+        let r = Engine::connect(&p)
+            .and_then(|e| e.run(&p, &mut NoProbe))
+            .expect("run");
+        assert!(
+            r.rr.ops > 0 && r.stream.bytes > 0 && r.churn.ops > 0,
+            "{r:?}"
+        );
+        assert!(r.rr.quantile_us(0.5) > 0.0);
+        assert!(r.window >= Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_wrong_byte_fails_the_run() {
+        let p = plan(server(1, |b| b[0] ^= 1), vec![Role::Closed { size: 64 }]);
+        let e = Engine::connect(&p)
+            .and_then(|e| e.run(&p, &mut NoProbe))
+            .expect_err("corruption must be caught");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+    }
+
+    #[test]
+    fn a_server_that_hangs_up_fails_the_run() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        std::thread::spawn(move || drop(l.accept()));
+        let p = plan(addr, vec![Role::Closed { size: 64 }]);
+        assert!(Engine::connect(&p)
+            .and_then(|e| e.run(&p, &mut NoProbe))
+            .is_err());
+    }
+
+    #[test]
+    fn fixed_work_ends_the_window_early() {
+        let mut p = plan(server(1, |_| {}), vec![Role::Closed { size: 64 }]);
+        p.measure = Duration::from_secs(20);
+        p.max_ops = Some(50);
+        let t = Instant::now();
+        let r = Engine::connect(&p)
+            .and_then(|e| e.run(&p, &mut NoProbe))
+            .expect("run");
+        assert_eq!(r.rr.ops, 50);
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
+
     #[test]
     fn a_refused_connection_is_an_error() {
         // Bind then drop a listener: nothing listens on that port any more.
@@ -678,6 +791,7 @@ mod tests {
             warmup: Duration::ZERO,
             measure: Duration::from_millis(10),
             open_rate: 0.0,
+            max_ops: None,
         };
         assert!(Engine::connect(&plan).is_err());
     }

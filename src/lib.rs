@@ -28,7 +28,7 @@ pub mod wake;
 
 pub use executor::{spawn, yield_now, JoinError, JoinHandle};
 pub use metrics::WorkerMetricsSnapshot;
-pub use runtime::{Builder, Handle, Runtime};
+pub use runtime::{Builder, Handle, ReceiveMode, Runtime};
 pub use time::{sleep, sleep_until, timeout};
 pub use wake::WakeMode;
 pub use zcrx;

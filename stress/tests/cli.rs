@@ -80,14 +80,32 @@ fn stream_and_churn_pass_and_their_reports_compare() {
     let (hist, svg, svg2) = (tmp("stream.hlog"), tmp("stream.svg"), tmp("both.svg"));
     let mut args = vec!["-s", "stream", "-d", "2s", "-q", "--json"];
     args.push(a.to_str().expect("utf-8 path"));
-    args.extend(["--hist", hist.to_str().expect("path"), "--plot", svg.to_str().expect("path")]);
+    args.extend([
+        "--hist",
+        hist.to_str().expect("path"),
+        "--plot",
+        svg.to_str().expect("path"),
+    ]);
     args.extend(SMALL);
     let out = harness(&args, Duration::from_secs(60));
-    assert!(out.status.success(), "stream failed:\n{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("verdict          PASS"), "{}", out.stdout);
+    assert!(
+        out.status.success(),
+        "stream failed:\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("verdict          PASS"),
+        "{}",
+        out.stdout
+    );
     let ra = load(&a);
     assert!(ra.verdict.pass);
-    assert!(ra.requests.ok > 0 && ra.requests.ok == ra.requests.sent, "{:?}", ra.requests);
+    assert!(
+        ra.requests.ok > 0 && ra.requests.ok == ra.requests.sent,
+        "{:?}",
+        ra.requests
+    );
     let server = ra.server.as_ref().expect("embedded server figures");
     assert!(server.totals.requests >= ra.requests.ok);
     assert_eq!(server.workers.len(), 2);
@@ -116,9 +134,18 @@ fn stream_and_churn_pass_and_their_reports_compare() {
     args.push(b.to_str().expect("path"));
     args.extend(SMALL);
     let out = harness(&args, Duration::from_secs(60));
-    assert!(out.status.success(), "churn failed:\n{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.status.success(),
+        "churn failed:\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
     let rb = load(&b);
-    assert!(rb.connections.opened > 4, "churn opened {}", rb.connections.opened);
+    assert!(
+        rb.connections.opened > 4,
+        "churn opened {}",
+        rb.connections.opened
+    );
     assert_eq!(rb.scenario, "churn");
 
     let out = harness(
@@ -135,7 +162,9 @@ fn stream_and_churn_pass_and_their_reports_compare() {
     for row in ["requests/s", "latency p99", "stream", "churn", "PASS"] {
         assert!(out.stdout.contains(row), "{row} missing:\n{}", out.stdout);
     }
-    assert!(std::fs::read_to_string(&svg2).expect("plot").contains("<svg"));
+    assert!(std::fs::read_to_string(&svg2)
+        .expect("plot")
+        .contains("<svg"));
 }
 
 #[test]
@@ -160,13 +189,20 @@ fn a_killed_server_is_a_clear_failure_not_a_hang() {
     };
     // Let the load start, then kill the server outright.
     std::thread::sleep(Duration::from_millis(700));
-    let killed = Command::new("kill").args(["-9", &pid]).status().expect("kill");
+    let killed = Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .expect("kill");
     assert!(killed.success());
     let t0 = Instant::now();
     let drain = std::thread::spawn(move || lines.count());
     let out = wait_bounded(child, Duration::from_secs(30));
     let _ = drain.join();
-    assert!(t0.elapsed() < Duration::from_secs(25), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(25),
+        "took {:?}",
+        t0.elapsed()
+    );
     assert_eq!(out.status.code(), Some(1), "{}", out.stdout);
     assert!(
         out.stdout
@@ -179,7 +215,15 @@ fn a_killed_server_is_a_clear_failure_not_a_hang() {
 #[test]
 fn connect_loads_a_standalone_server() {
     let mut server = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1", "--duration", "60s"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+            "--duration",
+            "60s",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -223,8 +267,15 @@ fn connect_loads_a_standalone_server() {
 fn bad_arguments_and_missing_files_are_named() {
     let out = harness(&["-c", "0"], Duration::from_secs(10));
     assert_eq!(out.status.code(), Some(2));
-    assert!(out.stderr.contains("--connections must be at least 1"), "{}", out.stderr);
-    let out = harness(&["--sizes", "2M", "--max-frame", "1M"], Duration::from_secs(10));
+    assert!(
+        out.stderr.contains("--connections must be at least 1"),
+        "{}",
+        out.stderr
+    );
+    let out = harness(
+        &["--sizes", "2M", "--max-frame", "1M"],
+        Duration::from_secs(10),
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stderr.contains("over --max-frame"), "{}", out.stderr);
     let out = harness(&["--duration", "soon"], Duration::from_secs(10));
@@ -235,9 +286,21 @@ fn bad_arguments_and_missing_files_are_named() {
     assert_eq!(out.status.code(), Some(3));
     assert!(out.stderr.contains("cannot read"), "{}", out.stderr);
     let out = harness(
-        &["--connect", "127.0.0.1:1", "-d", "20s", "-q", "--timeout", "1s"],
+        &[
+            "--connect",
+            "127.0.0.1:1",
+            "-d",
+            "20s",
+            "-q",
+            "--timeout",
+            "1s",
+        ],
         Duration::from_secs(60),
     );
     assert_eq!(out.status.code(), Some(1));
-    assert!(out.stdout.contains("cannot connect to 127.0.0.1:1"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("cannot connect to 127.0.0.1:1"),
+        "{}",
+        out.stdout
+    );
 }

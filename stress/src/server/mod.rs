@@ -78,7 +78,7 @@ pub fn serve(cfg: &ServeConfig) -> io::Result<()> {
     let counters: Arc<Vec<Counters>> =
         Arc::new((0..threads).map(|_| Counters::default()).collect());
     let stop = Arc::new(AtomicBool::new(false));
-    let mode = receive_mode();
+    let mode = receive_mode(&handle);
     let started = Instant::now();
     rt.block_on(async {
         let addr = start_listeners(&handle, cfg, &counters).await?;
@@ -217,21 +217,12 @@ pub fn snapshot(handle: &Handle, counters: &[Counters], mode: &ModeInfo) -> Serv
     }
 }
 
-/// How this server's runtime receives, and why.
-pub fn receive_mode() -> ModeInfo {
-    let decision = &zcrx::probe::capabilities().receive_mode;
-    match decision.mode {
-        zcrx::probe::ReceiveMode::Copy => ModeInfo {
-            mode: "copy".into(),
-            reason: decision.reason.clone(),
-        },
-        // The probe found a queue, but the runtime's receive path is the copy pool.
-        zcrx::probe::ReceiveMode::ZeroCopy => ModeInfo {
-            mode: "copy".into(),
-            reason: format!(
-                "the runtime receives into its copy pool (the probe says: {})",
-                decision.reason
-            ),
-        },
+/// How this server's runtime receives, and why (resolved by the runtime against the
+/// kernel probe).
+pub fn receive_mode(handle: &Handle) -> ModeInfo {
+    let r = handle.receive_mode();
+    ModeInfo {
+        mode: r.mode.to_string(),
+        reason: r.reason.clone(),
     }
 }

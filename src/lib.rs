@@ -19,6 +19,7 @@
 pub mod doctor;
 pub mod driver;
 pub mod executor;
+pub mod fabric;
 pub(crate) mod io;
 pub mod metrics;
 pub mod net;

@@ -9,14 +9,22 @@
 //! - [`Value`]: any value without a schema.
 //! - [`ApplicationException`] is `TApplicationException`.
 
+pub mod bench;
+pub mod client;
 mod codec;
 mod error;
 mod exception;
 mod message;
 mod out;
 pub mod protocol;
+mod result;
+pub mod server;
+mod signal;
+pub mod transport;
 mod value;
+mod writer;
 
+pub use client::{Client, ClientConfig, ClientError};
 pub use codec::{
     read_field, read_struct, required, write_field, ThriftDecode, ThriftEncode, ThriftType,
     Utf8Bytes, Uuid,
@@ -29,4 +37,6 @@ pub use protocol::{
     DecodeLimits, FieldHeader, ListHeader, MapHeader, MessageHeader, MessageType, Protocol,
     ProtocolRead, ProtocolWrite, TType,
 };
+pub use result::{Returns, Void};
+pub use server::{Server, ServerBuilder, ServerConfig, ServerStats};
 pub use value::Value;

@@ -357,3 +357,45 @@ fn drain_deadline_closes_connections_still_busy() {
     assert_eq!(h.stats().drain_aborted, 1);
     h.stop(Duration::ZERO).expect("stopped");
 }
+
+#[test]
+fn requests_in_one_receive_buffer_are_decoded_in_place() {
+    let h = Harness::start(1, |b| b);
+    let rt = client_rt();
+    rt.block_on(async {
+        let c = BenchClient::connect(h.addr, client_config(Protocol::Binary, Transport::Framed))
+            .await
+            .expect("connect");
+        // One small request at a time: each arrives in one receive buffer.
+        for i in 0..50 {
+            assert_eq!(
+                c.echo(Bytes::from(vec![i as u8; 1000]))
+                    .await
+                    .expect("echo")
+                    .len(),
+                1000
+            );
+        }
+    });
+    let s = h.stats();
+    assert_eq!((s.requests, s.frames_copied), (50, 0), "{s:#?}");
+}
+
+#[test]
+fn invalid_settings_are_rejected_at_start() {
+    let rt = client_rt();
+    for builder in [
+        zerorx::rpc::Server::builder().max_in_flight(0),
+        zerorx::rpc::Server::builder().max_connections_per_worker(0),
+    ] {
+        let err = builder.start(rt.handle()).expect_err("invalid");
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    }
+    // A port in use by a non-reuseport socket: the bind error comes back from start.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let err = zerorx::rpc::Server::builder()
+        .addr(taken.local_addr().expect("addr"))
+        .start(rt.handle())
+        .expect_err("address in use");
+    assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
+}

@@ -19,3 +19,25 @@ pub use types::{
 
 /// The IDL, as shipped with the crate.
 pub const IDL: &str = include_str!("bench.thrift");
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_idl_declares_every_method_served() {
+        for method in [
+            "echo",
+            "roundtrip",
+            "add",
+            "sum",
+            "sleep_ms",
+            "fire",
+            "fired",
+            "fail",
+        ] {
+            assert!(
+                super::IDL.contains(&format!(" {method}(")),
+                "{method} missing from bench.thrift"
+            );
+        }
+    }
+}

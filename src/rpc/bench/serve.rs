@@ -156,3 +156,62 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
     res?;
     rt.shutdown(Duration::from_secs(5))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Option<ServeArgs>, String> {
+        parse_args(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn parses_every_option() {
+        let a = parse(&[
+            "--port",
+            "9090",
+            "--host",
+            "127.0.0.1",
+            "--protocol",
+            "compact",
+            "--transport",
+            "unframed",
+            "--threads",
+            "3",
+            "--grace-ms",
+            "250",
+        ])
+        .expect("valid")
+        .expect("not help");
+        assert_eq!(a.port, 9090);
+        assert_eq!(a.host, IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(a.protocol, ProtocolChoice::Compact);
+        assert_eq!(a.transport, TransportChoice::Unframed);
+        assert_eq!(a.threads, Some(3));
+        assert_eq!(a.grace, Duration::from_millis(250));
+        let d = parse(&["--port", "0"]).expect("valid").expect("not help");
+        assert_eq!(
+            (d.protocol, d.transport, d.threads),
+            (ProtocolChoice::Auto, TransportChoice::Auto, None)
+        );
+        assert_eq!(parse(&["--help"]), Ok(None));
+    }
+
+    #[test]
+    fn rejects_bad_options_with_a_reason() {
+        for (args, needle) in [
+            (&[][..], "--port is required"),
+            (&["--port"][..], "needs a value"),
+            (&["--port", "70000"][..], "port number"),
+            (
+                &["--port", "1", "--protocol", "json"][..],
+                "binary, compact or auto",
+            ),
+            (&["--port", "1", "--threads", "0"][..], "at least 1"),
+            (&["--port", "1", "--bogus", "x"][..], "unknown option"),
+        ] {
+            let err = parse(args).expect_err("invalid");
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
+}

@@ -20,6 +20,7 @@
 pub mod doctor;
 pub mod driver;
 pub mod executor;
+pub mod fabric;
 pub(crate) mod io;
 pub mod metrics;
 pub mod net;
@@ -30,7 +31,7 @@ pub mod wake;
 
 pub use executor::{spawn, yield_now, JoinError, JoinHandle};
 pub use metrics::WorkerMetricsSnapshot;
-pub use runtime::{Builder, Handle, Runtime};
+pub use runtime::{Builder, Handle, ReceiveMode, Runtime};
 pub use time::{sleep, sleep_until, timeout};
 pub use wake::WakeMode;
 pub use zcrx;

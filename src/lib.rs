@@ -20,6 +20,7 @@
 pub mod doctor;
 pub mod driver;
 pub mod executor;
+pub mod fabric;
 pub(crate) mod io;
 pub mod metrics;
 pub mod net;

@@ -155,6 +155,7 @@ pub fn format_value(v: f64, unit: Unit) -> String {
         Unit::SecPerGb => format!("{v:.3}"),
         Unit::Bytes => format!("{v:.0}"),
         Unit::Percent => format!("{v:.0}%"),
+        Unit::Ratio => format!("{v:.2}"),
     }
 }
 

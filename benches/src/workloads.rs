@@ -83,6 +83,8 @@ pub enum Unit {
     Percent,
     /// A plain count.
     Count,
+    /// A ratio of two counts.
+    Ratio,
 }
 
 /// One number a workload reports.
@@ -317,6 +319,7 @@ impl Workload {
                     ),
                     m("p99_us", "p99 connect+RPC+close us", Micros, None),
                     RR_COMMON[1],
+                    m("cqes_per_op", "zerorx CQEs/conn", Ratio, None),
                 ];
                 M
             }
@@ -499,6 +502,24 @@ impl ServerProbe<'_> {
         }
         if let Some(h) = b.stats.pool_high_water {
             put("pool_high_water", h as f64);
+        }
+        // zerorx's own counters per completed operation: where its CPU goes.
+        let ops = (r.rr.ops + r.churn.ops + r.stream.ops).max(1) as f64;
+        let delta = |f: fn(&ServerStats) -> Option<u64>| match (f(&a.stats), f(&b.stats)) {
+            (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64),
+            _ => None,
+        };
+        for (key, f) in [
+            (
+                "enters_per_op",
+                (|s: &ServerStats| s.enter_calls) as fn(&ServerStats) -> _,
+            ),
+            ("cqes_per_op", |s: &ServerStats| s.cqes),
+            ("loop_turns_per_op", |s: &ServerStats| s.loop_turns),
+        ] {
+            if let Some(d) = delta(f) {
+                put(key, d / ops);
+            }
         }
         let per = |n: u64| if n > 0 { cpu * 1e6 / n as f64 } else { 0.0 };
         match w {

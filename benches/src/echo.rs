@@ -69,6 +69,7 @@ impl Default for Options {
                 idle_settle: Duration::from_secs(1),
                 pause_period: Duration::from_secs(1),
                 max_ops: None,
+                require_window_ops: true,
             },
             servers: ServerKind::ALL.to_vec(),
             workloads: Workload::ALL.to_vec(),
@@ -96,6 +97,7 @@ impl Options {
         self.cell.idle_conns = 200;
         self.cell.idle_settle = Duration::from_millis(100);
         self.cell.pause_period = Duration::from_millis(100);
+        self.cell.require_window_ops = false;
         self.server.life_secs = 60;
     }
 

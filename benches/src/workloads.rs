@@ -377,6 +377,9 @@ pub struct CellConfig {
     pub pause_period: Duration,
     /// End each request/response or churn window after this many completions.
     pub max_ops: Option<u64>,
+    /// Fail a cell in which nothing completed inside the measured window (off in
+    /// smoke runs, which only check that every answer was correct).
+    pub require_window_ops: bool,
 }
 
 /// What one cell measured.
@@ -436,7 +439,7 @@ pub fn run_cell(
     let engine = Engine::connect(&plan)?;
     let mut probe = ServerProbe::new(server);
     let result = engine.run(&plan, &mut probe)?;
-    let mut metrics = probe.metrics(w, &result)?;
+    let mut metrics = probe.metrics(w, &result, cfg.require_window_ops)?;
     if rate > 0.0 {
         metrics.values.insert("offered_req_per_s".into(), rate);
     }
@@ -479,7 +482,14 @@ impl ServerProbe<'_> {
         })
     }
 
-    fn metrics(&self, w: Workload, r: &EngineResult) -> io::Result<CellMetrics> {
+    /// The cell's numbers. `require_window`: fail when nothing completed inside
+    /// the window (a smoke run's short windows on a loaded machine may see none).
+    fn metrics(
+        &self,
+        w: Workload,
+        r: &EngineResult,
+        require_window: bool,
+    ) -> io::Result<CellMetrics> {
         let (Some(a), Some(b)) = (self.start, self.end) else {
             return Err(io::Error::other("the measured window never started"));
         };
@@ -550,7 +560,12 @@ impl ServerProbe<'_> {
             Workload::W8 => r.rr.ops.min(r.stream.ops),
             _ => r.rr.ops,
         };
-        if done == 0 {
+        if r.answered == 0 {
+            return Err(io::Error::other(
+                "the server answered no request at all (warm-up included)",
+            ));
+        }
+        if done == 0 && require_window {
             return Err(io::Error::other(
                 "nothing completed inside the measured window",
             ));

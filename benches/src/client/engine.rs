@@ -120,6 +120,9 @@ pub struct EngineResult {
     pub churn: Tally,
     /// CPU the client thread used inside the window.
     pub client_cpu: Duration,
+    /// Requests, churn cycles and stream receives that completed correctly over the
+    /// whole run, warm-up included.
+    pub answered: u64,
 }
 
 const SEND: u64 = 1;
@@ -199,6 +202,8 @@ pub struct Engine {
     churn: Tally,
     /// Inside the measured window.
     counting: bool,
+    /// Correct completions over the whole run.
+    answered: u64,
 }
 
 impl Engine {
@@ -244,6 +249,7 @@ impl Engine {
             stream: Tally::new()?,
             churn: Tally::new()?,
             counting: false,
+            answered: 0,
         })
     }
 
@@ -310,6 +316,7 @@ impl Engine {
             stream: self.stream.clone(),
             churn: self.churn.clone(),
             client_cpu,
+            answered: self.answered,
         })
     }
 
@@ -499,6 +506,7 @@ impl Engine {
                 }
                 c.rx_off += n as u64;
                 c.recv_busy = false;
+                self.answered += 1;
                 if counting {
                     self.stream.bytes += n as u64;
                     self.stream.ops += 1;
@@ -541,6 +549,7 @@ impl Engine {
             return Err(wrong_bytes(i, 0));
         }
         c.active = false;
+        self.answered += 1;
         let size = c.tx.len() as u64;
         let churn = matches!(c.role, Role::Churn { .. });
         if churn {

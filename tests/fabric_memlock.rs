@@ -10,7 +10,8 @@ fn memlock_limit_is_reported_with_numbers_and_the_fix() {
         rlim_max: 0,
     };
     // SAFETY: valid out-pointer.
-    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut old) }, 0);
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut old) };
+    assert_eq!(rc, 0);
     let (_, locked) = memlock_state();
     let limit = locked + (1 << 20);
     let low = libc::rlimit {
@@ -18,7 +19,8 @@ fn memlock_limit_is_reported_with_numbers_and_the_fix() {
         rlim_max: old.rlim_max,
     };
     // SAFETY: lowering the soft limit is always permitted; `low` is valid.
-    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &low) }, 0);
+    let rc = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &low) };
+    assert_eq!(rc, 0);
     let d = Fabric::open("uring-tcp", &Requirements::new())
         .unwrap()
         .domain(DomainConfig { lock_memory: true })
@@ -26,7 +28,8 @@ fn memlock_limit_is_reported_with_numbers_and_the_fix() {
     let big = d.register(4 << 20, Access::LOCAL);
     let small = d.register(64 << 10, Access::LOCAL);
     // SAFETY: restoring the limits read above.
-    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &old) }, 0);
+    let rc = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &old) };
+    assert_eq!(rc, 0);
     match big {
         Err(FabricError::MemlockLimit {
             limit: l,
@@ -36,7 +39,10 @@ fn memlock_limit_is_reported_with_numbers_and_the_fix() {
             assert_eq!((l, requested), (low.rlim_cur, 4 << 20));
             assert!(already <= limit);
             let text = big.unwrap_err().to_string();
-            assert!(text.contains("ulimit -l") && text.contains("CAP_IPC_LOCK"), "{text}");
+            assert!(
+                text.contains("ulimit -l") && text.contains("CAP_IPC_LOCK"),
+                "{text}"
+            );
         }
         other => panic!("expected MemlockLimit, got {other:?}"),
     }

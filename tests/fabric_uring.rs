@@ -72,10 +72,16 @@ fn unexpected_messages_are_bounded_with_backpressure() {
             assert!(c.is_ok(), "{c:?}");
             delivered.push(c.context);
         }
-        assert_eq!(delivered, vec![0, 1, 2, 3], "the receiver holds 4, then stops reading");
+        assert_eq!(
+            delivered,
+            vec![0, 1, 2, 3],
+            "the receiver holds 4, then stops reading"
+        );
         let dst = d.register(N * 1024, Access::LOCAL).unwrap();
         for i in 0..N {
-            b.recv(&dst.slice(i * 1024..(i + 1) * 1024).unwrap()).post().unwrap();
+            b.recv(&dst.slice(i * 1024..(i + 1) * 1024).unwrap())
+                .post()
+                .unwrap();
         }
         for i in 0..N {
             let c = next(&bcq).await;
@@ -193,7 +199,10 @@ fn accept_reports_peers_that_connected() {
         let to_server = client.connect(&server.address()).await.unwrap();
         let src = d.register(64, Access::LOCAL).unwrap();
         src.write(0, b"hi").unwrap();
-        client.send(to_server, &src.slice(0..2).unwrap()).post().unwrap();
+        client
+            .send(to_server, &src.slice(0..2).unwrap())
+            .post()
+            .unwrap();
         let peer = zerorx::time::timeout(OP_TIMEOUT, server.accept())
             .await
             .unwrap()
@@ -228,7 +237,9 @@ fn unreachable_peer() {
             bytes,
         };
         match a.connect(&dead).await {
-            Err(FabricError::Unreachable { cause, .. }) => assert!(cause.contains("connecting"), "{cause}"),
+            Err(FabricError::Unreachable { cause, .. }) => {
+                assert!(cause.contains("connecting"), "{cause}")
+            }
             other => panic!("{other:?}"),
         }
         let peer = a.insert_peer(&dead).unwrap();
@@ -242,7 +253,10 @@ fn unreachable_peer() {
             provider: "uring-tcp".into(),
             bytes: vec![1, 2],
         };
-        assert!(matches!(a.insert_peer(&short), Err(FabricError::BadAddress { .. })));
+        assert!(matches!(
+            a.insert_peer(&short),
+            Err(FabricError::BadAddress { .. })
+        ));
         assert!(EpAddr::from_bytes(&[]).is_err());
         assert!(EpAddr::from_bytes(&[9, b'a']).is_err());
         let e = a.address();
@@ -264,7 +278,16 @@ fn bind_address_is_checked() {
                 },
             )
             .unwrap_err();
-        assert!(matches!(e, FabricError::InvalidConfig { field: "EndpointConfig::bind", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                FabricError::InvalidConfig {
+                    field: "EndpointConfig::bind",
+                    ..
+                }
+            ),
+            "{e}"
+        );
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let e = d
             .endpoint(

@@ -3,6 +3,7 @@
 
 use super::context;
 use super::handle::Handle;
+use super::receive_plan::ReceiveRole;
 use crate::driver::ring::RingConfig;
 use crate::driver::{Driver, RingFlags};
 use crate::executor::task::Runnable;
@@ -25,6 +26,18 @@ use zcrx::{CopyPool, CopyPoolConfig, StatsHandle};
 pub(crate) struct WorkerConfig {
     pub(crate) ring: RingConfig,
     pub(crate) pool: Option<CopyPoolConfig>,
+    /// What this worker receives with.
+    pub(crate) role: ReceiveRole,
+}
+
+impl WorkerConfig {
+    /// This configuration for a worker with `role`.
+    pub(crate) fn for_worker(&self, role: ReceiveRole) -> WorkerConfig {
+        WorkerConfig {
+            role,
+            ..self.clone()
+        }
+    }
 }
 
 /// A message for a worker from another thread.
@@ -134,6 +147,15 @@ impl Core {
         handle: Handle,
         cfg: &WorkerConfig,
     ) -> io::Result<Core> {
+        if cfg.role != ReceiveRole::Copy {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "worker {}: zero-copy pools ({}) are not attached by the runtime yet",
+                    shared.index, cfg.role
+                ),
+            ));
+        }
         let mut driver = Driver::new(&cfg.ring, shared.unparker.eventfd(), shared.metrics.clone())?;
         shared.unparker.set_ring_fd(driver.ring_fd())?;
         let _ = shared.ring_flags.set(driver.ring_flags());

@@ -1,6 +1,7 @@
 //! zerorx: a thread-per-core networking runtime built on io_uring zero-copy receive.
 //!
 //! - [`doctor`]: the `zerorx doctor` report of what the kernel and NICs can do.
+//! - [`rpc`]: Apache Thrift protocols, typed codecs, server and client.
 //!
 //! Each worker thread owns one ring, a local task queue and a timer heap; tasks never
 //! migrate. See `DESIGN.md` for the op lifecycle and who owns what memory.
@@ -19,9 +20,11 @@
 pub mod doctor;
 pub mod driver;
 pub mod executor;
+pub mod fabric;
 pub(crate) mod io;
 pub mod metrics;
 pub mod net;
+pub mod rpc;
 pub mod runtime;
 pub mod time;
 pub mod wake;

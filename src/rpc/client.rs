@@ -41,6 +41,8 @@ pub struct ClientConfig {
     pub write_timeout: Option<Duration>,
     /// Decoder limits for replies.
     pub limits: DecodeLimits,
+    /// Sets `TCP_NODELAY` (default true).
+    pub nodelay: bool,
 }
 
 impl Default for ClientConfig {
@@ -54,6 +56,7 @@ impl Default for ClientConfig {
             reconnect: true,
             write_timeout: Some(Duration::from_secs(30)),
             limits: DecodeLimits::default(),
+            nodelay: true,
         }
     }
 }
@@ -264,6 +267,9 @@ impl Client {
         let stream = TcpStream::connect_timeout(self.inner.addr, cfg.connect_timeout)
             .await
             .map_err(ClientError::Connect)?;
+        if cfg.nodelay {
+            stream.set_nodelay(true).map_err(ClientError::Connect)?;
+        }
         let stream = Rc::new(stream);
         let conn = Rc::new(Conn {
             out: OutQueue::default(),

@@ -273,8 +273,17 @@ fn idle_connections_close_and_clients_reconnect() {
         .expect("connect");
         // A call longer than the idle timeout is not idleness.
         c.sleep_ms(400).await.expect("busy connection kept");
-        zerorx::time::sleep(Duration::from_millis(600)).await;
+        assert!(c.client().is_connected());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while c.client().is_connected() {
+            assert!(
+                Instant::now() < deadline,
+                "the server never closed the idle connection"
+            );
+            zerorx::time::sleep(Duration::from_millis(10)).await;
+        }
         assert_eq!(c.add(1, 2).await.expect("reconnects"), 3);
+        assert!(c.client().is_connected());
         assert_eq!(c.client().stats().reconnects, 1);
     });
     assert!(h.stats().idle_timeouts >= 1);

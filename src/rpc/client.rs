@@ -207,6 +207,16 @@ impl Client {
         &self.inner.config
     }
 
+    /// Whether a connection is open and not known to be lost (the next call then uses
+    /// it rather than connecting).
+    pub fn is_connected(&self) -> bool {
+        self.inner
+            .conn
+            .borrow()
+            .as_ref()
+            .is_some_and(|c| c.broken.borrow().is_none())
+    }
+
     /// The counters.
     pub fn stats(&self) -> ClientStats {
         self.inner.stats.get()

@@ -301,3 +301,21 @@ fn bind_address_is_checked() {
         assert!(matches!(e, FabricError::Io { call: "bind", .. }), "{e}");
     });
 }
+
+#[test]
+fn use_outside_the_worker_is_an_error_not_a_panic() {
+    let rt = zerorx::Runtime::builder().threads(1).build().expect("runtime");
+    let (d, a, b, cq) = rt.block_on(async {
+        let d = domain();
+        let (a, cq) = endpoint(&d, EndpointConfig::default());
+        let (b, _) = endpoint(&d, EndpointConfig::default());
+        (d, a, b, cq)
+    });
+    assert!(matches!(a.insert_peer(&b.address()), Err(FabricError::NotInRuntime)));
+    let buf = d.register(8, Access::LOCAL).unwrap();
+    let r = a.recv(&buf.all()).post().expect("posting a receive needs no task");
+    drop(a);
+    let c = cq.try_next().expect("closing completes the receive");
+    assert_eq!((c.op, c.status), (r, Err(OpError::Canceled)));
+    drop(b);
+}

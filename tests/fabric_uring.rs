@@ -66,17 +66,20 @@ fn unexpected_messages_are_bounded_with_backpressure() {
                 .post()
                 .unwrap();
         }
-        zerorx::time::sleep(Duration::from_millis(300)).await;
+        // The receiver takes 4 and then stops reading: no fifth delivery however long
+        // one waits.
         let mut delivered = Vec::new();
-        while let Some(c) = acq.try_next() {
+        for _ in 0..4 {
+            let c = next(&acq).await;
             assert!(c.is_ok(), "{c:?}");
             delivered.push(c.context);
         }
-        assert_eq!(
-            delivered,
-            vec![0, 1, 2, 3],
-            "the receiver holds 4, then stops reading"
+        zerorx::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            acq.try_next().is_none(),
+            "a fifth message was taken past the bound"
         );
+        assert_eq!(delivered, vec![0, 1, 2, 3]);
         let dst = d.register(N * 1024, Access::LOCAL).unwrap();
         for i in 0..N {
             b.recv(&dst.slice(i * 1024..(i + 1) * 1024).unwrap())
@@ -304,16 +307,25 @@ fn bind_address_is_checked() {
 
 #[test]
 fn use_outside_the_worker_is_an_error_not_a_panic() {
-    let rt = zerorx::Runtime::builder().threads(1).build().expect("runtime");
+    let rt = zerorx::Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("runtime");
     let (d, a, b, cq) = rt.block_on(async {
         let d = domain();
         let (a, cq) = endpoint(&d, EndpointConfig::default());
         let (b, _) = endpoint(&d, EndpointConfig::default());
         (d, a, b, cq)
     });
-    assert!(matches!(a.insert_peer(&b.address()), Err(FabricError::NotInRuntime)));
+    assert!(matches!(
+        a.insert_peer(&b.address()),
+        Err(FabricError::NotInRuntime)
+    ));
     let buf = d.register(8, Access::LOCAL).unwrap();
-    let r = a.recv(&buf.all()).post().expect("posting a receive needs no task");
+    let r = a
+        .recv(&buf.all())
+        .post()
+        .expect("posting a receive needs no task");
     drop(a);
     let c = cq.try_next().expect("closing completes the receive");
     assert_eq!((c.op, c.status), (r, Err(OpError::Canceled)));

@@ -331,3 +331,74 @@ fn use_outside_the_worker_is_an_error_not_a_panic() {
     assert_eq!((c.op, c.status), (r, Err(OpError::Canceled)));
     drop(b);
 }
+
+#[test]
+fn max_msg_size_bounds_posts_and_what_peers_may_send() {
+    run(async {
+        let d = domain();
+        let small = EndpointConfig {
+            max_msg_size: Some(4096),
+            ..Default::default()
+        };
+        let (a, acq) = endpoint(&d, EndpointConfig::default());
+        let (b, bcq) = endpoint(&d, small);
+        assert_eq!(b.max_msg_size(), 4096);
+        assert_eq!(a.max_msg_size(), 8 << 20, "the Requirements' default");
+        let buf = d.register(65536, Access::LOCAL).unwrap();
+        let ba = b.insert_peer(&a.address()).unwrap();
+        assert_eq!(
+            b.send(ba, &buf.all()).post(),
+            Err(PostError::TooLarge {
+                len: 65536,
+                max: 4096
+            })
+        );
+        assert_eq!(
+            b.recv_lease(8192).post(),
+            Err(PostError::TooLarge {
+                len: 8192,
+                max: 4096
+            })
+        );
+        // A peer sending more than b accepts is cut off; its operations learn it.
+        let ab = a.connect(&b.address()).await.unwrap();
+        // A receive only from a learns it too (one from anyone stays posted).
+        b.recv(&buf.slice(0..4096).unwrap())
+            .from(ba)
+            .post()
+            .unwrap();
+        a.send(ab, &buf.all())
+            .level(Level::Delivered)
+            .post()
+            .unwrap();
+        let c = next(&acq).await;
+        assert!(
+            matches!(c.status, Err(OpError::ConnectionLost { .. })),
+            "{c:?}"
+        );
+        let r = next(&bcq).await;
+        assert!(
+            matches!(r.status, Err(OpError::ConnectionLost { .. })),
+            "{r:?}"
+        );
+        let e = d
+            .endpoint(
+                &d.completion_queue(1024).unwrap(),
+                EndpointConfig {
+                    max_msg_size: Some(usize::MAX),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                FabricError::InvalidConfig {
+                    field: "EndpointConfig::max_msg_size",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    });
+}

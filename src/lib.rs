@@ -33,7 +33,7 @@ pub mod time;
 pub mod wake;
 
 pub use executor::{spawn, yield_now, JoinError, JoinHandle};
-pub use metrics::WorkerMetricsSnapshot;
+pub use metrics::{RearmCounts, WorkerMetricsSnapshot};
 pub use runtime::{Builder, Handle, ReceiveMode, Runtime};
 pub use time::{sleep, sleep_until, timeout};
 pub use wake::WakeMode;

@@ -1,6 +1,10 @@
 //! zerorx: a thread-per-core networking runtime built on io_uring zero-copy receive.
 //!
 //! - [`doctor`]: the `zerorx doctor` report of what the kernel and NICs can do.
+//! - [`rpc`]: Apache Thrift protocols, typed codecs, server and client.
+//! - [`net`]: TCP/UDP sockets; [`net::FrameReader`] cuts length-prefixed frames out of
+//!   the received buffers as [`net::BytesChain`]s (no copy), [`net::RecvStream`] is a
+//!   `Stream` of buffers and [`net::Compat`] speaks futures-io `AsyncRead`/`AsyncWrite`.
 //!
 //! Each worker thread owns one ring, a local task queue and a timer heap; tasks never
 //! migrate. See `DESIGN.md` for the op lifecycle and who owns what memory.
@@ -19,16 +23,18 @@
 pub mod doctor;
 pub mod driver;
 pub mod executor;
+pub mod fabric;
 pub(crate) mod io;
 pub mod metrics;
 pub mod net;
+pub mod rpc;
 pub mod runtime;
 pub mod time;
 pub mod wake;
 
 pub use executor::{spawn, yield_now, JoinError, JoinHandle};
-pub use metrics::WorkerMetricsSnapshot;
-pub use runtime::{Builder, Handle, Runtime};
+pub use metrics::{RearmCounts, WorkerMetricsSnapshot};
+pub use runtime::{Builder, Handle, ReceiveMode, Runtime};
 pub use time::{sleep, sleep_until, timeout};
 pub use wake::WakeMode;
 pub use zcrx;

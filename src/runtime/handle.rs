@@ -2,6 +2,7 @@
 //! thread and reading counters.
 
 use super::context;
+use super::receive_mode::ReceiveModeReport;
 use super::worker::WorkerShared;
 use crate::driver::RingFlags;
 use crate::executor::{self, JoinHandle};
@@ -15,6 +16,7 @@ use std::time::Instant;
 pub(crate) struct Shared {
     pub(crate) workers: Vec<Arc<WorkerShared>>,
     pub(crate) wake_mode: WakeMode,
+    receive: ReceiveModeReport,
     shutdown: AtomicBool,
     deadline: Mutex<Option<Instant>>,
 }
@@ -26,11 +28,16 @@ pub struct Handle {
 }
 
 impl Handle {
-    pub(crate) fn new(workers: Vec<Arc<WorkerShared>>, wake_mode: WakeMode) -> Handle {
+    pub(crate) fn new(
+        workers: Vec<Arc<WorkerShared>>,
+        wake_mode: WakeMode,
+        receive: ReceiveModeReport,
+    ) -> Handle {
         Handle {
             inner: Arc::new(Shared {
                 workers,
                 wake_mode,
+                receive,
                 shutdown: AtomicBool::new(false),
                 deadline: Mutex::new(None),
             }),
@@ -53,6 +60,12 @@ impl Handle {
             Arc::ptr_eq(&core.handle.inner, &self.inner).then_some(core.shared.index)
         })
         .flatten()
+    }
+
+    /// The receive mode the runtime runs in (zero-copy or copy), why, and what each
+    /// worker receives with.
+    pub fn receive_mode(&self) -> &ReceiveModeReport {
+        &self.inner.receive
     }
 
     /// How wake-ups are delivered to parked workers.

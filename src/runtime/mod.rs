@@ -8,11 +8,17 @@
 mod builder;
 pub(crate) mod context;
 mod handle;
+mod receive_mode;
+mod receive_plan;
 mod shutdown;
 pub(crate) mod worker;
 
 pub use builder::Builder;
 pub use handle::Handle;
+pub use receive_mode::{
+    ReceiveMode, ReceiveModeReport, ResolvedMode, ZeroCopyTarget, ZeroCopyUnavailable,
+};
+pub use receive_plan::{plan_receive, ReceiveRole};
 
 use std::future::Future;
 use std::pin::pin;

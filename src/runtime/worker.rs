@@ -3,6 +3,7 @@
 
 use super::context;
 use super::handle::Handle;
+use super::receive_plan::ReceiveRole;
 use crate::driver::ring::RingConfig;
 use crate::driver::{Driver, RingFlags};
 use crate::executor::task::Runnable;
@@ -25,6 +26,20 @@ use zcrx::{CopyPool, CopyPoolConfig, StatsHandle};
 pub(crate) struct WorkerConfig {
     pub(crate) ring: RingConfig,
     pub(crate) pool: Option<CopyPoolConfig>,
+    /// What this worker receives with.
+    pub(crate) role: ReceiveRole,
+    /// Arm copy receives as bundles (one completion, several buffers).
+    pub(crate) recv_bundles: bool,
+}
+
+impl WorkerConfig {
+    /// This configuration for a worker with `role`.
+    pub(crate) fn for_worker(&self, role: ReceiveRole) -> WorkerConfig {
+        WorkerConfig {
+            role,
+            ..self.clone()
+        }
+    }
 }
 
 /// A message for a worker from another thread.
@@ -112,6 +127,8 @@ pub(crate) struct Core {
     /// The receive pool registered with this worker's ring. Receive ops hold clones;
     /// an op leaked at shutdown leaks its clone, and with it the pool memory.
     pub(crate) pool: Option<Rc<CopyPool>>,
+    /// Copy receives are armed as bundles.
+    pub(crate) recv_bundles: bool,
     /// Receives waiting for the pool to have free buffers again (after `ENOBUFS`).
     pub(crate) buffer_waiters: RefCell<Vec<Waker>>,
     pub(crate) run_queue: RefCell<VecDeque<Arc<dyn Runnable>>>,
@@ -134,6 +151,15 @@ impl Core {
         handle: Handle,
         cfg: &WorkerConfig,
     ) -> io::Result<Core> {
+        if cfg.role != ReceiveRole::Copy {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "worker {}: zero-copy pools ({}) are not attached by the runtime yet",
+                    shared.index, cfg.role
+                ),
+            ));
+        }
         let mut driver = Driver::new(&cfg.ring, shared.unparker.eventfd(), shared.metrics.clone())?;
         shared.unparker.set_ring_fd(driver.ring_fd())?;
         let _ = shared.ring_flags.set(driver.ring_flags());
@@ -161,6 +187,7 @@ impl Core {
             handle,
             driver: RefCell::new(driver),
             pool,
+            recv_bundles: cfg.recv_bundles,
             buffer_waiters: RefCell::new(Vec::new()),
             run_queue: RefCell::new(VecDeque::new()),
             tasks: RefCell::new(slab::Slab::new()),

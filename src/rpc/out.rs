@@ -1,0 +1,258 @@
+//! [`OutBuf`]: where messages are encoded. Small values are copied into a per-thread
+//! arena; large `Bytes` values are referenced as their own segment, so echoing a big
+//! received payload sends it from the receive buffer without a copy. The result is a
+//! list of segments for one vectored send.
+
+use super::error::EncodeError;
+use bytes::{BufMut, Bytes, BytesMut};
+use std::cell::Cell;
+
+/// `Bytes` values at least this long are sent by reference instead of copied.
+pub const SHARE_MIN: usize = 4096;
+
+/// Size of a new arena block.
+const ARENA_CHUNK: usize = 64 * 1024;
+
+/// A message starts in the current block while at least this much of it is free;
+/// otherwise a new block is taken (or the old one reclaimed, if every chunk split
+/// off it was dropped).
+const ARENA_MIN_FREE: usize = 4096;
+
+thread_local! {
+    /// The thread's output arena. Encoded messages are split off its front; once every
+    /// split-off chunk has been sent and dropped, `reserve` reclaims the whole
+    /// allocation, so steady-state encoding allocates nothing.
+    static ARENA: Cell<BytesMut> = Cell::new(BytesMut::new());
+}
+
+/// An encoded message in progress.
+#[derive(Debug)]
+pub struct OutBuf {
+    /// The first chunk, kept mutable until [`finish`](Self::finish) so the frame length
+    /// can be patched in after large segments were split off.
+    head: Option<BytesMut>,
+    cur: BytesMut,
+    segs: Vec<Bytes>,
+    /// Bytes in `segs` (not counting `head` or `cur`).
+    segs_len: usize,
+    framed: bool,
+    error: Option<EncodeError>,
+}
+
+const FRAME_HEADER: usize = 4;
+
+impl OutBuf {
+    /// A buffer for one unframed message.
+    pub fn new() -> OutBuf {
+        let mut cur = ARENA.with(|a| a.take());
+        if cur.capacity() < ARENA_MIN_FREE {
+            cur.reserve(ARENA_CHUNK);
+        }
+        OutBuf {
+            head: None,
+            cur,
+            segs: Vec::new(),
+            segs_len: 0,
+            framed: false,
+            error: None,
+        }
+    }
+
+    /// A buffer for one framed message: a 4-byte length prefix is written by
+    /// [`finish`](Self::finish).
+    pub fn framed() -> OutBuf {
+        let mut out = OutBuf::new();
+        out.framed = true;
+        out.cur.put_u32(0);
+        out
+    }
+
+    /// Bytes written so far (including a frame prefix).
+    pub fn len(&self) -> usize {
+        self.head.as_ref().map_or(0, BytesMut::len) + self.segs_len + self.cur.len()
+    }
+
+    /// True when nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends one byte.
+    pub fn put_u8(&mut self, v: u8) {
+        self.cur.put_u8(v);
+    }
+
+    /// Appends a slice, copied.
+    pub fn put_slice(&mut self, v: &[u8]) {
+        self.cur.put_slice(v);
+    }
+
+    /// Appends `v`: by reference when it is at least [`SHARE_MIN`] bytes, else copied.
+    pub fn put_bytes(&mut self, v: &Bytes) {
+        if v.len() < SHARE_MIN {
+            self.cur.put_slice(v);
+            return;
+        }
+        let chunk = self.cur.split();
+        if self.head.is_none() {
+            self.head = Some(chunk);
+        } else if !chunk.is_empty() {
+            self.segs_len += chunk.len();
+            self.segs.push(chunk.freeze());
+        }
+        self.segs_len += v.len();
+        self.segs.push(v.clone());
+    }
+
+    /// Records an error; [`finish`](Self::finish) returns the first one recorded.
+    pub fn fail(&mut self, e: EncodeError) {
+        self.error.get_or_insert(e);
+    }
+
+    /// Checks a length fits the protocols' `i32`, recording an error if not.
+    pub(crate) fn check_len(&mut self, len: usize) -> i32 {
+        match i32::try_from(len) {
+            Ok(n) => n,
+            Err(_) => {
+                self.fail(EncodeError::TooLong(len));
+                0
+            }
+        }
+    }
+
+    /// The encoded message as segments for one vectored send (one segment unless large
+    /// `Bytes` values were referenced). A framed message gets its length prefix here;
+    /// it must not exceed `max_frame` bytes (prefix excluded).
+    pub fn finish(mut self, max_frame: usize) -> Result<Vec<Bytes>, EncodeError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let total = self.len();
+        let body = if self.framed {
+            total - FRAME_HEADER
+        } else {
+            total
+        };
+        if body > max_frame {
+            return Err(EncodeError::FrameTooLarge {
+                size: body,
+                limit: max_frame,
+            });
+        }
+        let tail = self.cur.split();
+        let mut head = match self.head.take() {
+            Some(h) => {
+                if !tail.is_empty() {
+                    self.segs.push(tail.freeze());
+                }
+                h
+            }
+            None => tail,
+        };
+        if self.framed {
+            // `body <= max_frame`, and a frame limit above u32::MAX is not meaningful.
+            let len = u32::try_from(body).map_err(|_| EncodeError::TooLong(body))?;
+            head[..FRAME_HEADER].copy_from_slice(&len.to_be_bytes());
+        }
+        let mut out = Vec::with_capacity(1 + self.segs.len());
+        out.push(head.freeze());
+        out.append(&mut self.segs);
+        Ok(out)
+    }
+
+    /// The encoded bytes as one contiguous [`Bytes`] (copies when large values were
+    /// referenced); for tests and tools.
+    pub fn finish_contiguous(self, max_frame: usize) -> Result<Bytes, EncodeError> {
+        let segs = self.finish(max_frame)?;
+        if segs.len() == 1 {
+            return Ok(segs.into_iter().next().unwrap_or_default());
+        }
+        let mut all = BytesMut::with_capacity(segs.iter().map(Bytes::len).sum());
+        for s in &segs {
+            all.put_slice(s);
+        }
+        Ok(all.freeze())
+    }
+}
+
+impl Default for OutBuf {
+    fn default() -> Self {
+        OutBuf::new()
+    }
+}
+
+impl Drop for OutBuf {
+    fn drop(&mut self) {
+        // Hand the unused capacity back to the thread's arena.
+        let rest = std::mem::take(&mut self.cur);
+        let _ = ARENA.try_with(|a| a.set(rest));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framed_prefix_counts_every_segment() {
+        let mut o = OutBuf::framed();
+        o.put_slice(b"abc");
+        let big = Bytes::from(vec![7u8; SHARE_MIN]);
+        o.put_bytes(&big);
+        o.put_u8(9);
+        let segs = o.finish(1 << 20).expect("fits");
+        assert_eq!(segs.len(), 3, "head, shared payload, tail");
+        assert_eq!(
+            segs[1].as_ptr(),
+            big.as_ptr(),
+            "large value referenced, not copied"
+        );
+        let all: Vec<u8> = segs.iter().flat_map(|s| s.iter().copied()).collect();
+        let len = u32::from_be_bytes([all[0], all[1], all[2], all[3]]) as usize;
+        assert_eq!(len, all.len() - 4);
+        assert_eq!(&all[4..7], b"abc");
+        assert_eq!(*all.last().expect("tail"), 9);
+    }
+
+    #[test]
+    fn small_values_are_copied_into_one_segment() {
+        let mut o = OutBuf::new();
+        o.put_bytes(&Bytes::from_static(b"small"));
+        assert_eq!(
+            o.finish(100).expect("fits"),
+            vec![Bytes::from_static(b"small")]
+        );
+    }
+
+    #[test]
+    fn over_limit_and_recorded_errors_are_reported() {
+        let mut o = OutBuf::framed();
+        o.put_slice(&[0; 10]);
+        assert_eq!(
+            o.finish(9),
+            Err(EncodeError::FrameTooLarge { size: 10, limit: 9 })
+        );
+        let mut o = OutBuf::new();
+        assert_eq!(o.check_len(usize::MAX), 0);
+        assert_eq!(o.finish(100), Err(EncodeError::TooLong(usize::MAX)));
+    }
+
+    #[test]
+    fn messages_share_an_arena_block_which_is_reclaimed_once_free() {
+        let encode = |len: usize| {
+            let mut o = OutBuf::new();
+            o.put_slice(&vec![1u8; len]);
+            o.finish(usize::MAX).expect("fits").remove(0)
+        };
+        let first = encode(3);
+        let second = encode(3);
+        // While the first is alive (in flight), the next one goes right after it.
+        assert_eq!(second.as_ptr(), first.as_ptr().wrapping_add(3));
+        let base = first.as_ptr();
+        drop((first, second));
+        // Use up the block; with every chunk dropped, it is reclaimed, not replaced.
+        let filler = encode(ARENA_CHUNK - 6 - ARENA_MIN_FREE + 1);
+        drop(filler);
+        assert_eq!(encode(10).as_ptr(), base, "the arena's block was reclaimed");
+    }
+}

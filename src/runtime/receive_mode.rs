@@ -1,0 +1,664 @@
+//! The receive mode: what the application asks for ([`ReceiveMode`]), what the runtime
+//! resolved it to against the kernel probe ([`ReceiveModeReport`]), and why zero-copy
+//! was refused ([`ZeroCopyUnavailable`]).
+
+use super::receive_plan::{plan_receive, ReceiveRole};
+use serde::Serialize;
+use std::fmt;
+use std::io;
+use zcrx::probe::{Reason, ReceiveModeDecision, ZcrxVerdict};
+use zcrx::ZcrxFeatures;
+
+pub use zcrx::probe::ReceiveMode as ResolvedMode;
+
+/// How received bytes should reach the application.
+///
+/// Zero-copy receive (RECV_ZC) binds NIC receive queues to the runtime's memory. Only
+/// flows the NIC delivers on a bound queue are received without a copy, so the
+/// application's flows must be **steered** there: carve the queues out of RSS
+/// (`ethtool -X IF equal K` or an RSS context) and add a flow rule per listening port
+/// (`ethtool -N IF flow-type tcp4 dst-port P action Q`). A flow that lands on a queue
+/// bound to another instance fails RECV_ZC with `EFAULT`; the stream then falls back to
+/// copy receives (counted in `recv_steering_fallbacks`). Connections from loopback
+/// always use the copy pool (their bytes never cross a NIC queue).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum ReceiveMode {
+    /// Zero-copy on the interface queue the kernel probe (`zerorx doctor`) found able to
+    /// bind a ZCRX instance, else copy. The decision and its reason are logged once
+    /// (`tracing`, info) and readable from [`Handle::receive_mode`](crate::Handle::receive_mode).
+    #[default]
+    Auto,
+    /// Zero-copy on `queues` of `interface`; [`Builder::build`](crate::Builder::build)
+    /// fails with a [`ZeroCopyUnavailable`] naming the reason and its fix when any queue
+    /// cannot be bound. With fewer queues than workers, the first workers own the pools
+    /// and the others share them (see [`ReceiveRole`]).
+    ZeroCopy {
+        /// Interface name (`ip link`).
+        interface: String,
+        /// Hardware receive queues to bind, at most one per worker.
+        queues: Vec<u32>,
+    },
+    /// The ZCRX ABI without a device (`ZCRX_REG_NODEV`, Linux 7.1+): `instances` pools
+    /// receiving any TCP flow, every byte copied by the kernel. For testing the
+    /// zero-copy path on loopback.
+    DeviceLess {
+        /// Number of instances (owning workers), at most the number of workers.
+        instances: usize,
+    },
+    /// Multishot `recv` into each worker's provided-buffer pool.
+    Copy,
+}
+
+impl fmt::Display for ReceiveMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReceiveMode::Auto => f.write_str("auto"),
+            ReceiveMode::ZeroCopy { interface, queues } => {
+                write!(f, "zero-copy on {interface} queues {queues:?}")
+            }
+            ReceiveMode::DeviceLess { instances } => {
+                write!(f, "device-less zero-copy ({instances} instances)")
+            }
+            ReceiveMode::Copy => f.write_str("copy"),
+        }
+    }
+}
+
+/// Where zero-copy pools are bound.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ZeroCopyTarget {
+    /// Hardware queues of one interface.
+    Device {
+        /// Interface name.
+        interface: String,
+        /// Its index.
+        ifindex: u32,
+        /// One queue per owning worker.
+        queues: Vec<u32>,
+    },
+    /// Device-less instances (`ZCRX_REG_NODEV`).
+    DeviceLess {
+        /// One instance per owning worker.
+        instances: usize,
+    },
+}
+
+impl ZeroCopyTarget {
+    fn instances(&self) -> usize {
+        match self {
+            ZeroCopyTarget::Device { queues, .. } => queues.len(),
+            ZeroCopyTarget::DeviceLess { instances } => *instances,
+        }
+    }
+}
+
+/// The receive mode a runtime runs in, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReceiveModeReport {
+    /// What the builder asked for.
+    pub requested: ReceiveMode,
+    /// What the runtime runs: zero-copy or copy.
+    pub mode: ResolvedMode,
+    /// Why, in words: the probe's named reason when zero-copy was not possible.
+    pub reason: String,
+    /// Where the zero-copy pools are bound (zero-copy only).
+    pub target: Option<ZeroCopyTarget>,
+    /// What each worker receives with, by worker index.
+    pub roles: Vec<ReceiveRole>,
+}
+
+impl fmt::Display for ReceiveModeReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.mode, self.reason)?;
+        if self.mode == ResolvedMode::ZeroCopy {
+            let roles: Vec<String> = self
+                .roles
+                .iter()
+                .enumerate()
+                .map(|(i, r)| format!("worker {i} {r}"))
+                .collect();
+            write!(f, "; {}", roles.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Zero-copy receive was asked for and is not possible here.
+///
+/// Carries the probe's named [`Reason`] (with its errno and fix). `Builder::build`
+/// returns it inside an `io::Error` of kind `Unsupported`; get it back with
+/// `err.get_ref().and_then(|e| e.downcast_ref::<ZeroCopyUnavailable>())`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZeroCopyUnavailable {
+    target: String,
+    reason: Reason,
+}
+
+impl ZeroCopyUnavailable {
+    pub(crate) fn new(target: impl Into<String>, reason: Reason) -> ZeroCopyUnavailable {
+        ZeroCopyUnavailable {
+            target: target.into(),
+            reason,
+        }
+    }
+
+    /// What could not be bound (`eth0 queue 0`, `device-less ZCRX`).
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The probe's named reason.
+    pub fn reason(&self) -> &Reason {
+        &self.reason
+    }
+
+    /// What to do about it.
+    pub fn fix(&self) -> String {
+        self.reason.fix()
+    }
+}
+
+impl fmt::Display for ZeroCopyUnavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "zero-copy receive on {} is not possible: {} [{}]; fix: {}",
+            self.target,
+            self.reason,
+            self.reason.name(),
+            self.reason.fix()
+        )
+    }
+}
+
+impl std::error::Error for ZeroCopyUnavailable {}
+
+impl From<ZeroCopyUnavailable> for io::Error {
+    fn from(e: ZeroCopyUnavailable) -> io::Error {
+        io::Error::new(io::ErrorKind::Unsupported, e)
+    }
+}
+
+/// What resolution asks the kernel probe. The runtime uses [`KernelProbe`]; tests use
+/// a fake so every branch runs on any machine.
+pub(crate) trait ProbeView {
+    /// ZCRX features of the running kernel.
+    fn features(&self) -> ZcrxFeatures;
+    /// The probe's own choice (for `Auto`).
+    fn auto_choice(&self) -> ReceiveModeDecision;
+    /// Whether `queue` of `interface` can bind an instance (a real registration).
+    fn queue(&self, interface: &str, queue: u32) -> ZcrxVerdict;
+    /// The interface's index.
+    fn ifindex(&self, interface: &str) -> Option<u32>;
+}
+
+/// The real probe (`zcrx::probe`), cached per process except per-queue checks.
+pub(crate) struct KernelProbe;
+
+impl ProbeView for KernelProbe {
+    fn features(&self) -> ZcrxFeatures {
+        zcrx::probe::capabilities().zcrx.clone()
+    }
+
+    fn auto_choice(&self) -> ReceiveModeDecision {
+        zcrx::probe::capabilities().receive_mode.clone()
+    }
+
+    fn queue(&self, interface: &str, queue: u32) -> ZcrxVerdict {
+        zcrx::probe::probe_queue(interface, queue)
+    }
+
+    fn ifindex(&self, interface: &str) -> Option<u32> {
+        zcrx::probe::capabilities()
+            .interface(interface)
+            .map(|i| i.ifindex)
+    }
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+pub(crate) fn copy_report(
+    requested: &ReceiveMode,
+    threads: usize,
+    reason: String,
+) -> ReceiveModeReport {
+    ReceiveModeReport {
+        requested: requested.clone(),
+        mode: ResolvedMode::Copy,
+        reason,
+        target: None,
+        roles: plan_receive(threads, None),
+    }
+}
+
+fn zero_copy_report(
+    requested: &ReceiveMode,
+    threads: usize,
+    target: ZeroCopyTarget,
+    import: bool,
+    why: String,
+) -> ReceiveModeReport {
+    let instances = target.instances();
+    let sharing = if instances >= threads {
+        String::new()
+    } else if import {
+        format!("; {instances} pools shared with the other workers by import")
+    } else {
+        format!(
+            "; {instances} pools; the other workers' receives are served by the owners and \
+             handed over (this kernel cannot import an instance: ZCRX_REG_IMPORT needs Linux 6.19)"
+        )
+    };
+    ReceiveModeReport {
+        requested: requested.clone(),
+        mode: ResolvedMode::ZeroCopy,
+        reason: format!("{why}{sharing}"),
+        roles: plan_receive(threads, Some((instances, import))),
+        target: Some(target),
+    }
+}
+
+/// Resolves the requested mode for `threads` workers. `Auto` never fails; `ZeroCopy`
+/// and `DeviceLess` fail with [`ZeroCopyUnavailable`] (kind `Unsupported`) when the
+/// kernel or NIC cannot, and with `InvalidInput` for a configuration no kernel could
+/// run.
+pub(crate) fn resolve(
+    requested: &ReceiveMode,
+    threads: usize,
+    probe: &dyn ProbeView,
+) -> io::Result<ReceiveModeReport> {
+    match requested {
+        ReceiveMode::Copy => Ok(copy_report(
+            requested,
+            threads,
+            "copy mode was requested".into(),
+        )),
+        ReceiveMode::Auto => {
+            let d = probe.auto_choice();
+            let chosen = match (d.mode, &d.interface, d.queue) {
+                (ResolvedMode::ZeroCopy, Some(interface), Some(queue)) => probe
+                    .ifindex(interface)
+                    .map(|ifindex| (interface.clone(), ifindex, queue)),
+                _ => None,
+            };
+            Ok(match chosen {
+                Some((interface, ifindex, queue)) => zero_copy_report(
+                    requested,
+                    threads,
+                    ZeroCopyTarget::Device {
+                        interface,
+                        ifindex,
+                        queues: vec![queue],
+                    },
+                    probe.features().import,
+                    format!("auto: {}", d.reason),
+                ),
+                None => copy_report(requested, threads, format!("auto: {}", d.reason)),
+            })
+        }
+        ReceiveMode::ZeroCopy { interface, queues } => {
+            if queues.is_empty() {
+                return Err(invalid(format!(
+                    "ReceiveMode::ZeroCopy on {interface} names no queue"
+                )));
+            }
+            let mut sorted = queues.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            if sorted.len() != queues.len() {
+                return Err(invalid(format!(
+                    "ReceiveMode::ZeroCopy names a queue twice: {queues:?}"
+                )));
+            }
+            if queues.len() > threads {
+                return Err(invalid(format!(
+                    "ReceiveMode::ZeroCopy binds {} queues but the runtime has {threads} \
+                     workers; each worker owns at most one queue's pool",
+                    queues.len()
+                )));
+            }
+            for &q in queues {
+                if let ZcrxVerdict::Unavailable(reason) = probe.queue(interface, q) {
+                    return Err(
+                        ZeroCopyUnavailable::new(format!("{interface} queue {q}"), reason).into(),
+                    );
+                }
+            }
+            let Some(ifindex) = probe.ifindex(interface) else {
+                return Err(ZeroCopyUnavailable::new(
+                    interface.clone(),
+                    Reason::NoSuchInterface {
+                        interface: interface.clone(),
+                    },
+                )
+                .into());
+            };
+            Ok(zero_copy_report(
+                requested,
+                threads,
+                ZeroCopyTarget::Device {
+                    interface: interface.clone(),
+                    ifindex,
+                    queues: queues.clone(),
+                },
+                probe.features().import,
+                format!("zero-copy requested; {interface} queues {queues:?} accepted a ZCRX registration"),
+            ))
+        }
+        ReceiveMode::DeviceLess { instances } => {
+            if *instances == 0 || *instances > threads {
+                return Err(invalid(format!(
+                    "ReceiveMode::DeviceLess needs 1..={threads} instances (one per owning \
+                     worker), got {instances}"
+                )));
+            }
+            let features = probe.features();
+            let missing = if !features.recv_zc {
+                Some("Linux 6.15")
+            } else if !features.nodev {
+                Some("Linux 7.1 (ZCRX_REG_NODEV)")
+            } else {
+                None
+            };
+            if let Some(needs) = missing {
+                return Err(ZeroCopyUnavailable::new(
+                    "a device-less ZCRX instance",
+                    Reason::KernelTooOld {
+                        needs,
+                        errno: libc::EINVAL,
+                    },
+                )
+                .into());
+            }
+            Ok(zero_copy_report(
+                requested,
+                threads,
+                ZeroCopyTarget::DeviceLess {
+                    instances: *instances,
+                },
+                features.import,
+                "device-less zero-copy requested (ZCRX_REG_NODEV: the kernel copies every byte)"
+                    .into(),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct FakeProbe {
+        features: ZcrxFeatures,
+        auto: ReceiveModeDecision,
+        possible: Vec<(&'static str, u32)>,
+    }
+
+    impl FakeProbe {
+        fn kernel_6_18() -> FakeProbe {
+            FakeProbe {
+                features: ZcrxFeatures {
+                    recv_zc: true,
+                    ..ZcrxFeatures::default()
+                },
+                auto: ReceiveModeDecision {
+                    mode: ResolvedMode::Copy,
+                    interface: None,
+                    queue: None,
+                    reason: "no interface can bind a ZCRX queue: eth0: driver virtio_net lacks \
+                             queue management (EOPNOTSUPP)"
+                        .into(),
+                },
+                possible: Vec::new(),
+            }
+        }
+
+        fn with_nic() -> FakeProbe {
+            FakeProbe {
+                auto: ReceiveModeDecision {
+                    mode: ResolvedMode::ZeroCopy,
+                    interface: Some("eth1".into()),
+                    queue: Some(0),
+                    reason: "eth1 queue 0 accepted a ZCRX registration".into(),
+                },
+                possible: vec![("eth1", 0), ("eth1", 1), ("eth1", 2)],
+                ..FakeProbe::kernel_6_18()
+            }
+        }
+    }
+
+    impl ProbeView for FakeProbe {
+        fn features(&self) -> ZcrxFeatures {
+            self.features.clone()
+        }
+        fn auto_choice(&self) -> ReceiveModeDecision {
+            self.auto.clone()
+        }
+        fn queue(&self, interface: &str, queue: u32) -> ZcrxVerdict {
+            match interface {
+                "lo" => ZcrxVerdict::Unavailable(Reason::NoParentDevice),
+                "eth0" => ZcrxVerdict::Unavailable(Reason::DriverLacksQueueManagement {
+                    driver: "virtio_net".into(),
+                }),
+                _ if self
+                    .possible
+                    .iter()
+                    .any(|&(i, q)| i == interface && q == queue) =>
+                {
+                    ZcrxVerdict::Possible
+                }
+                "eth1" => ZcrxVerdict::Unavailable(Reason::QueueOutOfRange {
+                    interface: "eth1".into(),
+                    queue,
+                    queues: 3,
+                }),
+                other => ZcrxVerdict::Unavailable(Reason::NoSuchInterface {
+                    interface: other.into(),
+                }),
+            }
+        }
+        fn ifindex(&self, interface: &str) -> Option<u32> {
+            match interface {
+                "lo" => Some(1),
+                "eth0" => Some(4),
+                "eth1" => Some(5),
+                _ => None,
+            }
+        }
+    }
+
+    fn zc(interface: &str, queues: &[u32]) -> ReceiveMode {
+        ReceiveMode::ZeroCopy {
+            interface: interface.into(),
+            queues: queues.to_vec(),
+        }
+    }
+
+    fn unavailable(e: &io::Error) -> &ZeroCopyUnavailable {
+        e.get_ref()
+            .and_then(|e| e.downcast_ref::<ZeroCopyUnavailable>())
+            .unwrap_or_else(|| panic!("not a ZeroCopyUnavailable: {e}"))
+    }
+
+    #[test]
+    fn copy_is_copy() {
+        let r = resolve(&ReceiveMode::Copy, 2, &FakeProbe::with_nic()).expect("copy");
+        assert_eq!(r.mode, ResolvedMode::Copy);
+        assert_eq!(r.roles, vec![ReceiveRole::Copy; 2]);
+        assert_eq!(r.target, None);
+        assert!(r.reason.contains("requested"));
+    }
+
+    #[test]
+    fn auto_falls_back_to_copy_with_the_probe_reason() {
+        let r = resolve(&ReceiveMode::Auto, 3, &FakeProbe::kernel_6_18()).expect("auto");
+        assert_eq!(r.mode, ResolvedMode::Copy);
+        assert_eq!(r.requested, ReceiveMode::Auto);
+        assert!(
+            r.reason.starts_with("auto: no interface can bind"),
+            "{}",
+            r.reason
+        );
+        assert!(r.reason.contains("virtio_net"));
+        assert_eq!(r.roles, vec![ReceiveRole::Copy; 3]);
+        assert!(r.to_string().starts_with("copy (auto: "), "{r}");
+    }
+
+    #[test]
+    fn auto_takes_the_probed_queue_and_shares_it() {
+        let mut p = FakeProbe::with_nic();
+        let r = resolve(&ReceiveMode::Auto, 3, &p).expect("auto");
+        assert_eq!(r.mode, ResolvedMode::ZeroCopy);
+        assert_eq!(
+            r.target,
+            Some(ZeroCopyTarget::Device {
+                interface: "eth1".into(),
+                ifindex: 5,
+                queues: vec![0]
+            })
+        );
+        assert_eq!(
+            r.roles,
+            vec![
+                ReceiveRole::Owner { instance: 0 },
+                ReceiveRole::Handover { owner: 0 },
+                ReceiveRole::Handover { owner: 0 }
+            ]
+        );
+        assert!(r.reason.contains("handed over"), "{}", r.reason);
+        assert!(r.reason.contains("Linux 6.19"), "{}", r.reason);
+        p.features.import = true;
+        let r = resolve(&ReceiveMode::Auto, 2, &p).expect("auto");
+        assert_eq!(r.roles[1], ReceiveRole::Import { owner: 0 });
+        assert!(r.reason.contains("import"), "{}", r.reason);
+        assert!(
+            r.to_string().contains("worker 1 imports worker 0's pool"),
+            "{r}"
+        );
+        // A single worker owns the only queue: nothing to share.
+        let r = resolve(&ReceiveMode::Auto, 1, &p).expect("auto");
+        assert_eq!(r.roles, vec![ReceiveRole::Owner { instance: 0 }]);
+        assert!(!r.reason.contains("shared"), "{}", r.reason);
+    }
+
+    #[test]
+    fn zero_copy_on_loopback_and_virtio_is_refused_with_eopnotsupp_reasons() {
+        let p = FakeProbe::kernel_6_18();
+        let e = resolve(&zc("lo", &[0]), 1, &p).expect_err("lo");
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+        let u = unavailable(&e);
+        assert_eq!(u.reason(), &Reason::NoParentDevice);
+        assert_eq!(u.target(), "lo queue 0");
+        let msg = e.to_string();
+        assert!(msg.contains("no parent (DMA) device (EOPNOTSUPP)"), "{msg}");
+        assert!(msg.contains("[NoParentDevice]"), "{msg}");
+        assert!(msg.contains("fix: "), "{msg}");
+        assert!(msg.contains("ZCRX_REG_NODEV"), "{msg}");
+
+        let e = resolve(&zc("eth0", &[0]), 1, &p).expect_err("eth0");
+        let u = unavailable(&e);
+        assert_eq!(u.reason().name(), "DriverLacksQueueManagement");
+        assert!(e.to_string().contains("virtio_net"), "{e}");
+        assert!(u.fix().contains("mlx5"));
+    }
+
+    #[test]
+    fn zero_copy_names_the_first_refused_queue() {
+        let p = FakeProbe::with_nic();
+        let e = resolve(&zc("eth1", &[1, 7]), 2, &p).expect_err("queue 7");
+        let u = unavailable(&e);
+        assert_eq!(u.target(), "eth1 queue 7");
+        assert_eq!(u.reason().name(), "QueueOutOfRange");
+        assert!(u.fix().contains("ethtool -L eth1"));
+        let e = resolve(&zc("nope0", &[0]), 1, &p).expect_err("no interface");
+        assert_eq!(unavailable(&e).reason().name(), "NoSuchInterface");
+    }
+
+    #[test]
+    fn zero_copy_configuration_errors_are_invalid_input() {
+        let p = FakeProbe::with_nic();
+        for (mode, threads, needle) in [
+            (zc("eth1", &[]), 2, "names no queue"),
+            (zc("eth1", &[0, 0]), 2, "twice"),
+            (
+                zc("eth1", &[0, 1, 2]),
+                2,
+                "3 queues but the runtime has 2 workers",
+            ),
+            (ReceiveMode::DeviceLess { instances: 0 }, 2, "1..=2"),
+            (ReceiveMode::DeviceLess { instances: 3 }, 2, "got 3"),
+        ] {
+            let e = resolve(&mode, threads, &p).expect_err("invalid");
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{mode}");
+            assert!(e.to_string().contains(needle), "{e}");
+        }
+    }
+
+    #[test]
+    fn zero_copy_plans_owners_and_sharing() {
+        let mut p = FakeProbe::with_nic();
+        let r = resolve(&zc("eth1", &[2, 0]), 3, &p).expect("zc");
+        assert_eq!(r.mode, ResolvedMode::ZeroCopy);
+        assert_eq!(
+            r.target,
+            Some(ZeroCopyTarget::Device {
+                interface: "eth1".into(),
+                ifindex: 5,
+                queues: vec![2, 0]
+            })
+        );
+        assert_eq!(r.roles[2], ReceiveRole::Handover { owner: 0 });
+        p.features.import = true;
+        let r = resolve(&zc("eth1", &[0, 1]), 2, &p).expect("zc");
+        assert_eq!(
+            r.roles,
+            vec![
+                ReceiveRole::Owner { instance: 0 },
+                ReceiveRole::Owner { instance: 1 }
+            ]
+        );
+    }
+
+    #[test]
+    fn device_less_needs_nodev() {
+        let p = FakeProbe::kernel_6_18();
+        let e = resolve(&ReceiveMode::DeviceLess { instances: 1 }, 2, &p).expect_err("6.18");
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+        let u = unavailable(&e);
+        assert_eq!(
+            u.reason(),
+            &Reason::KernelTooOld {
+                needs: "Linux 7.1 (ZCRX_REG_NODEV)",
+                errno: libc::EINVAL
+            }
+        );
+        assert!(e.to_string().contains("Linux 7.1"), "{e}");
+        let old = FakeProbe {
+            features: ZcrxFeatures::default(),
+            ..FakeProbe::kernel_6_18()
+        };
+        let e = resolve(&ReceiveMode::DeviceLess { instances: 1 }, 1, &old).expect_err("old");
+        assert!(e.to_string().contains("Linux 6.15"), "{e}");
+
+        let mut p = FakeProbe::kernel_6_18();
+        p.features.nodev = true;
+        p.features.import = true;
+        let r = resolve(&ReceiveMode::DeviceLess { instances: 1 }, 2, &p).expect("7.1");
+        assert_eq!(r.mode, ResolvedMode::ZeroCopy);
+        assert_eq!(r.target, Some(ZeroCopyTarget::DeviceLess { instances: 1 }));
+        assert_eq!(r.roles[1], ReceiveRole::Import { owner: 0 });
+    }
+
+    #[test]
+    fn report_serializes() {
+        let r = resolve(&ReceiveMode::Auto, 1, &FakeProbe::kernel_6_18()).expect("auto");
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(json["mode"], "copy");
+        assert_eq!(json["requested"]["mode"], "auto");
+        assert_eq!(json["roles"][0]["role"], "copy");
+    }
+}

@@ -1,0 +1,398 @@
+//! `FrameReader` on real loopback connections: frames cut at every byte boundary and
+//! delivered in separate receive buffers, 1-byte to multi-MiB frames with every byte
+//! verified, zero-copy of a frame that arrives in one buffer, frames larger than the
+//! whole pool, the length limit, early EOF, reset and cancellation.
+
+mod common;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use common::{connected_pair, Rng};
+use std::io::ErrorKind;
+use std::rc::Rc;
+use std::time::Duration;
+use zcrx::CopyPoolConfig;
+use zerorx::net::{BytesChain, FrameReader, TcpStream};
+use zerorx::{spawn, timeout, Runtime, WakeMode};
+
+const LIMIT: usize = 16 << 20;
+
+fn rt() -> Runtime {
+    common::rt(1, WakeMode::EventFd)
+}
+
+fn rt_with_pool(buffers: u16, size: u32) -> Runtime {
+    Runtime::builder()
+        .threads(1)
+        .copy_pool(Some(CopyPoolConfig {
+            buffers,
+            buffer_size: size,
+            ..CopyPoolConfig::default()
+        }))
+        .shutdown_timeout(Duration::from_secs(5))
+        .build()
+        .expect("runtime")
+}
+
+fn random(seed: u64, len: usize) -> Vec<u8> {
+    let mut rng = Rng(seed | 1);
+    (0..len).map(|_| rng.next() as u8).collect()
+}
+
+/// `bodies` framed with 4-byte big-endian lengths, back to back.
+fn framed(bodies: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = BytesMut::new();
+    for b in bodies {
+        out.put_u32(b.len() as u32);
+        out.put_slice(b);
+    }
+    out.to_vec()
+}
+
+fn flat(c: &BytesChain) -> Vec<u8> {
+    c.segments().flat_map(|s| s.iter().copied()).collect()
+}
+
+/// Bounded so a bug shows as a failure, not a hung test.
+async fn frame<S: AsRef<TcpStream>>(r: &mut FrameReader<S>, max: usize) -> Option<BytesChain> {
+    timeout(Duration::from_secs(20), r.read_frame(max))
+        .await
+        .expect("frame in time")
+        .expect("read_frame")
+}
+
+#[test]
+fn frames_split_at_every_byte_boundary_arrive_intact() {
+    rt().block_on(async {
+        let (c, s) = connected_pair().await;
+        c.set_nodelay(true).expect("nodelay");
+        let bodies = vec![vec![], b"x".to_vec(), random(1, 5), random(2, 40)];
+        let wire = framed(&bodies);
+        let mut r = FrameReader::new(&s);
+        let mut spanning = 0;
+        for cut in 1..wire.len() {
+            // The reader sees the first piece before the second is sent, so the two
+            // pieces are always separate receive buffers.
+            c.send(Bytes::copy_from_slice(&wire[..cut]))
+                .await
+                .expect("send");
+            assert!(r.fill(cut).await.expect("fill"), "cut {cut}");
+            c.send(Bytes::copy_from_slice(&wire[cut..]))
+                .await
+                .expect("send");
+            for (i, body) in bodies.iter().enumerate() {
+                let f = frame(&mut r, LIMIT).await.expect("a frame");
+                assert_eq!(&flat(&f), body, "cut {cut} frame {i}");
+                spanning += usize::from(f.segments().len() > 1);
+            }
+            assert!(r.buffered().is_empty(), "cut {cut}");
+        }
+        assert!(spanning > 0, "no frame spanned two receive buffers");
+    });
+}
+
+#[test]
+fn random_three_way_splits_reassemble() {
+    rt().block_on(async {
+        let (c, s) = connected_pair().await;
+        c.set_nodelay(true).expect("nodelay");
+        let mut rng = Rng(77);
+        let mut r = FrameReader::new(Rc::new(s));
+        for round in 0..150u64 {
+            let bodies: Vec<Vec<u8>> = (0..1 + rng.next() % 4)
+                .map(|i| random(round * 8 + i, (rng.next() % 300) as usize))
+                .collect();
+            let wire = framed(&bodies);
+            let a = (rng.next() as usize) % wire.len();
+            let b = a + (rng.next() as usize) % (wire.len() - a);
+            let mut sent = 0;
+            for end in [a, b, wire.len()] {
+                if end > sent {
+                    c.send(Bytes::copy_from_slice(&wire[sent..end]))
+                        .await
+                        .expect("send");
+                    assert!(r.fill(end).await.expect("fill"));
+                    sent = end;
+                }
+            }
+            for body in &bodies {
+                assert_eq!(&flat(&frame(&mut r, LIMIT).await.expect("frame")), body);
+            }
+        }
+    });
+}
+
+#[test]
+fn tiny_and_multi_mib_frames_verify_every_byte() {
+    // Holding a whole 3 MiB frame in receive buffers needs a pool that can hold it
+    // (small sends fill buffers only partly); with the default hold limit the default
+    // pool is enough.
+    for hold_all in [true, false] {
+        let rt = if hold_all {
+            rt_with_pool(1024, 16 * 1024)
+        } else {
+            rt()
+        };
+        rt.block_on(async move {
+            let (c, s) = connected_pair().await;
+            let bodies = vec![
+                b"z".to_vec(),
+                vec![],
+                random(3, 3 << 20),
+                random(4, 1),
+                random(5, 700_001),
+            ];
+            let wire = Bytes::from(framed(&bodies));
+            let writer = spawn(async move {
+                // Uneven pieces, so frame edges fall anywhere inside buffers.
+                let mut off = 0;
+                let mut step = 1;
+                while off < wire.len() {
+                    let end = (off + step).min(wire.len());
+                    c.send(wire.slice(off..end)).await.expect("send");
+                    off = end;
+                    step = step * 7 + 13;
+                    if step > 300_000 {
+                        step = 3;
+                    }
+                }
+                c
+            });
+            let mut r = FrameReader::new(s);
+            if hold_all {
+                r.set_hold_limit(usize::MAX);
+            }
+            for (i, body) in bodies.iter().enumerate() {
+                let f = frame(&mut r, LIMIT).await.expect("frame");
+                assert_eq!(f.len(), body.len(), "frame {i}");
+                let got = f.into_contiguous();
+                if let Some(at) = got.iter().zip(body).position(|(a, b)| a != b) {
+                    panic!("frame {i} (hold_all {hold_all}) differs at byte {at}");
+                }
+            }
+            let c = writer.await.expect("writer");
+            drop(c);
+            assert!(frame(&mut r, LIMIT).await.is_none(), "clean EOF");
+        });
+    }
+}
+
+#[test]
+fn frame_larger_than_the_whole_pool_completes_by_copying() {
+    // 8 × 4 KiB = 32 KiB of pool; a 1 MiB frame can only complete if the reader
+    // copies out what it holds instead of keeping every buffer.
+    let rt = rt_with_pool(8, 4096);
+    rt.block_on(async {
+        let (c, s) = connected_pair().await;
+        let body = random(9, 1 << 20);
+        let wire = Bytes::from(framed(&[body.clone(), b"after".to_vec()]));
+        let writer = spawn(async move {
+            c.send(wire).await.expect("send");
+            c
+        });
+        let mut r = FrameReader::new(&s);
+        r.set_hold_limit(16 * 1024);
+        let f = frame(&mut r, LIMIT).await.expect("frame");
+        assert!(
+            f.segments().len() <= 2,
+            "copied into one heap buffer plus the completing receive buffer: {f:?}"
+        );
+        assert!(f.into_contiguous() == body, "1 MiB body differs");
+        assert_eq!(
+            &flat(&frame(&mut r, LIMIT).await.expect("second")),
+            b"after"
+        );
+        drop(writer.await.expect("writer"));
+        assert!(frame(&mut r, LIMIT).await.is_none());
+    });
+}
+
+#[test]
+fn frame_in_one_buffer_points_into_the_receive_pool() {
+    let pool = CopyPoolConfig::default();
+    let area = pool.buffers as usize * pool.buffer_size as usize;
+    rt().block_on(async move {
+        let (c, s) = connected_pair().await;
+        // Learn where the pool's memory is from one plain receive.
+        c.send(Bytes::from_static(b"probe")).await.expect("send");
+        let probe = s.recv().await.expect("recv").expect("data");
+        let base = probe.as_ptr() as usize - probe.area_offset();
+        drop(probe);
+
+        let body = random(11, 1000);
+        c.send(Bytes::from(framed(std::slice::from_ref(&body))))
+            .await
+            .expect("send");
+        let mut r = FrameReader::new(&s);
+        let f = frame(&mut r, LIMIT).await.expect("frame");
+        assert!(f.is_contiguous(), "{f:?}");
+        let seg = f.segments().next().expect("one segment").as_ptr() as usize;
+        assert!(
+            (base..base + area).contains(&seg),
+            "frame body at {seg:#x} is not in the pool [{base:#x}, +{area:#x})"
+        );
+        let whole = f.into_contiguous();
+        assert_eq!(whole.as_ptr() as usize, seg, "into_contiguous copied");
+        assert_eq!(&whole[..], &body[..]);
+    });
+}
+
+#[test]
+fn length_over_the_limit_fails_without_waiting_for_the_body() {
+    rt().block_on(async {
+        let (c, s) = connected_pair().await;
+        // A header announcing 1001 bytes, and no body: the peer stays open.
+        c.send(Bytes::from_static(&[0, 0, 0x03, 0xe9]))
+            .await
+            .expect("send");
+        let mut r = FrameReader::new(&s);
+        let err = timeout(Duration::from_secs(5), r.read_frame(1000))
+            .await
+            .expect("decided from the header alone")
+            .expect_err("over the limit");
+        assert_eq!(err.kind(), ErrorKind::InvalidData);
+        let msg = err.to_string();
+        assert!(msg.contains("1001") && msg.contains("1000"), "{msg}");
+        assert_eq!(r.buffered().len(), 4, "the header stays buffered");
+        // Skip the bad header: a frame exactly at the limit is accepted.
+        assert_eq!(flat(&r.consume(4)), [0, 0, 0x03, 0xe9]);
+        c.send(Bytes::from(framed(&[vec![7u8; 1000]])))
+            .await
+            .expect("send");
+        let f = frame(&mut r, 1000).await.expect("frame");
+        assert_eq!(flat(&f), vec![7u8; 1000]);
+        drop(c);
+    });
+}
+
+#[test]
+fn eof_inside_a_header_or_body_is_unexpected_eof_and_at_a_boundary_is_none() {
+    rt().block_on(async {
+        // (bytes sent before closing, what read_frame must say about each frame)
+        let cases: [(&[u8], &str); 3] = [
+            (&[0, 0], "frame header (2 of 4 bytes)"),
+            (&[0, 0, 0, 5, b'a', b'b'], "frame (2 of 5 body bytes)"),
+            (
+                &[0, 0, 0, 1, b'a', 0, 0, 0, 2, b'x'],
+                "frame (1 of 2 body bytes)",
+            ),
+        ];
+        for (wire, said) in cases {
+            let (c, s) = connected_pair().await;
+            c.send(Bytes::from_static(wire)).await.expect("send");
+            c.shutdown(std::net::Shutdown::Write)
+                .await
+                .expect("shutdown");
+            let mut r = FrameReader::new(s);
+            let mut last = None;
+            for _ in 0..3 {
+                match timeout(Duration::from_secs(5), r.read_frame(LIMIT))
+                    .await
+                    .expect("in time")
+                {
+                    Ok(Some(f)) => assert_eq!(flat(&f), b"a"),
+                    Ok(None) => panic!("clean EOF reported for {wire:?}"),
+                    Err(e) => {
+                        last = Some(e);
+                        break;
+                    }
+                }
+            }
+            let e = last.expect("an error");
+            assert_eq!(e.kind(), ErrorKind::UnexpectedEof, "{e}");
+            assert!(e.to_string().contains(said), "{e} vs {said}");
+        }
+
+        // read_exact names how much of the request arrived.
+        let (c, s) = connected_pair().await;
+        c.send(Bytes::from_static(b"abc")).await.expect("send");
+        drop(c);
+        let mut r = FrameReader::new(&s);
+        let e = r.read_exact(10).await.expect_err("short");
+        assert_eq!(e.kind(), ErrorKind::UnexpectedEof);
+        assert!(e.to_string().contains("3 of 10"), "{e}");
+        assert_eq!(flat(&r.consume(100)), b"abc", "what arrived stays buffered");
+
+        // Clean close right after a frame.
+        let (c, s) = connected_pair().await;
+        c.send(Bytes::from(framed(&[b"last".to_vec()])))
+            .await
+            .expect("send");
+        drop(c);
+        let mut r = FrameReader::new(s);
+        assert_eq!(flat(&frame(&mut r, LIMIT).await.expect("frame")), b"last");
+        assert!(frame(&mut r, LIMIT).await.is_none());
+        assert!(frame(&mut r, LIMIT).await.is_none(), "EOF stays EOF");
+        let (stream, rest) = r.into_inner();
+        assert!(rest.is_empty());
+        drop(stream);
+    });
+}
+
+#[test]
+fn peer_reset_is_an_error() {
+    rt().block_on(async {
+        let (c, s) = connected_pair().await;
+        c.send(Bytes::from(framed(&[b"ok".to_vec()])))
+            .await
+            .expect("send");
+        let mut r = FrameReader::new(&s);
+        assert_eq!(flat(&frame(&mut r, LIMIT).await.expect("frame")), b"ok");
+        // Linger 0: close sends RST instead of FIN.
+        c.socket().set_linger(Some(Duration::ZERO)).expect("linger");
+        drop(c);
+        let e = timeout(Duration::from_secs(5), r.read_frame(LIMIT))
+            .await
+            .expect("in time")
+            .expect_err("reset is not a clean EOF");
+        assert_eq!(e.kind(), ErrorKind::ConnectionReset, "{e}");
+    });
+}
+
+#[test]
+fn cancelled_reads_lose_nothing() {
+    for hold_limit in [usize::MAX, 0] {
+        rt().block_on(async move {
+            let (c, s) = connected_pair().await;
+            c.set_nodelay(true).expect("nodelay");
+            let body = random(21, 50_000);
+            let wire = framed(std::slice::from_ref(&body));
+            let mut r = FrameReader::new(&s);
+            r.set_hold_limit(hold_limit);
+            let mut sent = 0;
+            for piece in wire.chunks(9_999) {
+                c.send(Bytes::copy_from_slice(piece)).await.expect("send");
+                sent += piece.len();
+                if sent < wire.len() {
+                    // Dropped while waiting for the rest of the frame.
+                    let cut = timeout(Duration::from_millis(30), r.read_frame(LIMIT)).await;
+                    assert!(cut.is_err(), "a partial frame cannot complete");
+                    assert!(r.fill(sent).await.expect("fill"));
+                    assert_eq!(r.buffered().len(), sent, "hold {hold_limit}");
+                }
+            }
+            let f = frame(&mut r, LIMIT).await.expect("frame");
+            assert!(f.into_contiguous() == body, "hold {hold_limit}");
+            assert!(r.buffered().is_empty());
+            assert_eq!(r.get_ref().local_addr().ok(), s.local_addr().ok());
+        });
+    }
+}
+
+#[test]
+fn chain_reads_as_buf_across_receive_buffers() {
+    rt().block_on(async {
+        let (c, s) = connected_pair().await;
+        c.set_nodelay(true).expect("nodelay");
+        let mut r = FrameReader::new(&s);
+        c.send(Bytes::from_static(&[0, 0])).await.expect("send");
+        assert!(r.fill(2).await.expect("fill"));
+        c.send(Bytes::from_static(&[1, 2, 0xff]))
+            .await
+            .expect("send");
+        let mut chain = r.read_exact(5).await.expect("read_exact");
+        assert_eq!(chain.segments().len(), 2);
+        assert_eq!(chain.get_u32(), 0x0102);
+        assert_eq!(chain.get_u8(), 0xff);
+        assert_eq!(chain.remaining(), 0);
+    });
+}

@@ -21,6 +21,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zerorx_libfabric_sys as fi;
 
+/// Smallest buffer a lease receive is posted with.
+const LEASE_MIN: usize = 4096;
+
 /// How often shm peer processes with operations waiting are checked for life.
 const LIVENESS_PERIOD: Duration = Duration::from_millis(500);
 
@@ -488,11 +491,14 @@ impl EndpointProvider for LfEndpoint {
                 }
             }
         }
+        // A lease buffer of at least LEASE_MIN bytes: a short message that does not fit
+        // the asked length still arrives whole, so its length can be reported (shm
+        // reports no length for a truncated receive).
         let lease = match &req {
             PostRequest::Recv {
                 target: RecvTarget::Lease { max_len },
                 ..
-            } => Some(vec![0u8; *max_len]),
+            } => Some(vec![0u8; (*max_len).max(LEASE_MIN)]),
             _ => None,
         };
         let rec = Record {

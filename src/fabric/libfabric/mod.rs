@@ -3,11 +3,13 @@
 //! 1.17) through `zerorx-libfabric-sys`.
 //!
 //! The API's semantics are kept where libfabric 1.17 was measured to differ
-//! (`shared/design/fabric-api.md`, section 3, and this module's tests):
+//! (`shared/design/fabric-api.md`, section 3, this module's tests, and the quirk table in
+//! DESIGN.md):
 //! - every RMA asks for `FI_DELIVERY_COMPLETE`, so a target's refusal comes back as
-//!   `RemoteAccess` rather than as a silently dropped connection; and on `tcp;ofi_rxm`,
-//!   which drops the connection after such a refusal, later operations to that peer wait
-//!   until its RMAs completed, so none is lost with the connection;
+//!   `RemoteAccess` rather than as a silently dropped connection; on `tcp;ofi_rxm`, which
+//!   drops the connection after such a refusal, later operations to that peer wait until
+//!   its RMAs completed and are retried if they meet the dying connection, so none is
+//!   lost with it;
 //! - `FI_EAGAIN` while rxm sets a connection up is absorbed: the operation waits in a
 //!   backlog (in post order per peer) and is retried after progress, for at most
 //!   `EndpointConfig::connect_timeout`, after which it and every other operation to that
@@ -16,9 +18,16 @@
 //!   dropped connection), so truncation is `Truncated` with the full length;
 //! - truncation codes of either sign, `olen` 0, and connection errnos in `err` or
 //!   `prov_errno` are normalised ([`errors`]);
+//! - transmit completions are reported in post order per peer ([`order`]), and sends the
+//!   provider would complete only once the receiver took them are sent from a copy and
+//!   complete at once, within a budget;
+//! - a closed shm endpoint another endpoint of the process still references is parked
+//!   rather than closed (libfabric 1.17 segfaults on a send to it), and dead shm peer
+//!   processes are noticed by pid ([`local`]);
 //! - `fi_mr_reg` failing with `ENOMEM` past `RLIMIT_MEMLOCK` is `MemlockLimit`;
-//! - what cannot be made to behave (RMA on `shm`, write-with-immediate, delivery-complete
-//!   sends on rxm, target validation) is reported missing by discovery, with the reason.
+//! - what cannot be made to behave (tags and RMA on `shm`, write-with-immediate,
+//!   delivery-complete sends on rxm, target validation) is reported missing by
+//!   discovery, with the reason.
 //!
 //! Progress is manual on both providers: a task per endpoint on its worker reads the CQ
 //! ([`progress`]), sleeping on the CQ's wait fd through io_uring when the provider has

@@ -186,13 +186,22 @@ impl EpState {
         if rec.reported {
             return;
         }
-        let mut out = OpOutcome::ok(rec.posted_len());
+        let posted = rec.posted_len();
+        let mut out = OpOutcome::ok(posted);
         if rec.dir() == Dir::Recv {
-            out.len = entry.len.min(rec.posted_len());
+            out.len = entry.len.min(posted);
             out.peer = self.source(src);
             out.tag = rec.tagged_recv().then_some(entry.tag);
             out.imm = (entry.flags & fi::FI_REMOTE_CQ_DATA != 0).then_some(entry.data);
             out.lease = lease(&mut rec, out.len);
+            if entry.len > posted {
+                // A lease receive's buffer is larger than asked (see `post`): the whole
+                // message arrived, so its length is known.
+                out.status = Err(OpError::Truncated {
+                    needed: Some(entry.len),
+                    posted,
+                });
+            }
         }
         self.report(rec.lane(), rec.op, out);
     }
@@ -205,13 +214,19 @@ impl EpState {
             return;
         }
         let posted = rec.posted_len();
+        // What libfabric was given, which for a lease can be more than asked.
+        let given = rec.lease.as_ref().map_or(posted, Vec::len);
         let e = ErrCompletion {
             err: entry.err,
             prov_errno: entry.prov_errno,
             olen: entry.olen,
             text,
         };
-        let err = errors::op_error(&self.name, rec.dir(), rec.peer, rec.rma_key(), posted, &e);
+        let err = match errors::op_error(&self.name, rec.dir(), rec.peer, rec.rma_key(), given, &e)
+        {
+            OpError::Truncated { needed, .. } => OpError::Truncated { needed, posted },
+            other => other,
+        };
         let lost = errors::is_connection_loss(&err) && rec.dir() != Dir::Recv;
         if let (true, Some(since)) = (lost, rec.lane().and_then(|p| self.reset_since(p))) {
             if since.elapsed() < self.connect_timeout {

@@ -247,10 +247,16 @@ mod tests {
         let mut o = OutBuf::new();
         o.put_slice(b"next");
         drop(OutBuf::new());
-        assert_eq!(o.finish(10).expect("fits"), vec![Bytes::from_static(b"next")]);
+        assert_eq!(
+            o.finish(10).expect("fits"),
+            vec![Bytes::from_static(b"next")]
+        );
         let mut o = OutBuf::new();
         o.put_slice(b"clean");
-        assert_eq!(o.finish(10).expect("fits"), vec![Bytes::from_static(b"clean")]);
+        assert_eq!(
+            o.finish(10).expect("fits"),
+            vec![Bytes::from_static(b"clean")]
+        );
     }
 
     #[test]

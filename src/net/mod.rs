@@ -6,7 +6,9 @@
 
 mod chain;
 mod frame;
+mod handover;
 mod tcp_listener;
+mod tcp_recv;
 mod tcp_stream;
 mod udp;
 

@@ -5,15 +5,19 @@
 //! [`Handle::spawn_on_each`](crate::Handle::spawn_on_each).
 
 mod chain;
+mod compat;
 mod frame;
 mod handover;
+mod recv_stream;
 mod tcp_listener;
 mod tcp_recv;
 mod tcp_stream;
 mod udp;
 
 pub use chain::BytesChain;
+pub use compat::Compat;
 pub use frame::FrameReader;
+pub use recv_stream::RecvStream;
 pub use tcp_listener::TcpListener;
 pub use tcp_stream::TcpStream;
 pub use udp::UdpSocket;

@@ -143,7 +143,7 @@ impl TcpStream {
         poll_fn(|cx| self.poll_recv(cx)).await
     }
 
-    fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
+    pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
         self.rx.borrow_mut().poll_recv(&self.fd, cx)
     }
 

@@ -271,11 +271,7 @@ fn control(snap: &dyn Fn() -> ServerSnapshot, stop: &AtomicBool) {
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         match line.trim() {
-            "stats" => {
-                if print_line(&ControlLine::Stats(snap())).is_err() {
-                    break;
-                }
-            }
+            "stats" if print_line(&ControlLine::Stats(snap())).is_err() => break,
             "quit" => break,
             _ => {}
         }

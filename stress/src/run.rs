@@ -10,8 +10,9 @@ use crate::embedded::EmbeddedServer;
 use crate::errors::ErrorKind;
 use crate::faults::actions::Ctx;
 use crate::faults::injector::run_injector;
+use crate::faults::wire::WireKind;
 use crate::faults::{self, FaultKind, FaultPlan, FaultSpec, FaultStats, KindCounts};
-use crate::report::checks::{rpc_checks, server_checks, ClientCloses};
+use crate::report::checks::{rpc_checks, server_checks, ClientCloses, ServerCheck};
 use crate::report::verdict::{decide, REQUEST_KINDS};
 use crate::report::{
     imbalance, shares, ConnectionFigures, FaultFigures, LatencySummary, LoadInfo, Report,
@@ -25,6 +26,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use zerorx::rpc::bench::BenchClient;
 use zerorx::{JoinHandle, Runtime};
 
 /// Why a run could not produce a report.
@@ -266,6 +268,21 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     )
     .map_err(|e| RunError::Setup(format!("cannot start the sampler: {e}")))?;
     let mut notes = Vec::new();
+    // An external Thrift server's `fire` count is read through `fired()` before and after.
+    let external_rpc = a.connect.is_some() && p.scenario == Scenario::Rpc;
+    let fired_before = if external_rpc {
+        match rt.block_on(fired(&p.load)) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                notes.push(format!(
+                    "cannot ask the server how many fire calls it processed: {e}"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let fault_stats = Arc::new(FaultStats::default());
     let elapsed = rt.block_on(drive(
         &rt,
@@ -309,6 +326,27 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
             notes.push(e);
         }
     }
+    let fires: u64 = workers.iter().map(|w| w.fires.load(Relaxed)).sum();
+    let external_fired = fired_before.and_then(|before| {
+        // Oneway calls may still be on their way: wait (3 s at most) for all of them.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            match rt.block_on(fired(&p.load)) {
+                Ok(now)
+                    if now.saturating_sub(before) >= fires as i64 || Instant::now() > deadline =>
+                {
+                    return Some(now.saturating_sub(before).max(0) as u64);
+                }
+                Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+                Err(e) => {
+                    notes.push(format!(
+                        "cannot ask the server how many fire calls it processed: {e}"
+                    ));
+                    return None;
+                }
+            }
+        }
+    });
     if let Err(e) = rt.shutdown(Duration::from_secs(5)) {
         notes.push(format!("client runtime shutdown: {e}"));
     }
@@ -328,11 +366,20 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
             elapsed,
             sampled,
             server: snapshot,
+            external_fired,
             notes,
         },
     );
     report.verdict = decide(&report);
     Ok(report)
+}
+
+/// Asks a Thrift server how many `fire` calls it has processed.
+async fn fired(load: &LoadPlan) -> Result<i64, String> {
+    let c = BenchClient::connect(load.addr, crate::client::rpc::client_config(load))
+        .await
+        .map_err(|e| e.to_string())?;
+    c.fired().await.map_err(|e| e.to_string())
 }
 
 /// The server's figures once it has seen every connection the harness opened end
@@ -399,6 +446,10 @@ async fn drive(
                 plan: fault_plan.clone(),
                 run: run.clone(),
                 stats: fault_stats.clone(),
+                wire: match p.scenario {
+                    Scenario::Rpc => WireKind::Thrift,
+                    Scenario::Stream | Scenario::Churn => WireKind::Frames,
+                },
             };
             handle.spawn_on_with(i % p.client_threads, move || run_injector(spec, cx))
         })
@@ -463,6 +514,8 @@ struct Collected {
     elapsed: Duration,
     sampled: Sampled,
     server: Option<ServerSnapshot>,
+    /// `fire` calls an external Thrift server processed during the run.
+    external_fired: Option<u64>,
     notes: Vec<String>,
 }
 
@@ -477,6 +530,7 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
         elapsed,
         sampled,
         server,
+        external_fired,
         mut notes,
     } = c;
     let workers = &workers[..];
@@ -548,6 +602,22 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
             ),
         })
         .unwrap_or_default();
+    let mut checks = checks;
+    if let Some(n) = external_fired {
+        let exact = !closes.inexact;
+        checks.push(ServerCheck {
+            what: "oneway fire calls processed (fired() delta)".into(),
+            expected: fires,
+            observed: n,
+            rule: if exact { "exact" } else { "at most" }.into(),
+            ok: if exact { n == fires } else { n <= fires },
+        });
+        notes.push(
+            "the fire count comes from the server's fired(): exact only if no other client \
+             fires at the same time"
+                .into(),
+        );
+    }
     if closes.inexact && server.is_some() {
         notes.push(
             "some connections failed or faults went wrong, so the server's counts are checked \

@@ -92,3 +92,74 @@ fn every_fault_kind_is_injected_and_counted_server_side() {
     assert!(r.requests.ok > 0 && r.requests.ok == r.requests.sent);
     assert!(stdout.contains("each counted by the server"), "{stdout}");
 }
+
+#[test]
+fn thrift_faults_are_counted_by_the_rpc_server() {
+    let json = std::env::temp_dir().join(format!(
+        "zerorx-stress-rpc-faults-{}.json",
+        std::process::id()
+    ));
+    let out = Command::new(BIN)
+        .args([
+            "-s",
+            "rpc",
+            "-d",
+            "3s",
+            "-c",
+            "4",
+            "--client-threads",
+            "1",
+            "--server-threads",
+            "2",
+        ])
+        .args([
+            "--faults",
+            "all:3/s",
+            "--fault-hold",
+            "300ms",
+            "--burst-conns",
+            "40",
+        ])
+        .args(["--timeout", "5s", "-q", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run harness");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Report =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("report");
+    let done = |k: FaultKind| {
+        r.faults
+            .iter()
+            .find(|f| f.kind == k)
+            .map_or(0, |f| f.counts.as_expected)
+    };
+    for f in &r.faults {
+        assert!(
+            f.counts.as_expected >= 1,
+            "{:?} never injected: {:?}",
+            f.kind,
+            f.counts
+        );
+    }
+    let rpc = r
+        .server
+        .as_ref()
+        .and_then(|s| s.rpc.as_ref())
+        .expect("rpc counters");
+    assert_eq!(
+        rpc.get("protocol_errors"),
+        done(FaultKind::Malformed) + done(FaultKind::Corrupt)
+    );
+    assert_eq!(rpc.get("frames_too_large"), done(FaultKind::Oversized));
+    for c in &r.server_checks {
+        assert!(c.ok && c.rule == "exact", "{c:?}");
+    }
+    assert!(r.errors.is_empty(), "{:?}", r.error_samples);
+}

@@ -1,10 +1,14 @@
-//! The `zerorx` command line: `zerorx doctor` reports what this machine can do.
+//! The `zerorx` command line: `zerorx doctor` reports what this machine can do;
+//! `zerorx serve` runs the reference Thrift service (`zerorx serve --help`).
 
 use std::process::ExitCode;
 use zerorx::doctor::{self, Command, QueueProbe};
 use zerorx::zcrx::probe;
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("serve") {
+        return serve(std::env::args().skip(2));
+    }
     let command = match doctor::parse_args(std::env::args().skip(1)) {
         Ok(command) => command,
         Err(err) => {
@@ -37,4 +41,26 @@ fn main() -> ExitCode {
         print!("{}", doctor::render_text(caps, queue.as_ref()));
     }
     ExitCode::SUCCESS
+}
+
+fn serve(args: impl Iterator<Item = String>) -> ExitCode {
+    use zerorx::rpc::bench::serve;
+    let args = match serve::parse_args(args) {
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            print!("{}", serve::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            eprintln!("zerorx serve: {err}\n\n{}", serve::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    match serve::run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("zerorx serve: {err}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -5,13 +5,17 @@
 //! [`Handle::spawn_on_each`](crate::Handle::spawn_on_each).
 
 mod chain;
+mod compat;
 mod frame;
+mod recv_stream;
 mod tcp_listener;
 mod tcp_stream;
 mod udp;
 
 pub use chain::BytesChain;
+pub use compat::Compat;
 pub use frame::FrameReader;
+pub use recv_stream::RecvStream;
 pub use tcp_listener::TcpListener;
 pub use tcp_stream::TcpStream;
 pub use udp::UdpSocket;

@@ -149,7 +149,7 @@ impl TcpStream {
         poll_fn(|cx| self.poll_recv(cx)).await
     }
 
-    fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
+    pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
         let Some(core) = context::current() else {
             return Poll::Ready(Err(crate::driver::op::not_in_runtime()));
         };

@@ -1,15 +1,114 @@
-//! `zerorx-stress`: the stress harness (load, fault injection, reports).
+//! `zerorx-stress`: load, faults and a report a person can act on.
 //!
-//! The harness drives the embedded RPC server and is built on the runtime; until those
-//! land it only says so, and points at the kernel report, so nobody mistakes it for a
-//! run that measured something.
+//! Exit status: 0 every reply was correct; 1 the verdict is FAIL (a reply was wrong
+//! or missing, a connection failed, memory grew); 2 bad arguments; 3 the run could
+//! not start or a file could not be written.
 
+use clap::Parser;
 use std::process::ExitCode;
+use zerorx_stress::cli::{cpus, Cli, Command, RunArgs, ServeArgs};
+use zerorx_stress::report::{compare, plot, text, Report};
+use zerorx_stress::run::{run, RunError};
+use zerorx_stress::server::{serve, ServeConfig};
 
 fn main() -> ExitCode {
-    eprintln!(
-        "zerorx-stress: the stress harness is not built yet (it needs the runtime and the RPC \
-         server). For what this machine can do, run: cargo run --release --bin zerorx -- doctor"
-    );
-    ExitCode::from(2)
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Serve(a)) => run_server(&a),
+        None if cli.run.compare.is_some() => run_compare(&cli.run),
+        None => run_load(&cli.run),
+    }
+}
+
+fn run_server(a: &ServeArgs) -> ExitCode {
+    let Ok(max_frame) = u32::try_from(a.max_frame) else {
+        eprintln!("zerorx-stress serve: --max-frame must be below 4 GiB");
+        return ExitCode::from(2);
+    };
+    let pool = match (a.pool_buffers, a.pool_buffer_size) {
+        (None, None) => None,
+        (n, size) => {
+            let def = zerorx::zcrx::CopyPoolConfig::default();
+            let Ok(size) = size.map_or(Ok(def.buffer_size), u32::try_from) else {
+                eprintln!("zerorx-stress serve: --pool-buffer-size must be below 4 GiB");
+                return ExitCode::from(2);
+            };
+            Some((n.unwrap_or(def.buffers), size))
+        }
+    };
+    let cfg = ServeConfig {
+        listen: a.listen,
+        threads: a.threads.unwrap_or_else(cpus),
+        max_frame,
+        idle: a.idle_timeout,
+        pool,
+        control: a.control,
+        duration: a.duration,
+    };
+    match serve(&cfg) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("zerorx-stress serve: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn run_compare(a: &RunArgs) -> ExitCode {
+    let Some([pa, pb]) = a.compare.as_deref() else {
+        eprintln!("zerorx-stress: --compare takes two JSON reports");
+        return ExitCode::from(2);
+    };
+    let (ra, rb) = match (compare::load(pa), compare::load(pb)) {
+        (Ok(ra), Ok(rb)) => (ra, rb),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("zerorx-stress: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let (na, nb) = (pa.display().to_string(), pb.display().to_string());
+    print!("{}", compare::render(&ra, &rb, &na, &nb));
+    if let Some(svg) = &a.plot {
+        if let Err(e) = plot::plot(svg, &[(&na, &ra), (&nb, &rb)]) {
+            eprintln!("zerorx-stress: {e}");
+            return ExitCode::from(3);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn run_load(a: &RunArgs) -> ExitCode {
+    let report = match run(a) {
+        Ok(r) => r,
+        Err(RunError::Usage(e)) => {
+            eprintln!("zerorx-stress: {e}");
+            return ExitCode::from(2);
+        }
+        Err(RunError::Setup(e)) => {
+            eprintln!("zerorx-stress: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    print!("{}", text::render(&report));
+    if let Err(e) = write_outputs(a, &report) {
+        eprintln!("zerorx-stress: {e}");
+        return ExitCode::from(3);
+    }
+    if report.verdict.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn write_outputs(a: &RunArgs, r: &Report) -> Result<(), String> {
+    if let Some(path) = &a.json {
+        let json = serde_json::to_string_pretty(r)
+            .map_err(|e| format!("cannot encode the report: {e}"))?;
+        std::fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if let Some(svg) = &a.plot {
+        plot::plot(svg, &[(r.scenario.as_str(), r)])?;
+    }
+    Ok(())
 }

@@ -239,3 +239,113 @@ pub fn same(a: &Value, b: &Value) -> bool {
         _ => a == b,
     }
 }
+
+/// A server on its own runtime and thread, so the test thread is free to block (std
+/// sockets, the `thrift` crate's blocking client, subprocesses).
+pub struct Harness {
+    pub addr: std::net::SocketAddr,
+    pub shutdown: zerorx::rpc::server::ShutdownHandle,
+    pub stats: zerorx::rpc::server::StatsHandle,
+    pub state: std::sync::Arc<zerorx::rpc::bench::BenchState>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Harness {
+    /// The Bench service on `threads` workers, with `configure` applied to the builder.
+    pub fn start(
+        threads: usize,
+        configure: impl FnOnce(zerorx::rpc::ServerBuilder) -> zerorx::rpc::ServerBuilder
+            + Send
+            + 'static,
+    ) -> Harness {
+        use zerorx::rpc::bench::{register, BenchState};
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = zerorx::Runtime::builder()
+                .threads(threads)
+                .shutdown_timeout(std::time::Duration::from_secs(5))
+                .build()?;
+            let state = std::sync::Arc::new(BenchState::default());
+            let builder = register(zerorx::rpc::Server::builder(), state.clone());
+            let server = configure(builder).start(rt.handle())?;
+            let _ = tx.send((
+                server.local_addr(),
+                server.shutdown_handle(),
+                server.stats_handle(),
+                state,
+            ));
+            rt.block_on(server.stopped())
+        });
+        let (addr, shutdown, stats, state) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("server started");
+        Harness {
+            addr,
+            shutdown,
+            stats,
+            state,
+            thread: Some(thread),
+        }
+    }
+
+    /// Drains with `grace` and waits for the server thread.
+    pub fn stop(mut self, grace: std::time::Duration) -> std::io::Result<()> {
+        self.shutdown.shutdown(grace);
+        self.thread
+            .take()
+            .expect("running")
+            .join()
+            .expect("server thread panicked")
+    }
+
+    pub fn stats(&self) -> zerorx::rpc::ServerStats {
+        self.stats.snapshot()
+    }
+
+    /// Waits (bounded) until `pred` holds for the server's counters.
+    pub fn wait_stats(&self, what: &str, pred: impl Fn(&zerorx::rpc::ServerStats) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let s = self.stats();
+            if pred(&s) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}: {s:#?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.shutdown.shutdown(std::time::Duration::ZERO);
+            let _ = t.join();
+        }
+    }
+}
+
+/// A one-worker runtime for clients.
+pub fn client_rt() -> zerorx::Runtime {
+    zerorx::Runtime::builder()
+        .threads(1)
+        .shutdown_timeout(std::time::Duration::from_secs(5))
+        .build()
+        .expect("client runtime")
+}
+
+/// Client settings for tests: bounded calls.
+pub fn client_config(
+    protocol: Protocol,
+    transport: zerorx::rpc::transport::Transport,
+) -> zerorx::rpc::ClientConfig {
+    zerorx::rpc::ClientConfig {
+        protocol,
+        transport,
+        call_timeout: Some(std::time::Duration::from_secs(10)),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,229 @@
+//! [`Compat`]: a [`TcpStream`] as futures-io `AsyncRead`/`AsyncBufRead`/`AsyncWrite`,
+//! so code written against those traits (codecs, `futures::io::copy`, line readers)
+//! runs on zerorx.
+
+use super::TcpStream;
+use bytes::Bytes;
+use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use zcrx::RxBuf;
+
+type OpFuture = Pin<Box<dyn Future<Output = io::Result<()>>>>;
+
+/// A [`TcpStream`] behind the futures-io traits.
+///
+/// # Reading copies
+/// `AsyncRead::poll_read` hands us the caller's memory, so the received buffer is
+/// copied into it; the rest of a partly read buffer is kept (holding its pool chunk)
+/// for the next read. [`AsyncBufRead`] is implemented on the received buffers
+/// themselves, so `fill_buf`/`consume` users (line readers, `futures::io::copy_buf`)
+/// read without that copy. Code that can take owned buffers should use
+/// [`TcpStream::recv`] or [`FrameReader`](super::FrameReader) instead.
+///
+/// # Writing copies
+/// `AsyncWrite::poll_write` borrows the caller's slice only for the call, but the
+/// kernel reads the data later, so it is copied into a `Bytes` (and one boxed send
+/// future is allocated per write). A write returns `Ready(n)` once the kernel has
+/// taken all `n` bytes; wrap in a `BufWriter` to batch small writes. As with every
+/// completion-based writer, after `poll_write` returns `Pending` the send is already
+/// under way: call `poll_write` again with the same bytes (every futures combinator
+/// does) — different bytes get an `InvalidInput` error, since the earlier ones are
+/// already on the wire. `poll_flush` waits for a write in flight; `poll_close` also
+/// shuts down the write half. Dropping the adapter with a write in flight cancels it
+/// (some bytes may have been sent): flush or close first.
+pub struct Compat {
+    stream: Rc<TcpStream>,
+    /// The received buffer being read from, and how far.
+    rx: Option<(RxBuf, usize)>,
+    eof: bool,
+    write: WriteState,
+}
+
+enum WriteState {
+    Idle,
+    /// A send of `data` in flight.
+    Writing {
+        data: Bytes,
+        fut: OpFuture,
+    },
+    /// `data` was sent (a flush or close drove it) but no `poll_write` has reported it.
+    Written {
+        data: Bytes,
+    },
+    Closing(OpFuture),
+    Closed,
+}
+
+impl Compat {
+    /// Wraps a shared stream (other tasks may keep sending on it; interleaving is theirs
+    /// to avoid).
+    pub fn new(stream: Rc<TcpStream>) -> Compat {
+        Compat {
+            stream,
+            rx: None,
+            eof: false,
+            write: WriteState::Idle,
+        }
+    }
+
+    /// The connection.
+    pub fn get_ref(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    /// The connection back, with the received bytes not read yet (nothing is dropped).
+    /// A write still in flight is cancelled: flush first.
+    pub fn into_inner(self) -> (Rc<TcpStream>, Bytes) {
+        let rest = match self.rx {
+            Some((buf, pos)) => buf.into_bytes().slice(pos..),
+            None => Bytes::new(),
+        };
+        (self.stream, rest)
+    }
+
+    /// Drives a write in flight to completion (recording it as sent but unreported).
+    fn poll_write_done(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let WriteState::Writing { fut, .. } = &mut self.write {
+            let res = std::task::ready!(fut.as_mut().poll(cx));
+            let data = match std::mem::replace(&mut self.write, WriteState::Idle) {
+                WriteState::Writing { data, .. } => data,
+                _ => Bytes::new(),
+            };
+            res?;
+            self.write = WriteState::Written { data };
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl TcpStream {
+    /// This stream behind the futures-io traits (see [`Compat`] for what copies).
+    pub fn compat(self) -> Compat {
+        Compat::new(Rc::new(self))
+    }
+}
+
+impl AsyncBufRead for Compat {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        let this = self.get_mut();
+        if this.rx.is_none() && !this.eof {
+            match std::task::ready!(this.stream.poll_recv(cx))? {
+                Some(buf) => this.rx = Some((buf, 0)),
+                None => this.eof = true,
+            }
+        }
+        Poll::Ready(Ok(match &this.rx {
+            Some((buf, pos)) => &buf[*pos..],
+            None => &[],
+        }))
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        let this = self.get_mut();
+        if let Some((buf, pos)) = &mut this.rx {
+            *pos = (*pos + amt).min(buf.len());
+            if *pos == buf.len() {
+                // Fully read: give the chunk back to the pool now.
+                this.rx = None;
+            }
+        }
+    }
+}
+
+impl AsyncRead for Compat {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        if out.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let avail = std::task::ready!(self.as_mut().poll_fill_buf(cx))?;
+        let n = avail.len().min(out.len());
+        out[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Poll::Ready(Ok(n))
+    }
+}
+
+impl AsyncWrite for Compat {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        std::task::ready!(this.poll_write_done(cx))?;
+        match std::mem::replace(&mut this.write, WriteState::Idle) {
+            WriteState::Written { data } => {
+                return Poll::Ready(if buf.starts_with(&data[..]) {
+                    Ok(data.len())
+                } else {
+                    Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "poll_write called with different bytes after it returned Pending; \
+                         the earlier bytes were already sent",
+                    ))
+                });
+            }
+            state @ (WriteState::Closing(_) | WriteState::Closed) => {
+                this.write = state;
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "write after poll_close",
+                )));
+            }
+            WriteState::Idle | WriteState::Writing { .. } => {}
+        }
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let data = Bytes::copy_from_slice(buf);
+        let stream = this.stream.clone();
+        let sent = data.clone();
+        let mut fut: OpFuture = Box::pin(async move { stream.send(sent).await });
+        match fut.as_mut().poll(cx) {
+            Poll::Ready(res) => Poll::Ready(res.map(|()| data.len())),
+            Poll::Pending => {
+                this.write = WriteState::Writing { data, fut };
+                Poll::Pending
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        match &mut this.write {
+            WriteState::Closing(fut) => {
+                let res = std::task::ready!(fut.as_mut().poll(cx));
+                this.write = WriteState::Closed;
+                Poll::Ready(res)
+            }
+            _ => this.poll_write_done(cx),
+        }
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        std::task::ready!(this.poll_write_done(cx))?;
+        if matches!(this.write, WriteState::Idle | WriteState::Written { .. }) {
+            let stream = this.stream.clone();
+            this.write = WriteState::Closing(Box::pin(async move {
+                stream.shutdown(std::net::Shutdown::Write).await
+            }));
+        }
+        match &mut this.write {
+            WriteState::Closing(fut) => {
+                let res = std::task::ready!(fut.as_mut().poll(cx));
+                this.write = WriteState::Closed;
+                Poll::Ready(res)
+            }
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+}

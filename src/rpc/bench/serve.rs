@@ -1,0 +1,217 @@
+//! `zerorx serve`: the `Bench` service on every worker until SIGINT/SIGTERM, then a
+//! graceful drain.
+
+use super::{register, BenchState};
+use crate::rpc::server::{ProtocolChoice, Server, TransportChoice};
+use crate::Runtime;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `zerorx serve` usage.
+pub const USAGE: &str = "\
+usage: zerorx serve --port P [--host H] [--protocol binary|compact|auto]
+                    [--transport framed|unframed|auto] [--threads N] [--grace-ms MS]
+
+Serves the Bench service (bench.thrift) with Apache Thrift's binary or compact
+protocol, framed or unframed (auto: told from each connection's first bytes), on
+N workers (default: one per CPU). Prints `listening on ADDR` once ready. SIGINT or
+SIGTERM drains: new requests are refused, calls in flight finish (up to
+--grace-ms, default 5000), then the server's counters are printed to stderr.
+";
+
+/// Parsed `zerorx serve` options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServeArgs {
+    /// Listen address.
+    pub host: IpAddr,
+    /// Listen port (0: any free one, printed).
+    pub port: u16,
+    /// Accepted protocols.
+    pub protocol: ProtocolChoice,
+    /// Accepted transports.
+    pub transport: TransportChoice,
+    /// Workers (`None`: one per CPU).
+    pub threads: Option<usize>,
+    /// Drain time on shutdown.
+    pub grace: Duration,
+}
+
+/// Parses the options after `serve`. `Ok(None)` for `--help`.
+pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<ServeArgs>, String> {
+    let mut out = ServeArgs {
+        host: IpAddr::from([0, 0, 0, 0]),
+        port: 0,
+        protocol: ProtocolChoice::Auto,
+        transport: TransportChoice::Auto,
+        threads: None,
+        grace: Duration::from_secs(5),
+    };
+    let mut port = None;
+    let mut it = args.into_iter();
+    while let Some(flag) = it.next() {
+        if flag == "--help" || flag == "-h" {
+            return Ok(None);
+        }
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let bad = |what: &str| format!("{flag}: {what}, got {value:?}");
+        match flag.as_str() {
+            "--port" => {
+                port = Some(
+                    value
+                        .parse::<u16>()
+                        .map_err(|_| bad("expected a port number"))?,
+                )
+            }
+            "--host" => out.host = value.parse().map_err(|_| bad("expected an IP address"))?,
+            "--protocol" => {
+                out.protocol = match value.as_str() {
+                    "binary" => ProtocolChoice::Binary,
+                    "compact" => ProtocolChoice::Compact,
+                    "auto" => ProtocolChoice::Auto,
+                    _ => return Err(bad("expected binary, compact or auto")),
+                }
+            }
+            "--transport" => {
+                out.transport = match value.as_str() {
+                    "framed" => TransportChoice::Framed,
+                    "unframed" => TransportChoice::Unframed,
+                    "auto" => TransportChoice::Auto,
+                    _ => return Err(bad("expected framed, unframed or auto")),
+                }
+            }
+            "--threads" => {
+                let n: usize = value.parse().map_err(|_| bad("expected a number"))?;
+                if n == 0 {
+                    return Err(bad("expected at least 1"));
+                }
+                out.threads = Some(n);
+            }
+            "--grace-ms" => {
+                out.grace =
+                    Duration::from_millis(value.parse().map_err(|_| bad("expected milliseconds"))?)
+            }
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    out.port = port.ok_or("--port is required (0 picks a free port)")?;
+    Ok(Some(out))
+}
+
+/// Blocks SIGINT and SIGTERM on this thread (and the threads it starts after), so
+/// they can be taken with `sigwait` instead of killing the process.
+fn block_termination_signals() -> io::Result<libc::sigset_t> {
+    // SAFETY: `sigset_t` is plain data; sigemptyset initialises it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t owned by this frame.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+    }
+    // SAFETY: `set` is initialised; the old mask is not needed.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(set)
+}
+
+/// Runs `zerorx serve` until a termination signal; prints the address when ready and
+/// the counters at the end.
+pub fn run(args: &ServeArgs) -> io::Result<()> {
+    let set = block_termination_signals()?;
+    let mut builder = Runtime::builder();
+    if let Some(n) = args.threads {
+        builder.threads(n);
+    }
+    let rt = builder.build()?;
+    let state = Arc::new(BenchState::default());
+    let server = register(Server::builder(), state)
+        .addr(SocketAddr::new(args.host, args.port))
+        .protocol(args.protocol)
+        .transport(args.transport)
+        .start(rt.handle())?;
+    println!("listening on {}", server.local_addr());
+    let shutdown = server.shutdown_handle();
+    let stats = server.stats_handle();
+    let grace = args.grace;
+    std::thread::Builder::new()
+        .name("zerorx-serve-signals".into())
+        .spawn(move || {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: `set` holds SIGINT and SIGTERM, blocked in every thread of the
+            // process (masks are inherited); `sig` is a valid out pointer.
+            let rc = unsafe { libc::sigwait(&set, &mut sig) };
+            if rc == 0 {
+                eprintln!("zerorx serve: signal {sig}, draining");
+            }
+            shutdown.shutdown(grace);
+        })?;
+    let res = rt.block_on(server.stopped());
+    for (name, value) in stats.snapshot().fields() {
+        eprintln!("{name:>22} {value}");
+    }
+    res?;
+    rt.shutdown(Duration::from_secs(5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Option<ServeArgs>, String> {
+        parse_args(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn parses_every_option() {
+        let a = parse(&[
+            "--port",
+            "9090",
+            "--host",
+            "127.0.0.1",
+            "--protocol",
+            "compact",
+            "--transport",
+            "unframed",
+            "--threads",
+            "3",
+            "--grace-ms",
+            "250",
+        ])
+        .expect("valid")
+        .expect("not help");
+        assert_eq!(a.port, 9090);
+        assert_eq!(a.host, IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(a.protocol, ProtocolChoice::Compact);
+        assert_eq!(a.transport, TransportChoice::Unframed);
+        assert_eq!(a.threads, Some(3));
+        assert_eq!(a.grace, Duration::from_millis(250));
+        let d = parse(&["--port", "0"]).expect("valid").expect("not help");
+        assert_eq!(
+            (d.protocol, d.transport, d.threads),
+            (ProtocolChoice::Auto, TransportChoice::Auto, None)
+        );
+        assert_eq!(parse(&["--help"]), Ok(None));
+    }
+
+    #[test]
+    fn rejects_bad_options_with_a_reason() {
+        for (args, needle) in [
+            (&[][..], "--port is required"),
+            (&["--port"][..], "needs a value"),
+            (&["--port", "70000"][..], "port number"),
+            (
+                &["--port", "1", "--protocol", "json"][..],
+                "binary, compact or auto",
+            ),
+            (&["--port", "1", "--threads", "0"][..], "at least 1"),
+            (&["--port", "1", "--bogus", "x"][..], "unknown option"),
+        ] {
+            let err = parse(args).expect_err("invalid");
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# CI smoke run of every zerorx-stress scenario: a few seconds each with a small load.
+# Fails if any run's verdict is FAIL (a wrong or missing reply, a failed connection,
+# memory growth) or the harness cannot run; the JSON reports are compared at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --quiet -p zerorx-stress
+bin=target/debug/zerorx-stress
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+for scenario in stream churn; do
+  echo "-- zerorx-stress --scenario ${scenario}"
+  "$bin" --scenario "$scenario" --duration 3s --connections 8 --json "$out/$scenario.json"
+done
+"$bin" --compare "$out/stream.json" "$out/churn.json"

@@ -1,0 +1,170 @@
+//! The command line.
+
+use crate::parse;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// zerorx-stress: drives a server with load and faults, checks every reply, and reports
+/// throughput, latency, errors, balance, receive-pool figures and memory.
+#[derive(Debug, Parser)]
+#[command(
+    name = "zerorx-stress",
+    version,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// Run a server instead of a load.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// The load (when no subcommand is given).
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the harness's stream server on its own (load it with --connect from
+    /// another process or machine).
+    Serve(ServeArgs),
+}
+
+/// What to load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Scenario {
+    /// Raw TCP through the runtime: long-lived connections, pipelined verified frames.
+    Stream,
+    /// Connect, call, close, in a loop.
+    Churn,
+}
+
+impl Scenario {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Stream => "stream",
+            Scenario::Churn => "churn",
+        }
+    }
+}
+
+/// What a stream request asks the server to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StreamMode {
+    /// Send the request back (bytes both ways).
+    Echo,
+    /// Consume it and answer with its checksum (bytes one way).
+    Sink,
+    /// Alternate echo and sink.
+    Mixed,
+}
+
+/// The load and the report.
+#[derive(Clone, Debug, Args)]
+pub struct RunArgs {
+    /// What to run.
+    #[arg(short, long, value_enum, default_value = "stream")]
+    pub scenario: Scenario,
+    /// Load a server that is already running instead of starting one.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub connect: Option<String>,
+    /// Concurrent connections.
+    #[arg(short, long, default_value_t = 32)]
+    pub connections: usize,
+    /// Client worker threads (default: half the CPUs, at least 1).
+    #[arg(long)]
+    pub client_threads: Option<usize>,
+    /// Embedded server worker threads (default: every CPU).
+    #[arg(long)]
+    pub server_threads: Option<usize>,
+    /// How long to load (default 10s unless --requests is given).
+    #[arg(short, long, value_parser = parse::duration)]
+    pub duration: Option<Duration>,
+    /// Stop after this many requests.
+    #[arg(short = 'n', long)]
+    pub requests: Option<u64>,
+    /// Payload sizes, cycled (default: stream 64,16K; churn 64).
+    #[arg(long, value_delimiter = ',', value_parser = parse::size)]
+    pub sizes: Option<Vec<usize>>,
+    /// Requests in flight per connection (pipelining).
+    #[arg(long, default_value_t = 4)]
+    pub depth: usize,
+    /// Open loop: send at this total rate (e.g. 20000/s); latency then counts from the
+    /// time each request was due, so a stalled server cannot hide its queue.
+    #[arg(long, value_parser = parse::rate)]
+    pub rate: Option<f64>,
+    /// What stream requests ask for.
+    #[arg(long, value_enum, default_value = "echo")]
+    pub mode: StreamMode,
+    /// Churn: requests per connection before it is closed.
+    #[arg(long, default_value_t = 1)]
+    pub calls_per_conn: u64,
+    /// How long a reply may take before its connection is given up.
+    #[arg(long, value_parser = parse::duration, default_value = "5s")]
+    pub timeout: Duration,
+    /// Largest payload (the embedded server refuses bigger frames).
+    #[arg(long, value_parser = parse::size, default_value = "16M")]
+    pub max_frame: usize,
+    /// Embedded server: receive buffers per worker.
+    #[arg(long)]
+    pub pool_buffers: Option<u16>,
+    /// Embedded server: size of each receive buffer.
+    #[arg(long, value_parser = parse::size)]
+    pub pool_buffer_size: Option<usize>,
+    /// Memory growth (after start-up) beyond which the run fails.
+    #[arg(long, value_parser = parse::size, default_value = "64M")]
+    pub rss_growth_limit: usize,
+    /// Write the full report as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the latency histogram, one interval per second (HdrHistogram log format).
+    #[arg(long, value_name = "FILE")]
+    pub hist: Option<PathBuf>,
+    /// Draw the latency percentile curve and throughput over time (SVG).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Compare two JSON reports side by side (with --plot: draw both) instead of running.
+    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"])]
+    pub compare: Option<Vec<PathBuf>>,
+    /// No progress line.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Seed of the payload bytes.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// The standalone server.
+#[derive(Clone, Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7420")]
+    pub listen: std::net::SocketAddr,
+    /// Worker threads (default: every CPU).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Largest request payload.
+    #[arg(long, value_parser = parse::size, default_value = "16M")]
+    pub max_frame: usize,
+    /// Close connections idle this long.
+    #[arg(long, value_parser = parse::duration)]
+    pub idle_timeout: Option<Duration>,
+    /// Receive buffers per worker.
+    #[arg(long)]
+    pub pool_buffers: Option<u16>,
+    /// Size of each receive buffer.
+    #[arg(long, value_parser = parse::size)]
+    pub pool_buffer_size: Option<usize>,
+    /// Stop after this long.
+    #[arg(long, value_parser = parse::duration)]
+    pub duration: Option<Duration>,
+    /// Take `stats` commands on stdin and exit when it closes (used by the harness).
+    #[arg(long, hide = true)]
+    pub control: bool,
+}
+
+/// Every CPU the process may use.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

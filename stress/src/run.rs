@@ -1,0 +1,483 @@
+//! One run: start (or find) the server, drive the load, collect every figure, build
+//! the report.
+
+use crate::cli::{cpus, RunArgs, Scenario, StreamMode};
+use crate::client::slot::run_slot;
+use crate::client::stats::WorkerStats;
+use crate::client::{LoadPlan, RunCtx};
+use crate::embedded::EmbeddedServer;
+use crate::errors::ErrorKind;
+use crate::report::verdict::{decide, REQUEST_KINDS};
+use crate::report::{
+    imbalance, shares, ConnectionFigures, LatencySummary, LoadInfo, Report, RequestCounts,
+    RssSection, ServerSection, ServerWorkerRow, TargetInfo, Throughput,
+};
+use crate::rss;
+use crate::sampler::{Sampled, Sampler, SamplerConfig};
+use crate::server::stats::{ModeInfo, ServerSnapshot};
+use crate::wire::{Kind, PayloadSource};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zerorx::{JoinHandle, Runtime};
+
+/// Why a run could not produce a report.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RunError {
+    /// The arguments do not make a run.
+    Usage(String),
+    /// The run could not start (server, runtime, files).
+    Setup(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Usage(s) | RunError::Setup(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A run's settings, checked.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    /// Scenario.
+    pub scenario: Scenario,
+    /// The load every connection follows (its `addr` is set once the target is known).
+    pub load: LoadPlan,
+    /// Connections.
+    pub connections: usize,
+    /// Client workers.
+    pub client_threads: usize,
+    /// Embedded server workers.
+    pub server_threads: usize,
+    /// How long.
+    pub duration: Option<Duration>,
+    /// How many requests.
+    pub requests: Option<u64>,
+    /// Open-loop rate.
+    pub rate: Option<f64>,
+    /// Memory growth limit in KiB.
+    pub rss_limit_kib: u64,
+}
+
+/// Checks the arguments.
+pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
+    let usage = |s: &str| Err(RunError::Usage(s.to_owned()));
+    if a.connections == 0 {
+        return usage("--connections must be at least 1");
+    }
+    if a.depth == 0 {
+        return usage("--depth must be at least 1");
+    }
+    if a.calls_per_conn == 0 {
+        return usage("--calls-per-conn must be at least 1");
+    }
+    if a.requests == Some(0) {
+        return usage("--requests must be at least 1");
+    }
+    if a.duration.is_some_and(|d| d.is_zero()) {
+        return usage("--duration must be above zero");
+    }
+    if a.timeout.is_zero() {
+        return usage("--timeout must be above zero");
+    }
+    let Ok(max_frame) = u32::try_from(a.max_frame) else {
+        return usage("--max-frame must be below 4 GiB");
+    };
+    let default_sizes = match a.scenario {
+        Scenario::Stream => vec![64, 16 * 1024],
+        Scenario::Churn => vec![64],
+    };
+    let sizes = a.sizes.clone().unwrap_or(default_sizes);
+    if sizes.is_empty() {
+        return usage("--sizes needs at least one size");
+    }
+    if let Some(big) = sizes.iter().find(|&&s| s > max_frame as usize) {
+        return Err(RunError::Usage(format!(
+            "size {big} is over --max-frame {max_frame}"
+        )));
+    }
+    let kinds = match a.mode {
+        StreamMode::Echo => vec![Kind::Echo],
+        StreamMode::Sink => vec![Kind::Sink],
+        StreamMode::Mixed => vec![Kind::Echo, Kind::Sink],
+    };
+    let client_threads = a.client_threads.unwrap_or((cpus() / 2).max(1)).max(1);
+    let server_threads = a.server_threads.unwrap_or(cpus()).max(1);
+    let per_conn = (a.scenario == Scenario::Churn).then_some(a.calls_per_conn);
+    let depth = match a.scenario {
+        Scenario::Churn => a.depth.min(a.calls_per_conn as usize).max(1),
+        Scenario::Stream => a.depth,
+    };
+    let pacing = a.rate.map(|r| {
+        (
+            Duration::from_secs_f64(a.connections as f64 / r),
+            a.connections,
+        )
+    });
+    let duration = match (a.duration, a.requests) {
+        (None, None) => Some(Duration::from_secs(10)),
+        (d, _) => d,
+    };
+    let max_size = sizes.iter().copied().max().unwrap_or(0);
+    Ok(RunPlan {
+        scenario: a.scenario,
+        load: LoadPlan {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            sizes,
+            kinds,
+            depth,
+            per_conn,
+            pacing,
+            timeout: a.timeout,
+            max_frame,
+            payloads: PayloadSource::new(max_size, a.seed),
+        },
+        connections: a.connections,
+        client_threads,
+        server_threads,
+        duration,
+        requests: a.requests,
+        rate: a.rate,
+        rss_limit_kib: a.rss_growth_limit as u64 / 1024,
+    })
+}
+
+/// The server arguments for the embedded server.
+fn server_args(a: &RunArgs, p: &RunPlan) -> Vec<String> {
+    let mut v = vec![
+        "--listen".to_owned(),
+        "127.0.0.1:0".to_owned(),
+        "--threads".to_owned(),
+        p.server_threads.to_string(),
+        "--max-frame".to_owned(),
+        p.load.max_frame.to_string(),
+    ];
+    if let Some(n) = a.pool_buffers {
+        v.extend(["--pool-buffers".to_owned(), n.to_string()]);
+    }
+    if let Some(n) = a.pool_buffer_size {
+        v.extend(["--pool-buffer-size".to_owned(), n.to_string()]);
+    }
+    v
+}
+
+fn resolve(target: &str) -> Result<SocketAddr, RunError> {
+    target
+        .to_socket_addrs()
+        .map_err(|e| RunError::Usage(format!("--connect {target}: {e}")))?
+        .next()
+        .ok_or_else(|| RunError::Usage(format!("--connect {target}: no address")))
+}
+
+/// Runs the load and returns its report.
+pub fn run(a: &RunArgs) -> Result<Report, RunError> {
+    let mut p = plan(a)?;
+    let mut server = match &a.connect {
+        Some(t) => {
+            p.load.addr = resolve(t)?;
+            None
+        }
+        None => {
+            let s = EmbeddedServer::start(&server_args(a, &p), Duration::from_secs(30))
+                .map_err(RunError::Setup)?;
+            p.load.addr = s.addr();
+            Some(s)
+        }
+    };
+    if !a.quiet {
+        let who = match &server {
+            Some(s) => format!(
+                "embedded server pid {} ({} workers) on {}",
+                s.pid(),
+                s.threads(),
+                s.addr()
+            ),
+            None => format!("server at {}", p.load.addr),
+        };
+        eprintln!(
+            "zerorx-stress: scenario {}, {who}, {} connections on {} client workers",
+            p.scenario.name(),
+            p.connections,
+            p.client_threads
+        );
+    }
+    let rt = Runtime::builder()
+        .threads(p.client_threads)
+        .shutdown_timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| RunError::Setup(format!("cannot start the client runtime: {e}")))?;
+    let workers: Vec<Arc<WorkerStats>> = (0..p.client_threads)
+        .map(|_| Arc::new(WorkerStats::default()))
+        .collect();
+    let run_ctx = Arc::new(RunCtx::new(p.requests));
+    let start = Instant::now();
+    let sampler = Sampler::start(
+        workers.clone(),
+        SamplerConfig {
+            progress: !a.quiet,
+            server_pid: server.as_ref().map(EmbeddedServer::pid),
+            hist: a.hist.clone(),
+        },
+        start,
+    )
+    .map_err(|e| RunError::Setup(format!("cannot start the sampler: {e}")))?;
+    let mut notes = Vec::new();
+    let elapsed = rt.block_on(drive(
+        &rt,
+        &p,
+        &workers,
+        &run_ctx,
+        start,
+        &mut server,
+        &mut notes,
+    ));
+    let mut sampled = sampler.finish();
+    if let Some(e) = sampled.hist_error.take() {
+        notes.push(e);
+    }
+    let started_mode = server.as_ref().map(|s| s.receive_mode().clone());
+    let target = TargetInfo {
+        embedded: server.is_some(),
+        addr: p.load.addr.to_string(),
+        server_pid: server.as_ref().map(EmbeddedServer::pid),
+        server_threads: server.as_ref().map(EmbeddedServer::threads),
+    };
+    let mut snapshot = None;
+    if let Some(mut s) = server.take() {
+        if s.exited().is_none() {
+            match s.stats(Duration::from_secs(5)) {
+                Ok(snap) => snapshot = Some(snap),
+                Err(e) => notes.push(format!("no server figures: {e}")),
+            }
+        }
+        if let Err(e) = s.stop(Duration::from_secs(10)) {
+            notes.push(e);
+        }
+    }
+    if let Err(e) = rt.shutdown(Duration::from_secs(5)) {
+        notes.push(format!("client runtime shutdown: {e}"));
+    }
+    let mut report = build_report(
+        &p,
+        Collected {
+            target,
+            started_mode,
+            workers,
+            run: run_ctx,
+            elapsed,
+            sampled,
+            server: snapshot,
+            notes,
+        },
+    );
+    report.verdict = decide(&report);
+    Ok(report)
+}
+
+/// Starts the connection slots and watches the run until every slot has finished.
+/// Returns the time from the start to the last reply.
+async fn drive(
+    rt: &Runtime,
+    p: &RunPlan,
+    workers: &[Arc<WorkerStats>],
+    run: &Arc<RunCtx>,
+    start: Instant,
+    server: &mut Option<EmbeddedServer>,
+    notes: &mut Vec<String>,
+) -> Duration {
+    let plan = Arc::new(p.load.clone());
+    let handle = rt.handle();
+    let slots: Vec<JoinHandle<()>> = (0..p.connections)
+        .map(|i| {
+            let w = i % p.client_threads;
+            let (plan, run, stats) = (plan.clone(), run.clone(), workers[w].clone());
+            handle.spawn_on_with(w, move || run_slot(i, plan, run, stats, start))
+        })
+        .collect();
+    let mut stopped_at: Option<Instant> = None;
+    // After the stop, slots get the reply timeout plus a margin to drain.
+    let drain = p.load.timeout + Duration::from_secs(2);
+    loop {
+        if slots.iter().all(JoinHandle::is_finished) {
+            break;
+        }
+        if let Some(how) = server.as_mut().and_then(EmbeddedServer::exited) {
+            run.abort(format!("the embedded server {how} during the run"));
+        }
+        if p.duration.is_some_and(|d| start.elapsed() >= d) {
+            run.stop();
+        }
+        if run.stopping() {
+            let at = *stopped_at.get_or_insert_with(Instant::now);
+            if at.elapsed() > drain {
+                let stuck = slots.iter().filter(|s| !s.is_finished()).count();
+                notes.push(format!(
+                    "{stuck} connections had not finished {drain:?} after the stop and were cancelled"
+                ));
+                run.abort(format!("{stuck} connections hung after the stop"));
+                for s in &slots {
+                    s.abort();
+                }
+                break;
+            }
+        }
+        zerorx::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = start.elapsed();
+    for s in slots {
+        if let Err(e) = s.await {
+            if e.is_panic() {
+                run.abort(format!(
+                    "a connection task panicked: {}",
+                    e.panic_message().unwrap_or("(no message)")
+                ));
+            }
+        }
+    }
+    elapsed
+}
+
+/// Everything a finished run collected.
+struct Collected {
+    target: TargetInfo,
+    started_mode: Option<ModeInfo>,
+    workers: Vec<Arc<WorkerStats>>,
+    run: Arc<RunCtx>,
+    elapsed: Duration,
+    sampled: Sampled,
+    server: Option<ServerSnapshot>,
+    notes: Vec<String>,
+}
+
+fn build_report(p: &RunPlan, c: Collected) -> Report {
+    let Collected {
+        target,
+        started_mode,
+        workers,
+        run,
+        elapsed,
+        sampled,
+        server,
+        mut notes,
+    } = c;
+    let workers = &workers[..];
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    let sum = |f: fn(&WorkerStats) -> u64| workers.iter().map(|w| f(w)).sum::<u64>();
+    let ok = sum(|w| w.ok.load(Relaxed));
+    let sent = sum(|w| w.sent.load(Relaxed));
+    let mut errors = std::collections::BTreeMap::new();
+    for k in ErrorKind::ALL {
+        let n: u64 = workers.iter().map(|w| w.errors(k)).sum();
+        if n > 0 {
+            errors.insert(k.name().to_owned(), n);
+        }
+    }
+    let failed: u64 = REQUEST_KINDS
+        .iter()
+        .map(|k| errors.get(k.name()).copied().unwrap_or(0))
+        .sum();
+    let mut samples: Vec<_> = workers.iter().flat_map(|w| w.samples()).collect();
+    samples.sort_by_key(|s| (s.kind, s.conn, s.id));
+    let mut connect = crate::client::stats::new_histogram();
+    for w in workers {
+        let _ = connect.add(w.connect_histogram());
+    }
+    let opened = sum(|w| w.connects.load(Relaxed));
+    let client_counts: Vec<u64> = workers.iter().map(|w| w.ok.load(Relaxed)).collect();
+    let receive_mode = match (&server, started_mode) {
+        (Some(s), _) => s.receive_mode.clone(),
+        (None, Some(m)) => m,
+        (None, None) => ModeInfo {
+            mode: "unknown".into(),
+            reason: "external server: the harness cannot see how it receives".into(),
+        },
+    };
+    let server_section = server.map(|s| {
+        let counts: Vec<u64> = s.workers.iter().map(|w| w.counters.requests).collect();
+        let sh = shares(&counts);
+        let imb = imbalance(&sh);
+        let leaked: u64 = s.workers.iter().map(|w| w.runtime.leaked_ops).sum();
+        if leaked > 0 {
+            notes.push(format!("the server runtime leaked {leaked} operations"));
+        }
+        let enobufs: u64 = s
+            .workers
+            .iter()
+            .filter_map(|w| w.pool.map(|p| p.enobufs))
+            .sum();
+        if enobufs > 0 {
+            notes.push(format!(
+                "the server's receive pool ran dry {enobufs} times (receives waited for buffers; \
+                 try --pool-buffers / --pool-buffer-size)"
+            ));
+        }
+        ServerSection {
+            totals: s.totals(),
+            shares: sh,
+            imbalance: imb,
+            workers: s
+                .workers
+                .iter()
+                .map(|w| ServerWorkerRow {
+                    worker: w.worker,
+                    counters: w.counters,
+                    runtime: w.runtime,
+                    pool: w.pool,
+                })
+                .collect(),
+        }
+    });
+    let open_loop = p.rate.is_some();
+    Report {
+        tool: format!("zerorx-stress {}", env!("CARGO_PKG_VERSION")),
+        scenario: p.scenario.name().to_owned(),
+        target,
+        load: LoadInfo {
+            connections: p.connections,
+            client_threads: p.client_threads,
+            depth: p.load.depth,
+            sizes: p.load.sizes.clone(),
+            kinds: p
+                .load
+                .kinds
+                .iter()
+                .map(|k| format!("{k:?}").to_lowercase())
+                .collect(),
+            rate_per_s: p.rate,
+            per_conn: p.load.per_conn,
+            duration_s: p.duration.map(|d| d.as_secs_f64()),
+            requests: p.requests,
+            timeout_s: p.load.timeout.as_secs_f64(),
+        },
+        receive_mode,
+        elapsed_s: secs,
+        requests: RequestCounts { sent, ok, failed },
+        throughput: Throughput {
+            req_per_s: ok as f64 / secs,
+            mb_per_s_sent: sum(|w| w.bytes_out.load(Relaxed)) as f64 / secs / 1e6,
+            mb_per_s_received: sum(|w| w.bytes_in.load(Relaxed)) as f64 / secs / 1e6,
+        },
+        latency: LatencySummary::from_histogram(&sampled.latency, open_loop),
+        connections: ConnectionFigures {
+            opened,
+            per_s: opened as f64 / secs,
+            connect: LatencySummary::from_histogram(&connect, false),
+        },
+        errors,
+        error_samples: samples,
+        client_workers: shares(&client_counts),
+        server: server_section,
+        rss: RssSection {
+            harness: rss::judge(sampled.rss_harness, p.rss_limit_kib),
+            server: (!sampled.rss_server.is_empty())
+                .then(|| rss::judge(sampled.rss_server, p.rss_limit_kib)),
+        },
+        timeline: sampled.timeline,
+        aborted: run.aborted(),
+        notes,
+        verdict: Default::default(),
+    }
+}

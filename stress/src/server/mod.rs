@@ -1,0 +1,228 @@
+//! The harness's own server (`zerorx-stress serve`): frames of [`crate::wire`] over
+//! TCP on every worker of a zerorx runtime, answering echo and sink requests and
+//! counting every way a connection can go wrong. The harness starts it as a child
+//! process (so its memory is measured apart and a crash cannot take the harness down)
+//! and talks to it over stdin/stdout: it prints one `listening` line, then answers
+//! each `stats` line with one JSON snapshot, and exits when stdin closes.
+
+mod conn;
+pub mod stats;
+
+use serde::{Deserialize, Serialize};
+use stats::{Counters, ModeInfo, ServerSnapshot, WorkerFigures};
+use std::io::{self, BufRead, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+use zerorx::net::TcpListener;
+use zerorx::{Handle, Runtime};
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// Address to listen on (port 0: any free port).
+    pub listen: SocketAddr,
+    /// Worker threads.
+    pub threads: usize,
+    /// Largest request payload accepted.
+    pub max_frame: u32,
+    /// Close connections idle this long.
+    pub idle: Option<Duration>,
+    /// Receive pool: buffer count and size (`None`: the runtime's default).
+    pub pool: Option<(u16, u32)>,
+    /// Take commands on stdin and answer on stdout (for the harness).
+    pub control: bool,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+}
+
+/// The first line the server prints on stdout.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listening {
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// The server's process id.
+    pub pid: u32,
+    /// Worker threads.
+    pub threads: usize,
+    /// How it receives, and why.
+    pub receive_mode: ModeInfo,
+}
+
+/// A line on the control channel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ControlLine {
+    /// The server is ready.
+    Listening(Listening),
+    /// The answer to a `stats` command.
+    Stats(ServerSnapshot),
+}
+
+/// Runs the server until stdin closes (with `control`), the duration passes, or the
+/// process is killed.
+pub fn serve(cfg: &ServeConfig) -> io::Result<()> {
+    let threads = cfg.threads.max(1);
+    let mut b = Runtime::builder();
+    b.threads(threads).shutdown_timeout(Duration::from_secs(5));
+    if let Some((buffers, size)) = cfg.pool {
+        b.copy_pool(Some(zcrx::CopyPoolConfig {
+            buffers,
+            buffer_size: size,
+            ..zcrx::CopyPoolConfig::default()
+        }));
+    }
+    let rt = b.build()?;
+    let handle = rt.handle().clone();
+    let counters: Arc<Vec<Counters>> =
+        Arc::new((0..threads).map(|_| Counters::default()).collect());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mode = receive_mode(&handle);
+    let started = Instant::now();
+    rt.block_on(async {
+        let addr = start_listeners(&handle, cfg, &counters).await?;
+        let line = ControlLine::Listening(Listening {
+            addr,
+            pid: std::process::id(),
+            threads,
+            receive_mode: mode.clone(),
+        });
+        print_line(&line)?;
+        if cfg.control {
+            let (handle, counters, stop, mode) =
+                (handle.clone(), counters.clone(), stop.clone(), mode.clone());
+            std::thread::Builder::new()
+                .name("control".into())
+                .spawn(move || control(&handle, &counters, &stop, &mode))?;
+        } else {
+            eprintln!(
+                "zerorx-stress server: listening on {addr} with {threads} workers ({} receive: {})",
+                mode.mode, mode.reason
+            );
+        }
+        while !stop.load(Ordering::SeqCst) && cfg.duration.is_none_or(|d| started.elapsed() < d) {
+            zerorx::sleep(Duration::from_millis(50)).await;
+        }
+        Ok::<(), io::Error>(())
+    })?;
+    rt.shutdown(Duration::from_secs(5))
+}
+
+/// Binds the port on every worker (`SO_REUSEPORT`) and starts their accept loops.
+async fn start_listeners(
+    handle: &Handle,
+    cfg: &ServeConfig,
+    counters: &Arc<Vec<Counters>>,
+) -> io::Result<SocketAddr> {
+    let first = TcpListener::bind(cfg.listen)?;
+    let addr = first.local_addr()?;
+    let (tx, rx) = mpsc::channel::<Result<(), String>>();
+    for w in 1..handle.threads() {
+        let (tx, counters, cfg) = (tx.clone(), counters.clone(), cfg.clone());
+        handle.spawn_on_with(w, move || async move {
+            match TcpListener::bind(addr) {
+                Ok(l) => {
+                    let _ = tx.send(Ok(()));
+                    accept_loop(l, counters, w, cfg).await;
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(format!("worker {w} cannot bind {addr}: {e}")));
+                }
+            }
+        });
+    }
+    drop(tx);
+    zerorx::spawn(accept_loop(first, counters.clone(), 0, cfg.clone()));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut ready = 1;
+    while ready < handle.threads() {
+        match rx.try_recv() {
+            Ok(Ok(())) => ready += 1,
+            Ok(Err(e)) => return Err(io::Error::other(e)),
+            Err(mpsc::TryRecvError::Disconnected) => {
+                return Err(io::Error::other("a worker stopped before binding"))
+            }
+            Err(mpsc::TryRecvError::Empty) if Instant::now() > deadline => {
+                return Err(io::Error::other("workers did not bind within 10 s"))
+            }
+            Err(mpsc::TryRecvError::Empty) => zerorx::sleep(Duration::from_millis(1)).await,
+        }
+    }
+    Ok(addr)
+}
+
+async fn accept_loop(l: TcpListener, counters: Arc<Vec<Counters>>, w: usize, cfg: ServeConfig) {
+    loop {
+        match l.accept().await {
+            Ok((stream, _)) => {
+                let counters = counters.clone();
+                let (max, idle) = (cfg.max_frame, cfg.idle);
+                zerorx::spawn(async move { conn::serve(stream, &counters[w], max, idle).await });
+            }
+            Err(_) => {
+                counters[w]
+                    .accept_errors
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                // Out of fds or similar: give closing connections a moment.
+                zerorx::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// Answers `stats` lines until stdin closes or says `quit`.
+fn control(handle: &Handle, counters: &[Counters], stop: &AtomicBool, mode: &ModeInfo) {
+    let stdin = io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        match line.trim() {
+            "stats" => {
+                let snap = snapshot(handle, counters, mode);
+                if print_line(&ControlLine::Stats(snap)).is_err() {
+                    break;
+                }
+            }
+            "quit" => break,
+            _ => {}
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+}
+
+fn print_line(line: &ControlLine) -> io::Result<()> {
+    let json = serde_json::to_string(line).map_err(io::Error::other)?;
+    let mut out = io::stdout().lock();
+    writeln!(out, "{json}")?;
+    out.flush()
+}
+
+/// The server's figures now.
+pub fn snapshot(handle: &Handle, counters: &[Counters], mode: &ModeInfo) -> ServerSnapshot {
+    let metrics = handle.metrics();
+    let pools = handle.pool_stats();
+    ServerSnapshot {
+        pid: std::process::id(),
+        receive_mode: mode.clone(),
+        workers: counters
+            .iter()
+            .enumerate()
+            .map(|(i, c)| WorkerFigures {
+                worker: i,
+                counters: c.snapshot(),
+                runtime: metrics.get(i).copied().map(Into::into).unwrap_or_default(),
+                pool: pools.get(i).copied().flatten().map(Into::into),
+            })
+            .collect(),
+    }
+}
+
+/// How this server's runtime receives, and why (resolved by the runtime against the
+/// kernel probe).
+pub fn receive_mode(handle: &Handle) -> ModeInfo {
+    let r = handle.receive_mode();
+    ModeInfo {
+        mode: r.mode.to_string(),
+        reason: r.reason.clone(),
+    }
+}

@@ -1,0 +1,190 @@
+//! What the harness's server counts, per worker, and the snapshot it reports to the
+//! harness (one JSON line per request on its control channel).
+
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+macro_rules! counters {
+    ($(#[doc = $doc:literal] $name:ident),* $(,)?) => {
+        /// The live counters of one server worker.
+        #[derive(Debug, Default)]
+        pub struct Counters {
+            $(#[doc = $doc] pub $name: AtomicU64,)*
+        }
+
+        /// A copy of one server worker's counters.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+        pub struct CounterSnapshot {
+            $(#[doc = $doc] #[serde(default)] pub $name: u64,)*
+        }
+
+        impl Counters {
+            /// Copies every counter.
+            pub fn snapshot(&self) -> CounterSnapshot {
+                CounterSnapshot { $($name: self.$name.load(Relaxed),)* }
+            }
+        }
+
+        impl CounterSnapshot {
+            /// Sums two snapshots field by field.
+            pub fn plus(&self, o: &CounterSnapshot) -> CounterSnapshot {
+                CounterSnapshot { $($name: self.$name + o.$name,)* }
+            }
+        }
+    };
+}
+
+counters! {
+    /// Connections accepted.
+    accepted,
+    /// Connections open now.
+    open,
+    /// Requests (frames) received.
+    requests,
+    /// Bytes received.
+    bytes_in,
+    /// Bytes sent.
+    bytes_out,
+    /// Requests whose frame spanned receive buffers and was copied together.
+    assembled,
+    /// Connections that ended cleanly (end of stream between frames).
+    clean_closes,
+    /// Connections that ended in the middle of a frame (reset or end of stream).
+    truncated,
+    /// Connections whose receive failed (reset by the peer).
+    resets,
+    /// Frames with a bad magic, version or kind (the connection is closed).
+    malformed,
+    /// Frames announcing a payload over the limit (closed before any allocation).
+    oversized,
+    /// Requests whose CRC did not match (answered with a rejection).
+    bad_checksum,
+    /// Connections closed without having sent a byte.
+    silent,
+    /// Connections closed by the idle timeout.
+    idle_timeouts,
+    /// Replies that could not be sent (peer gone or stopped reading).
+    send_errors,
+    /// Accepts that failed.
+    accept_errors,
+}
+
+/// How the server's runtime receives.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModeInfo {
+    /// `zero-copy` or `copy`.
+    pub mode: String,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// The runtime figures of one worker the report uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeFigures {
+    /// Event loop turns.
+    pub loop_turns: u64,
+    /// `io_uring_enter` calls.
+    pub enter_calls: u64,
+    /// Completions reaped.
+    pub cqes: u64,
+    /// Times the submission queue was full.
+    pub sq_full: u64,
+    /// Times the completion queue overflowed.
+    pub cq_overflows: u64,
+    /// Receives that ran out of pool buffers and were re-armed.
+    pub recv_enobufs: u64,
+    /// Operations leaked at shutdown.
+    pub leaked_ops: u64,
+}
+
+impl From<zerorx::WorkerMetricsSnapshot> for RuntimeFigures {
+    fn from(m: zerorx::WorkerMetricsSnapshot) -> Self {
+        RuntimeFigures {
+            loop_turns: m.loop_turns,
+            enter_calls: m.enter_calls,
+            cqes: m.cqes,
+            sq_full: m.sq_full,
+            cq_overflows: m.cq_overflows,
+            recv_enobufs: m.recv_enobufs,
+            leaked_ops: m.leaked_ops,
+        }
+    }
+}
+
+/// The receive pool figures of one worker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolFigures {
+    /// Buffers (chunks) the pool owns.
+    pub chunks_total: u64,
+    /// Buffers held by the application now.
+    pub in_use: u64,
+    /// Most buffers held at once.
+    pub high_water: u64,
+    /// Buffers dropped but not yet handed back to the kernel.
+    pub returns_pending: u64,
+    /// Bytes received through the pool.
+    pub bytes: u64,
+    /// Bytes placed by the NIC without a CPU copy.
+    pub zero_copy_bytes: u64,
+    /// Bytes the kernel copied.
+    pub copied_bytes: u64,
+    /// Receives ended because no buffer was free.
+    pub enobufs: u64,
+    /// Zero-copy receives ended because the completion queue was full.
+    pub enospc: u64,
+    /// Zero-copy receives ended because the copy fallback found no chunk.
+    pub enomem: u64,
+    /// Receives re-armed after a recoverable end.
+    pub rearms: u64,
+}
+
+impl From<zcrx::PoolStatsSnapshot> for PoolFigures {
+    fn from(p: zcrx::PoolStatsSnapshot) -> Self {
+        PoolFigures {
+            chunks_total: p.chunks_total,
+            in_use: p.in_use,
+            high_water: p.high_water,
+            returns_pending: p.returns_pending,
+            bytes: p.bytes,
+            zero_copy_bytes: p.zero_copy_bytes,
+            copied_bytes: p.copied_bytes,
+            enobufs: p.enobufs,
+            enospc: p.enospc,
+            enomem: p.enomem,
+            rearms: p.rearms,
+        }
+    }
+}
+
+/// One server worker.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerFigures {
+    /// Worker index.
+    pub worker: usize,
+    /// What the server counted.
+    pub counters: CounterSnapshot,
+    /// What the runtime counted.
+    pub runtime: RuntimeFigures,
+    /// The worker's receive pool.
+    pub pool: Option<PoolFigures>,
+}
+
+/// Everything the server reports about itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerSnapshot {
+    /// Process id.
+    pub pid: u32,
+    /// How received bytes reach the server.
+    pub receive_mode: ModeInfo,
+    /// Per worker.
+    pub workers: Vec<WorkerFigures>,
+}
+
+impl ServerSnapshot {
+    /// The counters summed over workers.
+    pub fn totals(&self) -> CounterSnapshot {
+        self.workers
+            .iter()
+            .fold(CounterSnapshot::default(), |a, w| a.plus(&w.counters))
+    }
+}

@@ -1,0 +1,306 @@
+//! The harness as a person runs it: the binary, its exit status, its report files.
+//! Every run is bounded in time (a hung harness fails the test instead of hanging it).
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use zerorx_stress::report::Report;
+
+const BIN: &str = env!("CARGO_BIN_EXE_zerorx-stress");
+
+struct Out {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Waits for `child` at most `limit`, killing it (and failing) after that.
+fn wait_bounded(mut child: Child, limit: Duration) -> Out {
+    let deadline = Instant::now() + limit;
+    let mut out = child.stdout.take().expect("stdout piped");
+    let err = child.stderr.take();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut err) = err {
+            let _ = err.read_to_string(&mut s);
+        }
+        s
+    });
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("zerorx-stress did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Out {
+        status,
+        stdout: t_out.join().expect("stdout reader"),
+        stderr: t_err.join().expect("stderr reader"),
+    }
+}
+
+fn harness(args: &[&str], limit: Duration) -> Out {
+    let child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start zerorx-stress");
+    wait_bounded(child, limit)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("zerorx-stress-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
+
+fn load(path: &PathBuf) -> Report {
+    let text = std::fs::read_to_string(path).expect("report written");
+    serde_json::from_str(&text).expect("report parses")
+}
+
+/// Small runs: few connections and threads, a couple of seconds (the box is shared).
+const SMALL: [&str; 6] = ["-c", "4", "--client-threads", "1", "--server-threads", "2"];
+
+#[test]
+fn stream_and_churn_pass_and_their_reports_compare() {
+    let (a, b) = (tmp("stream.json"), tmp("churn.json"));
+    let (hist, svg, svg2) = (tmp("stream.hlog"), tmp("stream.svg"), tmp("both.svg"));
+    let mut args = vec!["-s", "stream", "-d", "2s", "-q", "--json"];
+    args.push(a.to_str().expect("utf-8 path"));
+    args.extend([
+        "--hist",
+        hist.to_str().expect("path"),
+        "--plot",
+        svg.to_str().expect("path"),
+    ]);
+    args.extend(SMALL);
+    let out = harness(&args, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "stream failed:\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("verdict          PASS"),
+        "{}",
+        out.stdout
+    );
+    let ra = load(&a);
+    assert!(ra.verdict.pass);
+    assert!(
+        ra.requests.ok > 0 && ra.requests.ok == ra.requests.sent,
+        "{:?}",
+        ra.requests
+    );
+    let server = ra.server.as_ref().expect("embedded server figures");
+    assert!(server.totals.requests >= ra.requests.ok);
+    assert_eq!(server.workers.len(), 2);
+    assert!(server.workers.iter().all(|w| w.pool.is_some()));
+    assert_eq!(ra.receive_mode.mode, "copy");
+    assert!(!ra.receive_mode.reason.is_empty());
+    assert!(ra.latency.p50_us > 0.0 && ra.latency.p50_us <= ra.latency.p99_us);
+    assert!(ra.latency.p99_us <= ra.latency.max_us);
+    assert!(!ra.timeline.is_empty());
+    assert!(ra.rss.server.as_ref().is_some_and(|s| s.peak_kib > 0));
+
+    let log = std::fs::read(&hist).expect("histogram log");
+    let intervals = hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&log)
+        .filter(|e| {
+            matches!(
+                e,
+                Ok(hdrhistogram::serialization::interval_log::LogEntry::Interval(_))
+            )
+        })
+        .count();
+    assert!(intervals >= 1, "no interval histograms in the log");
+    let svg_text = std::fs::read_to_string(&svg).expect("plot");
+    assert!(svg_text.contains("<svg") && svg_text.contains("Latency by percentile"));
+
+    let mut args = vec!["-s", "churn", "-d", "2s", "-q", "--json"];
+    args.push(b.to_str().expect("path"));
+    args.extend(SMALL);
+    let out = harness(&args, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "churn failed:\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    let rb = load(&b);
+    assert!(
+        rb.connections.opened > 4,
+        "churn opened {}",
+        rb.connections.opened
+    );
+    assert_eq!(rb.scenario, "churn");
+
+    let out = harness(
+        &[
+            "--compare",
+            a.to_str().expect("path"),
+            b.to_str().expect("path"),
+            "--plot",
+            svg2.to_str().expect("path"),
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{}", out.stderr);
+    for row in ["requests/s", "latency p99", "stream", "churn", "PASS"] {
+        assert!(out.stdout.contains(row), "{row} missing:\n{}", out.stdout);
+    }
+    assert!(std::fs::read_to_string(&svg2)
+        .expect("plot")
+        .contains("<svg"));
+}
+
+#[test]
+fn a_killed_server_is_a_clear_failure_not_a_hang() {
+    let mut child = Command::new(BIN)
+        .args(["-s", "stream", "-d", "60s", "--timeout", "2s"])
+        .args(SMALL)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let pid = loop {
+        let line = lines
+            .next()
+            .expect("harness exited before naming its server")
+            .expect("read stderr");
+        if let Some(rest) = line.split("embedded server pid ").nth(1) {
+            break rest.split_whitespace().next().expect("pid").to_owned();
+        }
+    };
+    // Let the load start, then kill the server outright.
+    std::thread::sleep(Duration::from_millis(700));
+    let killed = Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let t0 = Instant::now();
+    let drain = std::thread::spawn(move || lines.count());
+    let out = wait_bounded(child, Duration::from_secs(30));
+    let _ = drain.join();
+    assert!(
+        t0.elapsed() < Duration::from_secs(25),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("FAIL: run aborted: the embedded server was killed by signal 9"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn connect_loads_a_standalone_server() {
+    let mut server = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+            "--duration",
+            "60s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start server");
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("listening line");
+    let line: serde_json::Value = serde_json::from_str(&first).expect("json line");
+    let addr = line["addr"].as_str().expect("addr").to_owned();
+    let json = tmp("connect.json");
+    let out = harness(
+        &[
+            "--connect",
+            &addr,
+            "-n",
+            "2000",
+            "-q",
+            "-c",
+            "2",
+            "--client-threads",
+            "1",
+            "--mode",
+            "mixed",
+            "--json",
+            json.to_str().expect("path"),
+        ],
+        Duration::from_secs(60),
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    let r = load(&json);
+    assert_eq!(r.requests.ok, 2000);
+    assert!(!r.target.embedded);
+    assert_eq!(r.receive_mode.mode, "unknown");
+    assert!(r.server.is_none());
+}
+
+#[test]
+fn bad_arguments_and_missing_files_are_named() {
+    let out = harness(&["-c", "0"], Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stderr.contains("--connections must be at least 1"),
+        "{}",
+        out.stderr
+    );
+    let out = harness(
+        &["--sizes", "2M", "--max-frame", "1M"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stderr.contains("over --max-frame"), "{}", out.stderr);
+    let out = harness(&["--duration", "soon"], Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(2));
+    let missing = tmp("does-not-exist.json");
+    let p = missing.to_str().expect("path");
+    let out = harness(&["--compare", p, p], Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(3));
+    assert!(out.stderr.contains("cannot read"), "{}", out.stderr);
+    let out = harness(
+        &[
+            "--connect",
+            "127.0.0.1:1",
+            "-d",
+            "20s",
+            "-q",
+            "--timeout",
+            "1s",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stdout.contains("cannot connect to 127.0.0.1:1"),
+        "{}",
+        out.stdout
+    );
+}

@@ -130,6 +130,9 @@ pub fn message(wire: Wire, data: &[u8]) {
         "skipping one buffer and segments disagree"
     );
 
+    if let Ok((_, used)) = &canon {
+        prefixes(wire, &data[..*used]);
+    }
     if let Ok((encoded, _)) = canon {
         let again = canonical(&decode(wire, Bytes::from(encoded.clone())));
         match again {
@@ -141,6 +144,30 @@ pub fn message(wire: Wire, data: &[u8]) {
                 );
             }
             Err(e) => panic!("re-encoded message does not decode: {e}"),
+        }
+    }
+}
+
+/// Prefixes of a message that decodes whole (`message`): each must be reported as
+/// truncated, and the length the unframed transport then waits for (what was read
+/// before the failing read, plus what that read needed) must lie beyond the prefix and
+/// within the message. Waiting for more would hang a valid request (or reject it as too
+/// large); for less, spin.
+fn prefixes(wire: Wire, message: &[u8]) {
+    let len = message.len();
+    // Every prefix of a short message; 64 spread over a long one.
+    let step = (len / 64).max(1);
+    for cut in (0..len).step_by(step) {
+        let prefix = Bytes::copy_from_slice(&message[..cut]);
+        match bounded(cut, || message_len(wire, prefix)) {
+            Err(DecodeError::Truncated { needed, remaining }) => {
+                let at_least = (cut - remaining).saturating_add(needed);
+                assert!(
+                    at_least > cut && at_least <= len,
+                    "prefix of {cut} of a {len}-byte message: waits for {at_least} bytes"
+                );
+            }
+            other => panic!("prefix of {cut} of a {len}-byte message: {other:?}, not truncated"),
         }
     }
 }
@@ -217,12 +244,18 @@ pub fn typed<T: ThriftDecode + ThriftEncode + PartialEq + Debug>(wire: Wire, dat
 }
 
 /// How many types [`typed_args`] picks from.
-pub const TYPED_KINDS: u8 = 8;
+pub const TYPED_KINDS: u8 = 19;
 
 /// The first byte picks the protocol (bit 0) and the type (the rest, modulo
-/// [`TYPED_KINDS`]); the remaining bytes are decoded as that type.
+/// [`TYPED_KINDS`]); the remaining bytes are decoded as that type: the bench.thrift
+/// argument and result structs the server decodes, `TApplicationException`, and
+/// containers of every shape the typed codecs implement.
 pub fn typed_args(data: &[u8]) {
     use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+    use zerorx::rpc::bench::{
+        AddArgs, EchoArgs, FailArgs, FailResult, FireArgs, FiredArgs, Overloaded, Payload,
+        RoundtripArgs, SleepMsArgs, SumArgs,
+    };
     use zerorx::rpc::{ApplicationException, Utf8Bytes, Uuid};
 
     let Some((&selector, body)) = data.split_first() else {
@@ -241,6 +274,49 @@ pub fn typed_args(data: &[u8]) {
         4 => typed::<HashSet<i32>>(wire, body),
         5 => typed::<BTreeMap<i16, Vec<String>>>(wire, body),
         6 => typed::<Vec<BTreeSet<Uuid>>>(wire, body),
-        _ => typed::<HashMap<i8, Vec<bool>>>(wire, body),
+        7 => typed::<HashMap<i8, Vec<bool>>>(wire, body),
+        8 => typed::<EchoArgs>(wire, body),
+        9 => typed::<RoundtripArgs>(wire, body),
+        10 => typed::<AddArgs>(wire, body),
+        11 => typed::<SumArgs>(wire, body),
+        12 => typed::<SleepMsArgs>(wire, body),
+        13 => typed::<FireArgs>(wire, body),
+        14 => typed::<FiredArgs>(wire, body),
+        15 => typed::<FailArgs>(wire, body),
+        16 => typed::<FailResult>(wire, body),
+        17 => typed::<Overloaded>(wire, body),
+        _ => typed::<Payload>(wire, body),
+    }
+}
+
+/// Checks the transport detector on the first bytes of `data`: it asks for more only
+/// while it needs them, and once it has named a transport and protocol, more bytes
+/// never change its answer (the server may have received any number of bytes when it
+/// decides).
+pub fn detect(data: &[u8]) {
+    use zerorx::rpc::transport::{detect, Detected};
+
+    let mut first_found = None;
+    for k in 0..=data.len().min(16) {
+        let got = bounded(k, || detect(&data[..k]));
+        match got {
+            Detected::NeedMore(want) => {
+                assert!(
+                    want > k,
+                    "{k} bytes: asked for {want}, which it already has"
+                );
+                assert!(
+                    first_found.is_none(),
+                    "{k} bytes: asked for more after {first_found:?}"
+                );
+            }
+            found => match first_found {
+                None => first_found = Some((k, found)),
+                Some((at, first)) => assert_eq!(
+                    found, first,
+                    "answer changed from {first:?} at {at} bytes to {found:?} at {k}"
+                ),
+            },
+        }
     }
 }

@@ -4,9 +4,13 @@
 
 use crate::checks::{Wire, TYPED_KINDS};
 use bytes::Bytes;
+use zerorx::rpc::bench::{
+    AddArgs, EchoArgs, FailArgs, FailResult, FireArgs, FiredArgs, Overloaded, Payload,
+    RoundtripArgs, SleepMsArgs, SumArgs,
+};
 use zerorx::rpc::protocol::binary::BinaryWriter;
 use zerorx::rpc::protocol::compact::CompactWriter;
-use zerorx::rpc::{encode_message, MessageType, OutBuf, Protocol, TType, Value};
+use zerorx::rpc::{encode_message, MessageType, OutBuf, Protocol, TType, ThriftEncode, Value};
 
 fn bin(b: &[u8]) -> Value {
     Value::Binary(Bytes::copy_from_slice(b))
@@ -157,7 +161,7 @@ pub fn messages_for(wire: Wire) -> Vec<Vec<u8>> {
     out
 }
 
-fn encode(wire: Wire, v: &Value) -> Vec<u8> {
+fn encode<T: ThriftEncode>(wire: Wire, v: &T) -> Vec<u8> {
     let mut out = OutBuf::new();
     match wire {
         Wire::Binary => v.encode(&mut BinaryWriter::new(&mut out)),
@@ -168,14 +172,30 @@ fn encode(wire: Wire, v: &Value) -> Vec<u8> {
         .to_vec()
 }
 
-/// A value of the type `kind` picks in [`typed_args`](crate::checks::typed_args).
-fn typed_sample(kind: u8) -> Value {
+fn overloaded() -> Overloaded {
+    Overloaded {
+        reason: "busy".into(),
+        retry_after_ms: 7,
+    }
+}
+
+fn bench_payload(meta: bool) -> Payload {
+    Payload {
+        id: -5,
+        data: Bytes::from_static(&[9; 70]),
+        meta: meta.then(|| [("k".into(), "v".into())].into_iter().collect()),
+        tags: vec![1, 2, 3],
+    }
+}
+
+/// An encoding of the type `kind` picks in [`typed_args`](crate::checks::typed_args).
+fn typed_sample(kind: u8, wire: Wire) -> Vec<u8> {
     let list = |elem, items| Value::List { elem, items };
     let map = |k, v, entries| Value::Map {
         types: Some((k, v)),
         entries,
     };
-    match kind {
+    let value = match kind {
         0 => strukt(vec![(1, bin(b"boom")), (2, Value::I32(6))]),
         1 => list(TType::I64, vec![Value::I64(1), Value::I64(i64::MAX)]),
         2 => map(TType::Binary, TType::Binary, vec![(bin(b"k"), bin(b"v"))]),
@@ -196,12 +216,59 @@ fn typed_sample(kind: u8) -> Value {
                 items: vec![Value::Uuid([1; 16])],
             }],
         ),
-        _ => map(
+        7 => map(
             TType::I8,
             TType::List,
             vec![(Value::I8(1), list(TType::Bool, vec![Value::Bool(true)]))],
         ),
-    }
+        8 => {
+            return encode(
+                wire,
+                &EchoArgs {
+                    data: Bytes::from_static(&[0x5a; 64]),
+                },
+            )
+        }
+        9 => {
+            return encode(
+                wire,
+                &RoundtripArgs {
+                    p: bench_payload(true),
+                },
+            )
+        }
+        10 => return encode(wire, &AddArgs { a: 1, b: i64::MAX }),
+        11 => {
+            return encode(
+                wire,
+                &SumArgs {
+                    values: vec![1, -1, 7],
+                },
+            )
+        }
+        12 => return encode(wire, &SleepMsArgs { ms: 3 }),
+        13 => {
+            return encode(
+                wire,
+                &FireArgs {
+                    data: Bytes::from_static(b"f"),
+                },
+            )
+        }
+        14 => return encode(wire, &FiredArgs),
+        15 => {
+            return encode(
+                wire,
+                &FailArgs {
+                    reason: "why".into(),
+                },
+            )
+        }
+        16 => return encode(wire, &FailResult::Overloaded(overloaded())),
+        17 => return encode(wire, &overloaded()),
+        _ => return encode(wire, &bench_payload(false)),
+    };
+    encode(wire, &value)
 }
 
 /// Inputs for the `typed_args` target: a selector byte, then the value.
@@ -210,8 +277,40 @@ pub fn typed_args() -> Vec<Vec<u8>> {
     for kind in 0..TYPED_KINDS {
         for (bit, wire) in [(0u8, Wire::Binary), (1, Wire::Compact)] {
             let mut input = vec![kind << 1 | bit];
-            input.extend(encode(wire, &typed_sample(kind)));
+            input.extend(typed_sample(kind, wire));
             out.push(input);
+        }
+    }
+    out
+}
+
+/// Connection openings for the `detect` target: each message framed and unframed.
+pub fn detect() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for protocol in [
+        Protocol::Binary,
+        Protocol::BinaryNonStrict,
+        Protocol::Compact,
+    ] {
+        for framed in [false, true] {
+            let (name, kind, body) = &messages()[0];
+            let segments = encode_message(
+                protocol,
+                framed,
+                usize::MAX,
+                name.as_bytes(),
+                *kind,
+                1,
+                body,
+            )
+            .expect("seed messages encode");
+            out.push(
+                segments
+                    .iter()
+                    .flat_map(|s| s.iter().take(16).copied())
+                    .take(16)
+                    .collect(),
+            );
         }
     }
     out
@@ -224,6 +323,7 @@ pub fn for_target(target: &str) -> Option<Vec<Vec<u8>>> {
         "binary_message" => Some(messages_for(Wire::Binary)),
         "compact_message" => Some(messages_for(Wire::Compact)),
         "typed_args" => Some(typed_args()),
+        "detect" => Some(detect()),
         _ => None,
     }
 }

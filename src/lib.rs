@@ -2,6 +2,9 @@
 //!
 //! - [`doctor`]: the `zerorx doctor` report of what the kernel and NICs can do.
 //! - [`rpc`]: Apache Thrift protocols, typed codecs, server and client.
+//! - [`net`]: TCP/UDP sockets; [`net::FrameReader`] cuts length-prefixed frames out of
+//!   the received buffers as [`net::BytesChain`]s (no copy), [`net::RecvStream`] is a
+//!   `Stream` of buffers and [`net::Compat`] speaks futures-io `AsyncRead`/`AsyncWrite`.
 //!
 //! Each worker thread owns one ring, a local task queue and a timer heap; tasks never
 //! migrate. See `DESIGN.md` for the op lifecycle and who owns what memory.
@@ -30,7 +33,7 @@ pub mod time;
 pub mod wake;
 
 pub use executor::{spawn, yield_now, JoinError, JoinHandle};
-pub use metrics::WorkerMetricsSnapshot;
+pub use metrics::{RearmCounts, WorkerMetricsSnapshot};
 pub use runtime::{Builder, Handle, ReceiveMode, Runtime};
 pub use time::{sleep, sleep_until, timeout};
 pub use wake::WakeMode;

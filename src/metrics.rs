@@ -27,6 +27,53 @@ pub(crate) struct WorkerMetrics {
     pub(crate) remote_spawns: AtomicU64,
     pub(crate) leaked_ops: AtomicU64,
     pub(crate) recv_enobufs: AtomicU64,
+    pub(crate) rearms: [AtomicU64; REARM_REASONS],
+}
+
+/// Number of [`RearmCounts`] fields.
+pub(crate) const REARM_REASONS: usize = 6;
+
+/// Index of a re-arm reason in [`WorkerMetrics::rearms`].
+pub(crate) fn rearm_index(end: &zcrx::RecvEnd) -> Option<usize> {
+    use zcrx::{RearmReason, RecvEnd};
+    Some(match end {
+        RecvEnd::Rearm(RearmReason::NoBuffers) => 0,
+        RecvEnd::Rearm(RearmReason::CqFull) => 1,
+        RecvEnd::Rearm(RearmReason::NoFreeChunk) => 2,
+        RecvEnd::Rearm(RearmReason::Interrupted) => 3,
+        RecvEnd::Rearm(RearmReason::Ended) => 4,
+        RecvEnd::BudgetDone => 5,
+        _ => return None,
+    })
+}
+
+/// Receives armed again after a recoverable end, by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RearmCounts {
+    /// `ENOBUFS`: the copy pool was empty; re-armed once buffers came back.
+    pub no_buffers: u64,
+    /// `ENOSPC`: the completion queue was full.
+    pub cq_full: u64,
+    /// `ENOMEM`: the zero-copy copy fall-back found no free chunk.
+    pub no_free_chunk: u64,
+    /// `EINTR`.
+    pub interrupted: u64,
+    /// The kernel ended the multishot after data without an error (its own limits).
+    pub ended: u64,
+    /// The byte budget the receive was armed with was used up.
+    pub budget: u64,
+}
+
+impl RearmCounts {
+    /// All re-arms.
+    pub fn total(&self) -> u64 {
+        self.no_buffers
+            + self.cq_full
+            + self.no_free_chunk
+            + self.interrupted
+            + self.ended
+            + self.budget
+    }
 }
 
 /// Adds `n` to a counter only its owner thread writes.
@@ -59,6 +106,14 @@ impl WorkerMetrics {
             remote_spawns: self.remote_spawns.load(Relaxed),
             leaked_ops: self.leaked_ops.load(Relaxed),
             recv_enobufs: self.recv_enobufs.load(Relaxed),
+            rearms: RearmCounts {
+                no_buffers: self.rearms[0].load(Relaxed),
+                cq_full: self.rearms[1].load(Relaxed),
+                no_free_chunk: self.rearms[2].load(Relaxed),
+                interrupted: self.rearms[3].load(Relaxed),
+                ended: self.rearms[4].load(Relaxed),
+                budget: self.rearms[5].load(Relaxed),
+            },
         }
     }
 }
@@ -100,6 +155,8 @@ pub struct WorkerMetricsSnapshot {
     /// final completion (freeing it could let the kernel write into freed memory).
     pub leaked_ops: u64,
     /// Multishot receives that ended with `ENOBUFS` (the worker's receive pool was
-    /// empty) and were re-armed once buffers came back.
+    /// empty) and were re-armed once buffers came back (= `rearms.no_buffers`).
     pub recv_enobufs: u64,
+    /// Receives re-armed after a recoverable end, by reason.
+    pub rearms: RearmCounts,
 }

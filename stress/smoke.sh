@@ -14,4 +14,7 @@ for scenario in stream churn; do
   echo "-- zerorx-stress --scenario ${scenario}"
   "$bin" --scenario "$scenario" --duration 3s --connections 8 --json "$out/$scenario.json"
 done
+echo "-- zerorx-stress --scenario stream --faults all:2/s"
+"$bin" --scenario stream --duration 3s --connections 8 --faults all:2/s --fault-hold 300ms \
+  --burst-conns 64 --json "$out/faults.json"
 "$bin" --compare "$out/stream.json" "$out/churn.json"

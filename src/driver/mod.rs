@@ -268,6 +268,20 @@ impl Driver {
         Poll::Pending
     }
 
+    /// Runs `f` on the data of multishot op `key` while it is streaming; `None` if the
+    /// op is gone, not streaming, or not a `T`.
+    pub(crate) fn with_stream_data<T: 'static, R>(
+        &mut self,
+        key: Key,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Option<R> {
+        let slot = self.ops.get_mut(key)?;
+        if !matches!(slot.lifecycle, Lifecycle::Streaming { .. }) {
+            return None;
+        }
+        slot.data.as_any_mut().downcast_mut::<T>().map(f)
+    }
+
     /// The future of op `key` is gone: release a completion nobody took, or cancel the
     /// op and keep its memory until the final CQE.
     pub(crate) fn drop_op(&mut self, key: Key) {
@@ -422,6 +436,7 @@ impl Driver {
                 waker,
                 finished,
             } => {
+                slot.data.on_complete(&c);
                 queue.push_back(c);
                 if !c.more() {
                     *finished = true;

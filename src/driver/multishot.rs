@@ -54,6 +54,13 @@ impl<T: OpCode> MultiOp<T> {
 }
 
 impl<T: OpCode> MultiOp<T> {
+    /// Runs `f` on the op's data (what [`OpCode::on_complete`] kept), while the op is
+    /// streaming; `None` once it has ended.
+    pub(crate) fn with_data<R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
+        let key = self.key?;
+        self.core.driver.borrow_mut().with_stream_data(key, f)
+    }
+
     /// Waits for the next completion; `None` once the op has ended.
     pub async fn next(&mut self) -> Option<Completion> {
         std::future::poll_fn(|cx| self.poll_next(cx)).await

@@ -34,23 +34,39 @@ use std::task::{Context, Poll, Waker};
 ///    delivered that nobody will take (the fd of an accept that finished after its
 ///    future was dropped, a provided buffer), and touches nothing else: it runs while
 ///    the driver is borrowed, so it must not submit, drop or poll ops, or spawn.
+///    [`on_complete`](OpCode::on_complete) runs under the same rules.
 pub unsafe trait OpCode: 'static {
     /// Builds the SQE. `self` is at its final address when this is called.
     fn create_entry(&mut self) -> squeue::Entry;
 
-    /// Frees what `completion` produced when no future will consume it.
+    /// Frees what `completion` produced when no future will consume it. For a
+    /// multishot op this gets both completions that were queued (and passed to
+    /// [`on_complete`](OpCode::on_complete)) and completions that arrived after the
+    /// stream was dropped (which were not).
     fn release(&mut self, completion: &Completion) {
+        let _ = completion;
+    }
+
+    /// Multishot ops: runs as each completion is reaped, in reaping order, before it
+    /// is queued for the stream. For what must be resolved in kernel order (the
+    /// position of bytes in an incrementally consumed buffer, the buffers of a bundle).
+    fn on_complete(&mut self, completion: &Completion) {
         let _ = completion;
     }
 }
 
-/// [`OpCode`] plus the conversion back to the concrete type once the op is complete.
+/// [`OpCode`] plus access to the concrete type (while queued, and once complete).
 pub(crate) trait OpBox: OpCode {
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
 impl<T: OpCode> OpBox for T {
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
 }

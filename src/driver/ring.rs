@@ -63,6 +63,9 @@ pub(crate) struct RingConfig {
     pub(crate) sq_entries: u32,
     pub(crate) cq_entries: u32,
     pub(crate) cqe32: bool,
+    /// Blocking waits collect up to `.0` completions, returning early with fewer once
+    /// `.1` has passed since the first (`IORING_FEAT_MIN_TIMEOUT`, Linux 6.12).
+    pub(crate) wait_batch: Option<(u32, Duration)>,
 }
 
 /// Which setup flags the kernel accepted for this ring.
@@ -95,6 +98,8 @@ macro_rules! with_ring {
 pub(crate) struct Ring {
     inner: Inner,
     flags: RingFlags,
+    /// `(events, microseconds)` of a batched wait, when configured and supported.
+    wait_batch: Option<(usize, u32)>,
 }
 
 /// Setup flags, most wanted first. A kernel that refuses a set gets the next one.
@@ -128,6 +133,24 @@ impl Ring {
             };
             match built {
                 Ok(inner) => {
+                    let min_timeout = match &inner {
+                        Inner::Cqe16(r) => r.params().is_feature_min_timeout(),
+                        Inner::Cqe32(r) => r.params().is_feature_min_timeout(),
+                    };
+                    let wait_batch = match cfg.wait_batch {
+                        None => None,
+                        Some(_) if !min_timeout => {
+                            return Err(io::Error::new(
+                                io::ErrorKind::Unsupported,
+                                "batched completion waits need IORING_FEAT_MIN_TIMEOUT \
+                                 (Linux 6.12); this kernel lacks it",
+                            ))
+                        }
+                        Some((n, d)) => Some((
+                            n.max(1) as usize,
+                            d.as_micros().clamp(1, u32::MAX as u128) as u32,
+                        )),
+                    };
                     return Ok(Ring {
                         inner,
                         flags: RingFlags {
@@ -135,7 +158,8 @@ impl Ring {
                             coop_taskrun: coop,
                             cqe32: cfg.cqe32,
                         },
-                    })
+                        wait_batch,
+                    });
                 }
                 // EINVAL is how an older kernel refuses an unknown flag; anything else
                 // (ENOMEM, EPERM, ENOSYS) will not be cured by fewer flags.
@@ -190,17 +214,23 @@ impl Ring {
     /// One `io_uring_enter`: submit everything queued and, if `wait`, block until a
     /// completion arrives or `timeout` passes. Returns the number of SQEs submitted.
     pub(crate) fn enter(&mut self, wait: bool, timeout: Option<Duration>) -> io::Result<usize> {
+        let batch = self.wait_batch;
         let res = with_ring!(self, r => {
             let submitter = r.submitter();
-            match (wait, timeout) {
-                (false, _) => submitter.submit(),
-                (true, None) => submitter.submit_and_wait(1),
-                (true, Some(t)) => {
+            match (wait, timeout, batch) {
+                (false, _, _) => submitter.submit(),
+                (true, None, None) => submitter.submit_and_wait(1),
+                (true, None, Some((n, us))) => {
+                    let args = types::SubmitArgs::new().min_wait_usec(us);
+                    submitter.submit_with_args(n, &args)
+                }
+                (true, Some(t), batch) => {
                     let ts = types::Timespec::new()
                         .sec(t.as_secs())
                         .nsec(t.subsec_nanos());
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    submitter.submit_with_args(1, &args)
+                    let (n, us) = batch.unwrap_or((1, 0));
+                    let args = types::SubmitArgs::new().timespec(&ts).min_wait_usec(us);
+                    submitter.submit_with_args(n, &args)
                 }
             }
         });
@@ -256,6 +286,7 @@ mod tests {
             sq_entries: 8,
             cq_entries: 16,
             cqe32,
+            wait_batch: None,
         })
         .expect("ring");
         assert!(ring.flags().defer_taskrun, "6.18 accepts DEFER_TASKRUN");
@@ -291,6 +322,7 @@ mod tests {
             sq_entries: 8,
             cq_entries: 16,
             cqe32: false,
+            wait_batch: None,
         })
         .expect("ring");
         let t = std::time::Instant::now();

@@ -15,7 +15,9 @@
 //! - initiator-side RMA validation against the [`RemoteKey`]: `offset + len <=
 //!   key.len` and the access bit (so providers that do not validate at the target never
 //!   see an out-of-range or wrong-access RMA from this API);
-//! - message size against [`Discovery::limits`](super::Discovery);
+//! - message size against the endpoint's `max_msg_size` (resolved before
+//!   `open_endpoint`: `EndpointConfig::max_msg_size` is always `Some` there, at most
+//!   the provider's declared limit);
 //! - operation ids ([`OpId`]), the user's context values, and the exactly-once rule: a
 //!   second completion for the same `OpId` is dropped and counted.
 //!

@@ -1,9 +1,14 @@
 //! Receive into a caller-owned buffer (the buffer travels with the op and comes back).
 
 use super::{fd, SharedFd};
-use crate::driver::OpCode;
+use crate::driver::{Completion, OpCode};
 use bytes::BytesMut;
 use io_uring::{opcode, squeue};
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use zcrx::{CopyPool, PoolError, RxBuf};
 
 /// Receives into the spare capacity of `buf`.
 pub(crate) struct RecvInto {
@@ -86,10 +91,61 @@ unsafe impl OpCode for RecvFrom {
     }
 }
 
-/// Multishot receive drawing buffers from the worker's copy pool.
+/// Multishot receive drawing buffers from the worker's copy pool. Completions are
+/// decoded into buffers as they are reaped ([`OpCode::on_complete`]): in an incremental
+/// pool the position of a completion's bytes depends on every completion before it,
+/// and a bundle's buffers are named by ring slots that later returns overwrite.
 pub(crate) struct RecvMulti {
-    pub(crate) socket: SharedFd,
-    pub(crate) pool: std::rc::Rc<zcrx::CopyPool>,
+    socket: SharedFd,
+    pool: Rc<CopyPool>,
+    bundle: bool,
+    /// Buffers of queued completions, in completion order.
+    decoded: VecDeque<RxBuf>,
+    /// Why a completion could not be decoded (its bytes are lost; the stream fails).
+    bad: Option<String>,
+}
+
+impl RecvMulti {
+    /// A multishot receive on `socket`; `bundle`: one completion may fill several
+    /// buffers (not on incremental pools).
+    pub(crate) fn new(socket: SharedFd, pool: Rc<CopyPool>, bundle: bool) -> RecvMulti {
+        let bundle = bundle && !pool.is_incremental();
+        RecvMulti {
+            socket,
+            pool,
+            bundle,
+            decoded: VecDeque::new(),
+            bad: None,
+        }
+    }
+
+    fn decode(&self, c: &Completion, each: impl FnMut(RxBuf)) -> Result<(), PoolError> {
+        if self.bundle {
+            self.pool.take_bundle(c.res, c.flags, each).map(drop)
+        } else {
+            self.pool.take(c.res, c.flags).map(each)
+        }
+    }
+
+    /// Moves the buffers holding the `res` bytes of the data completion just taken
+    /// from the stream into `out`.
+    pub(crate) fn take(&mut self, res: i32, out: &mut VecDeque<RxBuf>) -> io::Result<()> {
+        if let Some(why) = self.bad.take() {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+        }
+        let mut left = res.max(0) as usize;
+        while left > 0 {
+            let Some(buf) = self.decoded.pop_front() else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{left} received bytes have no decoded buffer"),
+                ));
+            };
+            left = left.saturating_sub(buf.len());
+            out.push_back(buf);
+        }
+        Ok(())
+    }
 }
 
 // SAFETY: the entry names the fd `socket` keeps open and a buffer group whose memory
@@ -97,14 +153,44 @@ pub(crate) struct RecvMulti {
 // op exists. Buffers delivered to nobody are handed back to the pool in `release`.
 unsafe impl OpCode for RecvMulti {
     fn create_entry(&mut self) -> squeue::Entry {
-        use std::os::fd::AsRawFd;
-        self.pool.recv_multishot(self.socket.as_raw_fd())
+        let fd = self.socket.as_raw_fd();
+        if self.bundle {
+            self.pool.recv_multishot_bundle(fd)
+        } else {
+            self.pool.recv_multishot(fd)
+        }
     }
 
-    fn release(&mut self, completion: &crate::driver::Completion) {
-        if completion.res > 0 {
-            // Taking the buffer and dropping it returns it to the ring.
-            drop(self.pool.take(completion.res, completion.flags));
+    fn on_complete(&mut self, c: &Completion) {
+        if c.res <= 0 {
+            return;
+        }
+        let mut got = Vec::new();
+        match self.decode(c, |b| got.push(b)) {
+            Ok(()) => self.decoded.extend(got),
+            Err(e) => {
+                self.bad.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+
+    fn release(&mut self, c: &Completion) {
+        if c.res <= 0 {
+            return;
+        }
+        if self.decoded.is_empty() {
+            // Arrived after the stream was dropped: never decoded. Taking and dropping
+            // returns the buffers (in reaping order, as decoding needs).
+            let _ = self.decode(c, drop);
+            return;
+        }
+        // Queued, decoded, never taken: drop this completion's buffers.
+        let mut left = c.res as usize;
+        while left > 0 {
+            match self.decoded.pop_front() {
+                Some(buf) => left = left.saturating_sub(buf.len()),
+                None => break,
+            }
         }
     }
 }

@@ -8,11 +8,12 @@ use crate::io::recv::{RecvInto, RecvMulti};
 use crate::io::send::{Send, SendMsg, SendZc};
 use crate::io::shutdown::Shutdown;
 use crate::io::SharedFd;
-use crate::metrics::add_owned;
+use crate::metrics::{add_owned, rearm_index};
 use crate::runtime::context;
 use bytes::{Bytes, BytesMut};
 use socket2::{Protocol, SockRef, Type};
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
@@ -38,6 +39,9 @@ pub struct TcpStream {
 #[derive(Default)]
 struct RecvState {
     op: Option<MultiOp<RecvMulti>>,
+    /// Buffers received and not yet returned by `recv` (a bundle completion fills
+    /// several).
+    ready: VecDeque<RxBuf>,
     tracker: RecvTracker,
     /// The last receive ended with `ENOBUFS`: re-arm only once the pool has buffers.
     wait_buffers: bool,
@@ -160,7 +164,11 @@ impl TcpStream {
             )));
         };
         let mut st = self.rx.borrow_mut();
+        let st = &mut *st;
         loop {
+            if let Some(buf) = st.ready.pop_front() {
+                return Poll::Ready(Ok(Some(buf)));
+            }
             if st.eof {
                 return Poll::Ready(Ok(None));
             }
@@ -172,10 +180,11 @@ impl TcpStream {
                     }
                     st.wait_buffers = false;
                 }
-                st.op = Some(MultiOp::submit(RecvMulti {
-                    socket: self.fd.clone(),
-                    pool: pool.clone(),
-                })?);
+                st.op = Some(MultiOp::submit(RecvMulti::new(
+                    self.fd.clone(),
+                    pool.clone(),
+                    core.recv_bundles,
+                ))?);
                 st.tracker = RecvTracker::new(0);
             }
             let Some(op) = st.op.as_mut() else {
@@ -192,17 +201,27 @@ impl TcpStream {
             };
             if c.res > 0 {
                 st.tracker.on_data(c.res as u32);
-                let buf = pool
-                    .take(c.res, c.flags)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-                return Poll::Ready(Ok(Some(buf)));
+                let taken = op.with_data(|d| d.take(c.res, &mut st.ready));
+                match taken {
+                    Some(Ok(())) => {}
+                    Some(Err(e)) => return Poll::Ready(Err(e)),
+                    None => {
+                        return Poll::Ready(Err(io::Error::other(
+                            "the receive op vanished under a data completion",
+                        )))
+                    }
+                }
+                if c.more() {
+                    continue;
+                }
             }
             let end = st.tracker.on_end(c.res);
             if c.res < 0 {
                 pool.stats_handle().record_errno(-c.res);
             }
-            if matches!(end, RecvEnd::Rearm(_) | RecvEnd::BudgetDone) {
+            if let Some(i) = rearm_index(&end) {
                 pool.stats_handle().record_rearm();
+                add_owned(&core.shared.metrics.rearms[i], 1);
             }
             match end {
                 RecvEnd::Eof => {

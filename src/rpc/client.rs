@@ -41,6 +41,8 @@ pub struct ClientConfig {
     pub write_timeout: Option<Duration>,
     /// Decoder limits for replies.
     pub limits: DecodeLimits,
+    /// Sets `TCP_NODELAY` (default true).
+    pub nodelay: bool,
 }
 
 impl Default for ClientConfig {
@@ -54,6 +56,7 @@ impl Default for ClientConfig {
             reconnect: true,
             write_timeout: Some(Duration::from_secs(30)),
             limits: DecodeLimits::default(),
+            nodelay: true,
         }
     }
 }
@@ -204,6 +207,16 @@ impl Client {
         &self.inner.config
     }
 
+    /// Whether a connection is open and not known to be lost (the next call then uses
+    /// it rather than connecting).
+    pub fn is_connected(&self) -> bool {
+        self.inner
+            .conn
+            .borrow()
+            .as_ref()
+            .is_some_and(|c| c.broken.borrow().is_none())
+    }
+
     /// The counters.
     pub fn stats(&self) -> ClientStats {
         self.inner.stats.get()
@@ -264,6 +277,9 @@ impl Client {
         let stream = TcpStream::connect_timeout(self.inner.addr, cfg.connect_timeout)
             .await
             .map_err(ClientError::Connect)?;
+        if cfg.nodelay {
+            stream.set_nodelay(true).map_err(ClientError::Connect)?;
+        }
         let stream = Rc::new(stream);
         let conn = Rc::new(Conn {
             out: OutQueue::default(),

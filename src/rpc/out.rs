@@ -10,8 +10,13 @@ use std::cell::Cell;
 /// `Bytes` values at least this long are sent by reference instead of copied.
 pub const SHARE_MIN: usize = 4096;
 
-/// Size the arena is topped up to before each message.
+/// Size of a new arena block.
 const ARENA_CHUNK: usize = 64 * 1024;
+
+/// A message starts in the current block while at least this much of it is free;
+/// otherwise a new block is taken (or the old one reclaimed, if every chunk split
+/// off it was dropped).
+const ARENA_MIN_FREE: usize = 4096;
 
 thread_local! {
     /// The thread's output arena. Encoded messages are split off its front; once every
@@ -40,7 +45,9 @@ impl OutBuf {
     /// A buffer for one unframed message.
     pub fn new() -> OutBuf {
         let mut cur = ARENA.with(|a| a.take());
-        cur.reserve(ARENA_CHUNK);
+        if cur.capacity() < ARENA_MIN_FREE {
+            cur.reserve(ARENA_CHUNK);
+        }
         OutBuf {
             head: None,
             cur,
@@ -231,21 +238,21 @@ mod tests {
     }
 
     #[test]
-    fn arena_is_reused_once_chunks_are_dropped() {
-        let first = {
+    fn messages_share_an_arena_block_which_is_reclaimed_once_free() {
+        let encode = |len: usize| {
             let mut o = OutBuf::new();
-            o.put_slice(b"one");
-            o.finish(100).expect("fits")
+            o.put_slice(&vec![1u8; len]);
+            o.finish(usize::MAX).expect("fits").remove(0)
         };
-        let p = first[0].as_ptr();
-        drop(first);
-        let mut o = OutBuf::new();
-        o.put_slice(b"two");
-        let second = o.finish(100).expect("fits");
-        assert_eq!(
-            second[0].as_ptr(),
-            p,
-            "the arena's allocation was reclaimed"
-        );
+        let first = encode(3);
+        let second = encode(3);
+        // While the first is alive (in flight), the next one goes right after it.
+        assert_eq!(second.as_ptr(), first.as_ptr().wrapping_add(3));
+        let base = first.as_ptr();
+        drop((first, second));
+        // Use up the block; with every chunk dropped, it is reclaimed, not replaced.
+        let filler = encode(ARENA_CHUNK - 6 - ARENA_MIN_FREE + 1);
+        drop(filler);
+        assert_eq!(encode(10).as_ptr(), base, "the arena's block was reclaimed");
     }
 }

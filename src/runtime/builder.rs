@@ -28,6 +28,9 @@ pub struct Builder {
     pool_bytes: usize,
     chunk_size: u32,
     copy_pool: CopyPoolChoice,
+    incremental: Option<bool>,
+    recv_bundles: bool,
+    wait_batch: Option<(u32, Duration)>,
 }
 
 /// How each worker's copy pool is sized.
@@ -61,6 +64,9 @@ impl Default for Builder {
             pool_bytes: DEFAULT_POOL_BYTES,
             chunk_size: DEFAULT_CHUNK_SIZE,
             copy_pool: CopyPoolChoice::Sized,
+            incremental: None,
+            recv_bundles: false,
+            wait_batch: None,
         }
     }
 }
@@ -137,6 +143,32 @@ impl Builder {
         self
     }
 
+    /// Incremental buffer consumption in the copy pool (`IOU_PBUF_RING_INC`, Linux
+    /// 6.12): a receive uses only the bytes it got, so small messages from many
+    /// connections share one buffer. Default: on where the kernel has it. Forcing it on
+    /// where the kernel lacks it makes `build()` fail with the kernel's error.
+    pub fn incremental_buffers(&mut self, on: bool) -> &mut Self {
+        self.incremental = Some(on);
+        self
+    }
+
+    /// Arms copy receives as bundles (`IORING_RECVSEND_BUNDLE`, Linux 6.10): one
+    /// completion covers several buffers. Ignored with incremental buffers, which
+    /// already fill one buffer with many receives. Off by default.
+    pub fn recv_bundles(&mut self, on: bool) -> &mut Self {
+        self.recv_bundles = on;
+        self
+    }
+
+    /// When a worker blocks, wait for up to `events` completions, but return with
+    /// fewer once `max_delay` has passed since the first (`IORING_FEAT_MIN_TIMEOUT`,
+    /// Linux 6.12): fewer wake-ups under moderate load, at up to `max_delay` of added
+    /// latency. Off by default; `build()` fails on kernels without it.
+    pub fn completion_batch(&mut self, events: u32, max_delay: Duration) -> &mut Self {
+        self.wait_batch = Some((events, max_delay));
+        self
+    }
+
     /// Sets each worker's copy pool exactly, overriding [`pool_size`](Self::pool_size)
     /// and [`chunk_size`](Self::chunk_size) for it. `None` registers no copy pool; copy
     /// receives then fail with `Unsupported` (`recv_into` still works).
@@ -164,9 +196,14 @@ impl Builder {
                 // A provided-buffer ring has a power-of-two number of entries.
                 let n = (self.pool_bytes / self.chunk_size as usize).min(32768);
                 let buffers = 1u16 << (usize::BITS - 1 - n.leading_zeros());
+                let incremental = match self.incremental {
+                    Some(on) => on,
+                    None => zcrx::probe::capabilities().buffer_rings.incremental,
+                };
                 Ok(Some(CopyPoolConfig {
                     buffers,
                     buffer_size: self.chunk_size,
+                    incremental,
                     ..CopyPoolConfig::default()
                 }))
             }
@@ -208,9 +245,11 @@ impl Builder {
                 sq_entries: self.ring_entries,
                 cq_entries,
                 cqe32: self.cqe32,
+                wait_batch: self.wait_batch,
             },
             pool: self.copy_pool_config()?,
             role: ReceiveRole::Copy,
+            recv_bundles: self.recv_bundles,
         };
         let report = receive_mode::resolve(&self.receive_mode, threads, &KernelProbe)?;
         let started = self.start(threads, &cfg, report.clone());

@@ -28,6 +28,8 @@ pub(crate) struct WorkerConfig {
     pub(crate) pool: Option<CopyPoolConfig>,
     /// What this worker receives with.
     pub(crate) role: ReceiveRole,
+    /// Arm copy receives as bundles (one completion, several buffers).
+    pub(crate) recv_bundles: bool,
 }
 
 impl WorkerConfig {
@@ -125,6 +127,8 @@ pub(crate) struct Core {
     /// The receive pool registered with this worker's ring. Receive ops hold clones;
     /// an op leaked at shutdown leaks its clone, and with it the pool memory.
     pub(crate) pool: Option<Rc<CopyPool>>,
+    /// Copy receives are armed as bundles.
+    pub(crate) recv_bundles: bool,
     /// Receives waiting for the pool to have free buffers again (after `ENOBUFS`).
     pub(crate) buffer_waiters: RefCell<Vec<Waker>>,
     pub(crate) run_queue: RefCell<VecDeque<Arc<dyn Runnable>>>,
@@ -183,6 +187,7 @@ impl Core {
             handle,
             driver: RefCell::new(driver),
             pool,
+            recv_bundles: cfg.recv_bundles,
             buffer_waiters: RefCell::new(Vec::new()),
             run_queue: RefCell::new(VecDeque::new()),
             tasks: RefCell::new(slab::Slab::new()),

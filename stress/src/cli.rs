@@ -112,6 +112,20 @@ pub struct RunArgs {
     /// Embedded server: size of each receive buffer.
     #[arg(long, value_parser = parse::size)]
     pub pool_buffer_size: Option<usize>,
+    /// Faults to inject alongside the load, each with a rate: e.g.
+    /// `reset:2/s,slowread:0.5/s,idle:5/s` or `all:1/s`. Kinds: reset, halfclose,
+    /// slowread, malformed, oversized, idle, burst, corrupt.
+    #[arg(long, value_name = "LIST")]
+    pub faults: Option<String>,
+    /// How long idle and slow-reading fault connections hold on.
+    #[arg(long, value_parser = parse::duration, default_value = "1s")]
+    pub fault_hold: Duration,
+    /// Connections in one burst.
+    #[arg(long, default_value_t = 128)]
+    pub burst_conns: usize,
+    /// Request size of a burst connection.
+    #[arg(long, value_parser = parse::size, default_value = "60K")]
+    pub burst_size: usize,
     /// Memory growth (after start-up) beyond which the run fails.
     #[arg(long, value_parser = parse::size, default_value = "64M")]
     pub rss_growth_limit: usize,

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod client;
 pub mod embedded;
 pub mod errors;
+pub mod faults;
 pub mod framer;
 pub mod parse;
 pub mod report;

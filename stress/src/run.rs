@@ -7,10 +7,14 @@ use crate::client::stats::WorkerStats;
 use crate::client::{LoadPlan, RunCtx};
 use crate::embedded::EmbeddedServer;
 use crate::errors::ErrorKind;
+use crate::faults::actions::Ctx;
+use crate::faults::injector::run_injector;
+use crate::faults::{self, FaultKind, FaultPlan, FaultSpec, FaultStats, KindCounts};
+use crate::report::checks::{server_checks, ClientCloses};
 use crate::report::verdict::{decide, REQUEST_KINDS};
 use crate::report::{
-    imbalance, shares, ConnectionFigures, LatencySummary, LoadInfo, Report, RequestCounts,
-    RssSection, ServerSection, ServerWorkerRow, TargetInfo, Throughput,
+    imbalance, shares, ConnectionFigures, FaultFigures, LatencySummary, LoadInfo, Report,
+    RequestCounts, RssSection, ServerSection, ServerWorkerRow, TargetInfo, Throughput,
 };
 use crate::rss;
 use crate::sampler::{Sampled, Sampler, SamplerConfig};
@@ -39,6 +43,10 @@ impl std::fmt::Display for RunError {
     }
 }
 
+/// The largest payload a fault action sends (slow readers), so the payload source
+/// covers it.
+const FAULT_PAYLOAD: usize = 64 * 1024;
+
 /// A run's settings, checked.
 #[derive(Clone, Debug)]
 pub struct RunPlan {
@@ -60,6 +68,10 @@ pub struct RunPlan {
     pub rate: Option<f64>,
     /// Memory growth limit in KiB.
     pub rss_limit_kib: u64,
+    /// Faults to inject.
+    pub faults: Vec<FaultSpec>,
+    /// How fault actions behave.
+    pub fault_plan: FaultPlan,
 }
 
 /// Checks the arguments.
@@ -121,7 +133,21 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
         (None, None) => Some(Duration::from_secs(10)),
         (d, _) => d,
     };
-    let max_size = sizes.iter().copied().max().unwrap_or(0);
+    let faults = match &a.faults {
+        Some(list) => faults::parse_list(list).map_err(RunError::Usage)?,
+        None => Vec::new(),
+    };
+    if a.burst_conns == 0 {
+        return usage("--burst-conns must be at least 1");
+    }
+    let max_size = sizes
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(0)
+        .max(FAULT_PAYLOAD)
+        .max(a.burst_size)
+        .min(max_frame as usize);
     Ok(RunPlan {
         scenario: a.scenario,
         load: LoadPlan {
@@ -142,6 +168,14 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
         requests: a.requests,
         rate: a.rate,
         rss_limit_kib: a.rss_growth_limit as u64 / 1024,
+        faults,
+        fault_plan: FaultPlan {
+            hold: a.fault_hold,
+            burst_conns: a.burst_conns,
+            burst_size: a.burst_size,
+            max_frame,
+            timeout: a.timeout,
+        },
     })
 }
 
@@ -225,10 +259,12 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     )
     .map_err(|e| RunError::Setup(format!("cannot start the sampler: {e}")))?;
     let mut notes = Vec::new();
+    let fault_stats = Arc::new(FaultStats::default());
     let elapsed = rt.block_on(drive(
         &rt,
         &p,
         &workers,
+        &fault_stats,
         &run_ctx,
         start,
         &mut server,
@@ -245,10 +281,18 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
         server_pid: server.as_ref().map(EmbeddedServer::pid),
         server_threads: server.as_ref().map(EmbeddedServer::threads),
     };
+    let connects = workers
+        .iter()
+        .map(|w| w.connects.load(Relaxed))
+        .sum::<u64>()
+        + FaultKind::ALL
+            .iter()
+            .map(|&k| fault_stats.counts(k).connects)
+            .sum::<u64>();
     let mut snapshot = None;
     if let Some(mut s) = server.take() {
         if s.exited().is_none() {
-            match s.stats(Duration::from_secs(5)) {
+            match settled_stats(&mut s, connects) {
                 Ok(snap) => snapshot = Some(snap),
                 Err(e) => notes.push(format!("no server figures: {e}")),
             }
@@ -266,6 +310,12 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
             target,
             started_mode,
             workers,
+            faults: p
+                .faults
+                .iter()
+                .map(|f| (*f, fault_stats.counts(f.kind)))
+                .collect(),
+            fault_samples: fault_stats.samples(),
             run: run_ctx,
             elapsed,
             sampled,
@@ -277,12 +327,28 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     Ok(report)
 }
 
+/// The server's figures once it has seen every connection the harness opened end
+/// (closes reach it a moment after the harness is done), or after 3 s.
+fn settled_stats(s: &mut EmbeddedServer, connects: u64) -> Result<ServerSnapshot, String> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let snap = s.stats(Duration::from_secs(5))?;
+        let t = snap.totals();
+        if (t.open == 0 && t.accepted >= connects) || Instant::now() > deadline {
+            return Ok(snap);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Starts the connection slots and watches the run until every slot has finished.
 /// Returns the time from the start to the last reply.
+#[allow(clippy::too_many_arguments)]
 async fn drive(
     rt: &Runtime,
     p: &RunPlan,
     workers: &[Arc<WorkerStats>],
+    fault_stats: &Arc<FaultStats>,
     run: &Arc<RunCtx>,
     start: Instant,
     server: &mut Option<EmbeddedServer>,
@@ -297,12 +363,33 @@ async fn drive(
             handle.spawn_on_with(w, move || run_slot(i, plan, run, stats, start))
         })
         .collect();
+    let fault_plan = Arc::new(p.fault_plan.clone());
+    let injectors: Vec<JoinHandle<()>> = p
+        .faults
+        .iter()
+        .enumerate()
+        .map(|(i, &spec)| {
+            let cx = Ctx {
+                load: plan.clone(),
+                plan: fault_plan.clone(),
+                run: run.clone(),
+                stats: fault_stats.clone(),
+            };
+            handle.spawn_on_with(i % p.client_threads, move || run_injector(spec, cx))
+        })
+        .collect();
     let mut stopped_at: Option<Instant> = None;
-    // After the stop, slots get the reply timeout plus a margin to drain.
-    let drain = p.load.timeout + Duration::from_secs(2);
+    // After the stop, connections get the reply timeout to drain, and fault actions
+    // their hold time and a second timeout on top.
+    let drain = p.load.timeout * 2 + p.fault_plan.hold + Duration::from_secs(2);
+    let all = || slots.iter().chain(&injectors);
     loop {
-        if slots.iter().all(JoinHandle::is_finished) {
+        if all().all(JoinHandle::is_finished) {
             break;
+        }
+        if slots.iter().all(JoinHandle::is_finished) {
+            // The request budget is spent: the faults stop with the load.
+            run.stop();
         }
         if let Some(how) = server.as_mut().and_then(EmbeddedServer::exited) {
             run.abort(format!("the embedded server {how} during the run"));
@@ -313,12 +400,12 @@ async fn drive(
         if run.stopping() {
             let at = *stopped_at.get_or_insert_with(Instant::now);
             if at.elapsed() > drain {
-                let stuck = slots.iter().filter(|s| !s.is_finished()).count();
+                let stuck = all().filter(|s| !s.is_finished()).count();
                 notes.push(format!(
-                    "{stuck} connections had not finished {drain:?} after the stop and were cancelled"
+                    "{stuck} connection or fault tasks had not finished {drain:?} after the stop and were cancelled"
                 ));
-                run.abort(format!("{stuck} connections hung after the stop"));
-                for s in &slots {
+                run.abort(format!("{stuck} tasks hung after the stop"));
+                for s in all() {
                     s.abort();
                 }
                 break;
@@ -327,7 +414,7 @@ async fn drive(
         zerorx::sleep(Duration::from_millis(20)).await;
     }
     let elapsed = start.elapsed();
-    for s in slots {
+    for s in slots.into_iter().chain(injectors) {
         if let Err(e) = s.await {
             if e.is_panic() {
                 run.abort(format!(
@@ -345,6 +432,8 @@ struct Collected {
     target: TargetInfo,
     started_mode: Option<ModeInfo>,
     workers: Vec<Arc<WorkerStats>>,
+    faults: Vec<(FaultSpec, KindCounts)>,
+    fault_samples: Vec<String>,
     run: Arc<RunCtx>,
     elapsed: Duration,
     sampled: Sampled,
@@ -357,6 +446,8 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
         target,
         started_mode,
         workers,
+        faults,
+        fault_samples,
         run,
         elapsed,
         sampled,
@@ -395,6 +486,48 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
             reason: "external server: the harness cannot see how it receives".into(),
         },
     };
+    let fault_figures: Vec<FaultFigures> = faults
+        .iter()
+        .map(|(spec, counts)| FaultFigures {
+            kind: spec.kind,
+            rate_per_s: spec.rate,
+            expectation: spec.kind.expectation().to_owned(),
+            counts: *counts,
+        })
+        .collect();
+    let conn_failures = ErrorKind::ALL
+        .iter()
+        .filter(|k| !REQUEST_KINDS.contains(k))
+        .any(|k| errors.contains_key(k.name()));
+    let fault_trouble = faults
+        .iter()
+        .any(|(_, c)| c.unexpected > 0 || c.not_injected > 0);
+    let closes = ClientCloses {
+        clean: sum(|w| w.closed_clean.load(Relaxed)),
+        silent: sum(|w| w.closed_silent.load(Relaxed)),
+        connects: opened + faults.iter().map(|(_, c)| c.connects).sum::<u64>(),
+        inexact: conn_failures || fault_trouble || run.aborted().is_some(),
+    };
+    let kind_counts: Vec<(FaultKind, KindCounts)> =
+        faults.iter().map(|(f, c)| (f.kind, *c)).collect();
+    let checks = server
+        .as_ref()
+        .map(|s| {
+            server_checks(
+                &s.totals(),
+                &closes,
+                &kind_counts,
+                p.fault_plan.burst_conns as u64,
+            )
+        })
+        .unwrap_or_default();
+    if closes.inexact && server.is_some() {
+        notes.push(
+            "some connections failed or faults went wrong, so the server's counts are checked \
+             as upper bounds only"
+                .into(),
+        );
+    }
     let server_section = server.map(|s| {
         let counts: Vec<u64> = s.workers.iter().map(|w| w.counters.requests).collect();
         let sh = shares(&counts);
@@ -476,6 +609,9 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
                 .then(|| rss::judge(sampled.rss_server, p.rss_limit_kib)),
         },
         timeline: sampled.timeline,
+        faults: fault_figures,
+        fault_samples,
+        server_checks: checks,
         aborted: run.aborted(),
         notes,
         verdict: Default::default(),

@@ -14,6 +14,8 @@ pub const IORING_OP_RECV_ZC: u8 = 58;
 
 /// `IORING_REGISTER_PBUF_RING`: register a provided-buffer ring. Linux 5.19.
 pub const IORING_REGISTER_PBUF_RING: u32 = 22;
+/// `IOU_PBUF_RING_INC`: provided buffers consumed incrementally. Linux 6.12.
+pub const IOU_PBUF_RING_INC: u16 = 2;
 /// `IORING_REGISTER_ZCRX_IFQ`: bind a NIC receive queue to an area. Linux 6.15.
 pub const IORING_REGISTER_ZCRX_IFQ: u32 = 32;
 /// `IORING_REGISTER_QUERY`: blind capability query (ring fd may be -1). Linux 6.18.

@@ -26,6 +26,12 @@ pub struct CopyPoolConfig {
     pub group_id: u16,
     /// Memory backing of the area.
     pub backing: Backing,
+    /// Incremental consumption (`IOU_PBUF_RING_INC`, Linux 6.12): a completion uses
+    /// only the bytes it received and the kernel keeps filling the same buffer, so
+    /// small receives from many sockets share one large buffer instead of taking one
+    /// each. A buffer goes back to the kernel once the kernel is done with it *and*
+    /// every [`RxBuf`] cut from it is dropped. Not combined with bundles.
+    pub incremental: bool,
 }
 
 impl Default for CopyPoolConfig {
@@ -37,6 +43,7 @@ impl Default for CopyPoolConfig {
             buffer_size: 64 * 1024,
             group_id: 0,
             backing: Backing::Anonymous,
+            incremental: false,
         }
     }
 }
@@ -84,6 +91,21 @@ struct BufRingRecycler {
     slot_bid: Box<[u16]>,
     /// The slot each buffer id was last placed at.
     slot_of_bid: Box<[u16]>,
+    /// Incremental rings: which parts of each buffer are handed out.
+    incremental: Option<Incremental>,
+}
+
+/// Per-buffer state of an incrementally consumed ring (owner thread only).
+struct Incremental {
+    /// Bytes the kernel has filled since the buffer was last offered: the next
+    /// completion naming the buffer starts here.
+    filled: Box<[u32]>,
+    /// Live [`RxBuf`]s cut from the buffer.
+    handles: Box<[u32]>,
+    /// The kernel moved past the buffer (a completion without `F_BUF_MORE`).
+    kernel_done: Box<[bool]>,
+    /// Buffers out of the ring: kernel done, handles still alive.
+    held: usize,
 }
 
 impl BufRingRecycler {
@@ -103,7 +125,40 @@ impl BufRingRecycler {
 
 impl Recycler for BufRingRecycler {
     fn recycle(&mut self, ret: Return, _stats: &PoolStats) {
-        self.place(ret.token as u16);
+        let bid = ret.token as u16;
+        if let Some(inc) = self.incremental.as_mut() {
+            let i = bid as usize;
+            inc.handles[i] = inc.handles[i].saturating_sub(1);
+            if inc.handles[i] > 0 || !inc.kernel_done[i] {
+                // Still being filled by the kernel, or other parts still held.
+                return;
+            }
+            inc.kernel_done[i] = false;
+            inc.filled[i] = 0;
+            inc.held -= 1;
+        }
+        self.place(bid);
+    }
+
+    fn take_part(&mut self, id: u16, len: u32, last: bool) -> Option<u32> {
+        let size = self.buffer_size;
+        let inc = self.incremental.as_mut()?;
+        let i = id as usize;
+        let start = inc.filled[i];
+        if inc.kernel_done[i] || start as u64 + len as u64 > size as u64 {
+            return None;
+        }
+        inc.filled[i] = start + len;
+        inc.handles[i] += 1;
+        if last {
+            inc.kernel_done[i] = true;
+            inc.held += 1;
+        }
+        Some(start)
+    }
+
+    fn held(&self) -> Option<usize> {
+        self.incremental.as_ref().map(|inc| inc.held)
     }
 
     fn bundle_ids(&self, first: u16, count: usize) -> Vec<u16> {
@@ -131,6 +186,7 @@ pub struct CopyPool {
     group_id: u16,
     buffers: u16,
     buffer_size: u32,
+    incremental: bool,
     _owner_thread: PhantomData<*const ()>,
 }
 
@@ -164,19 +220,39 @@ impl CopyPool {
             area_base: area.as_ptr() as u64,
             slot_bid: vec![0; n as usize].into_boxed_slice(),
             slot_of_bid: vec![0; n as usize].into_boxed_slice(),
+            incremental: config.incremental.then(|| Incremental {
+                filled: vec![0; n as usize].into_boxed_slice(),
+                handles: vec![0; n as usize].into_boxed_slice(),
+                kernel_done: vec![false; n as usize].into_boxed_slice(),
+                held: 0,
+            }),
         };
         for bid in 0..n {
             recycler.place(bid);
         }
         let stats = PoolStats::default();
         recycler.publish(&stats);
+        let flags = if config.incremental {
+            crate::abi::IOU_PBUF_RING_INC
+        } else {
+            0
+        };
         // SAFETY: the ring memory stays mapped for the core's life, which the caller
         // extends past the ring's (this function's contract).
         unsafe {
-            submitter.register_buf_ring_with_flags(ring_mem.as_ptr() as u64, n, config.group_id, 0)
+            submitter.register_buf_ring_with_flags(
+                ring_mem.as_ptr() as u64,
+                n,
+                config.group_id,
+                flags,
+            )
         }
         .map_err(|source| PoolError::Kernel {
-            op: "registering the provided-buffer ring",
+            op: if config.incremental {
+                "registering the incremental provided-buffer ring (IOU_PBUF_RING_INC, Linux 6.12)"
+            } else {
+                "registering the provided-buffer ring"
+            },
             hint: registration_hint(&source),
             source,
         })?;
@@ -185,6 +261,7 @@ impl CopyPool {
             group_id: config.group_id,
             buffers: n,
             buffer_size: config.buffer_size,
+            incremental: config.incremental,
             _owner_thread: PhantomData,
         })
     }
@@ -197,6 +274,11 @@ impl CopyPool {
     /// Bytes per buffer.
     pub fn buffer_size(&self) -> u32 {
         self.buffer_size
+    }
+
+    /// Whether buffers are consumed incrementally (`IOU_PBUF_RING_INC`).
+    pub fn is_incremental(&self) -> bool {
+        self.incremental
     }
 
     /// A multishot `recv` on `fd` drawing from this pool: one completion per buffer
@@ -214,6 +296,10 @@ impl CopyPool {
 
     /// Turns a data completion (`res > 0` with a buffer) into the buffer holding exactly
     /// `res` bytes.
+    ///
+    /// Call it for every data completion, in the order the completions were reaped: in
+    /// an incremental pool a completion's bytes start where the previous completion
+    /// naming the same buffer (from any socket) ended.
     pub fn take(&self, res: i32, flags: u32) -> Result<RxBuf, PoolError> {
         let bid = self.check(res, flags)?;
         if res as u32 > self.buffer_size {
@@ -222,7 +308,20 @@ impl CopyPool {
                 self.buffer_size
             )));
         }
-        Ok(self.hand_out(bid, res as u32))
+        if !self.incremental {
+            return Ok(self.hand_out(bid, 0, res as u32));
+        }
+        // The kernel filled the buffer from where the previous completion naming it
+        // ended; without `F_BUF_MORE` it has moved on to the next buffer.
+        let last = flags & cqe_flags::BUF_MORE == 0;
+        let start = self.core.take_part(bid, res as u32, last).ok_or_else(|| {
+            PoolError::BadCompletion(format!(
+                "{res} more bytes do not fit buffer {bid} of {} bytes (or it was \
+                     already finished, or this is not the owner thread)",
+                self.buffer_size
+            ))
+        })?;
+        Ok(self.hand_out(bid, start, res as u32))
     }
 
     /// Decodes a bundle completion into its buffers, in byte order, each holding its
@@ -237,6 +336,11 @@ impl CopyPool {
         mut each: impl FnMut(RxBuf),
     ) -> Result<usize, PoolError> {
         let first = self.check(res, flags)?;
+        if self.incremental {
+            return Err(PoolError::BadCompletion(
+                "bundle completion on an incremental pool (bundles are not armed there)".into(),
+            ));
+        }
         let size = self.buffer_size as usize;
         let count = (res as usize).div_ceil(size);
         if count > self.buffers as usize {
@@ -252,7 +356,7 @@ impl CopyPool {
         for bid in bids {
             let len = left.min(size);
             left -= len;
-            each(self.hand_out(bid, len as u32));
+            each(self.hand_out(bid, 0, len as u32));
         }
         Ok(count)
     }
@@ -278,12 +382,13 @@ impl CopyPool {
         Ok(bid)
     }
 
-    fn hand_out(&self, bid: u16, len: u32) -> RxBuf {
+    fn hand_out(&self, bid: u16, start: u32, len: u32) -> RxBuf {
         self.core.stats.handed_out(len as u64, false);
-        let offset = bid as usize * self.buffer_size as usize;
-        // SAFETY: `bid < buffers`, so the range is inside the area; the kernel reported
-        // `len <= buffer_size` bytes in buffer `bid`, and it is not offered again until
-        // this handle is dropped.
+        let offset = bid as usize * self.buffer_size as usize + start as usize;
+        // SAFETY: `bid < buffers` and `start + len <= buffer_size` (checked by the
+        // callers), so the range is inside the area; the kernel reported these `len`
+        // bytes in buffer `bid`, and the buffer is not offered again until this handle
+        // (and, when incremental, every other part of it) is dropped.
         unsafe {
             RxBuf::new(
                 self.core.clone(),
@@ -304,6 +409,13 @@ impl CopyPool {
     /// Buffers the kernel can fill right now (offered and not yet used), as far as the
     /// pool knows: all buffers minus those held by the application or waiting to return.
     pub fn available(&self) -> usize {
+        if self.incremental {
+            // Handles are parts of buffers here; the recycler counts whole buffers.
+            return self
+                .core
+                .held()
+                .map_or(0, |held| (self.buffers as usize).saturating_sub(held));
+        }
         // Called every loop turn: read the three counters it needs, not a snapshot.
         let s = &self.core.stats;
         let out = s.in_use.load(Relaxed) + s.returns_pending.load(Relaxed);

@@ -37,6 +37,17 @@ pub(crate) trait Recycler: Send {
     fn bundle_ids(&self, _first: u16, _count: usize) -> Vec<u16> {
         Vec::new()
     }
+    /// Incremental provided-buffer rings: hands out the next `len` bytes of buffer `id`
+    /// and returns where they start in it (`last`: the kernel moved past the buffer).
+    /// `None` where parts are not tracked or the completion does not fit.
+    fn take_part(&mut self, _id: u16, _len: u32, _last: bool) -> Option<u32> {
+        None
+    }
+    /// Incremental provided-buffer rings: buffers out of the ring (kernel done with
+    /// them, handles alive). `None` elsewhere.
+    fn held(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Called after a buffer was dropped off the owner thread, so the owner can be woken
@@ -137,6 +148,17 @@ impl PoolCore {
     pub(crate) fn bundle_ids(&self, first: u16, count: usize) -> Option<Vec<u16>> {
         self.with_recycler(|r, _| r.bundle_ids(first, count))
             .filter(|ids| ids.len() == count)
+    }
+
+    /// See [`Recycler::take_part`] (owner thread only).
+    pub(crate) fn take_part(&self, id: u16, len: u32, last: bool) -> Option<u32> {
+        self.with_recycler(|r, _| r.take_part(id, len, last))
+            .flatten()
+    }
+
+    /// See [`Recycler::held`] (owner thread only).
+    pub(crate) fn held(&self) -> Option<usize> {
+        self.with_recycler(|r, _| r.held()).flatten()
     }
 
     /// Installs the notifier once; later calls are ignored and return false.

@@ -351,6 +351,83 @@ fn bundles_spread_one_completion_over_several_buffers() {
     );
 }
 
+fn incremental(buffers: u16, buffer_size: u32) -> CopyPoolConfig {
+    assert!(
+        zcrx::probe::capabilities().buffer_rings.incremental,
+        "this kernel lacks IOU_PBUF_RING_INC (Linux 6.12+): incremental pools cannot be tested"
+    );
+    CopyPoolConfig {
+        buffers,
+        buffer_size,
+        incremental: true,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn incremental_pool_receives_every_byte_at_increasing_offsets() {
+    let out = run(
+        16,
+        256 * 1024,
+        incremental(16, 64 * 1024),
+        Consumer::DropNow,
+        false,
+    );
+    assert!(out.stats.completions > 0);
+}
+
+#[test]
+fn incremental_pool_takes_back_parts_dropped_on_another_thread() {
+    let out = run(
+        8,
+        512 * 1024,
+        incremental(8, 32 * 1024),
+        Consumer::OtherThread,
+        false,
+    );
+    assert_eq!(out.stats.remote_returns, out.stats.completions);
+}
+
+#[test]
+fn incremental_small_receives_share_buffers() {
+    // Everything received is held to the end: 4 streams of 16 KiB fit two 64 KiB
+    // buffers only because their receives share buffers. A pool handing out a whole
+    // buffer per completion would starve (and lose nothing, but end in ENOBUFS).
+    let out = run(
+        4,
+        16 * 1024,
+        incremental(2, 64 * 1024),
+        Consumer::Slow {
+            hold: usize::MAX,
+            turns: u32::MAX,
+        },
+        false,
+    );
+    assert_eq!(out.stats.enobufs, 0, "{:?}", out.stats);
+    assert!(
+        out.stats.high_water > 2,
+        "more parts held at once than the pool has buffers: {:?}",
+        out.stats
+    );
+}
+
+#[test]
+fn incremental_pool_exhausted_by_slow_readers_recovers_without_losing_bytes() {
+    let out = run(
+        8,
+        256 * 1024,
+        incremental(4, 8192),
+        Consumer::Slow { hold: 12, turns: 3 },
+        false,
+    );
+    assert!(
+        out.stats.enobufs > 0,
+        "the slow reader must exhaust the pool: {:?}",
+        out.stats
+    );
+    assert!(out.rearmed > 0);
+}
+
 #[test]
 fn reset_peer_ends_with_an_error_and_leaks_nothing() {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");

@@ -85,6 +85,9 @@ pub struct ServerConfig {
     pub write_timeout: Option<Duration>,
     /// Decoder limits for requests.
     pub limits: DecodeLimits,
+    /// Sets `TCP_NODELAY` on accepted connections (default true: replies are whole
+    /// messages, so waiting to coalesce them only adds latency).
+    pub nodelay: bool,
 }
 
 impl Default for ServerConfig {
@@ -99,6 +102,7 @@ impl Default for ServerConfig {
             idle_timeout: Some(Duration::from_secs(60)),
             write_timeout: Some(Duration::from_secs(30)),
             limits: DecodeLimits::default(),
+            nodelay: true,
         }
     }
 }
@@ -435,6 +439,11 @@ async fn worker_main(listener: std::net::TcpListener, shared: Arc<ServerShared>,
                     bump(&w.stats.connections_rejected, 1);
                     drop(stream);
                     continue;
+                }
+                if shared.config.nodelay {
+                    if let Err(e) = stream.set_nodelay(true) {
+                        tracing::debug!(worker = index, error = %e, "TCP_NODELAY");
+                    }
                 }
                 bump(&w.stats.connections_accepted, 1);
                 bump(&w.stats.connections_active, 1);

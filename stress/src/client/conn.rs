@@ -79,7 +79,7 @@ pub async fn drive(
         failed: Cell::new(false),
     });
     let receiver = zerorx::spawn(receive(shared.clone(), plan.clone(), stats.clone()));
-    let finished = send(&shared, &plan, pacer, run, &stats).await;
+    let (finished, sent) = send(&shared, &plan, pacer, run, &stats).await;
     shared.sender_done.set(true);
     if !shared.failed.get() {
         // Half-close: the server sees the end of requests, answers what is left and
@@ -87,6 +87,14 @@ pub async fn drive(
         let _ = shared.stream.shutdown(std::net::Shutdown::Write).await;
     }
     let _ = receiver.await;
+    if !shared.failed.get() {
+        let closed = if sent > 0 {
+            &stats.closed_clean
+        } else {
+            &stats.closed_silent
+        };
+        closed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     if shared.failed.get() {
         Ended::Failed
     } else if finished {
@@ -96,28 +104,29 @@ pub async fn drive(
     }
 }
 
-/// Sends requests; `true` if the connection sent all its `per_conn` requests.
+/// Sends requests; `true` if the connection sent all its `per_conn` requests, and how
+/// many it sent.
 async fn send(
     sh: &Shared,
     plan: &LoadPlan,
     pacer: &mut Option<Pacer>,
     run: &RunCtx,
     stats: &WorkerStats,
-) -> bool {
+) -> (bool, u64) {
     let mut seq: u64 = 0;
     loop {
         if plan.per_conn.is_some_and(|n| seq >= n) {
-            return true;
+            return (true, seq);
         }
         if run.stopping() || sh.window.is_closed() || !run.take_ticket() {
-            return false;
+            return (false, seq);
         }
         let intended = match pacer.as_mut() {
             Some(p) => {
                 let due = p.next_due();
                 while Instant::now() < due {
                     if run.stopping() {
-                        return false;
+                        return (false, seq);
                     }
                     zerorx::sleep_until(due.min(Instant::now() + TICK)).await;
                 }
@@ -126,7 +135,7 @@ async fn send(
             None => None,
         };
         if !sh.window.acquire().await {
-            return false;
+            return (false, seq);
         }
         let (size, kind) = plan.request_shape(seq);
         seq += 1;
@@ -148,7 +157,7 @@ async fn send(
             if !sh.failed.get() {
                 sh.fail(stats, ErrorKind::Send, &format!("send failed: {e}"));
             }
-            return false;
+            return (false, seq);
         }
         stats.record_sent(bytes);
     }

@@ -41,6 +41,10 @@ pub struct WorkerStats {
     pub bytes_in: AtomicU64,
     /// Connections established.
     pub connects: AtomicU64,
+    /// Connections closed by the harness after at least one request.
+    pub closed_clean: AtomicU64,
+    /// Connections closed by the harness without sending anything.
+    pub closed_silent: AtomicU64,
     errors: [AtomicU64; ErrorKind::ALL.len()],
     /// Latency of correct replies since the last tick.
     interval: Mutex<Histogram<u64>>,
@@ -57,6 +61,8 @@ impl Default for WorkerStats {
             bytes_out: AtomicU64::new(0),
             bytes_in: AtomicU64::new(0),
             connects: AtomicU64::new(0),
+            closed_clean: AtomicU64::new(0),
+            closed_silent: AtomicU64::new(0),
             errors: Default::default(),
             interval: Mutex::new(new_histogram()),
             connect: Mutex::new(new_histogram()),

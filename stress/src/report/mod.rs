@@ -1,15 +1,18 @@
 //! The run report: every figure the harness measured, as data (`--json`), as text for
 //! a person, as a verdict, and compared with another run.
 
+pub mod checks;
 pub mod compare;
 pub mod plot;
 pub mod text;
 pub mod verdict;
 
 use crate::errors::ErrorSample;
+use crate::faults::{FaultKind, KindCounts};
 use crate::rss::RssSeries;
 use crate::sampler::TimelinePoint;
 use crate::server::stats::{CounterSnapshot, ModeInfo, PoolFigures, RuntimeFigures};
+use checks::ServerCheck;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -49,12 +52,34 @@ pub struct Report {
     pub rss: RssSection,
     /// Per second.
     pub timeline: Vec<TimelinePoint>,
+    /// Faults injected, by kind.
+    #[serde(default)]
+    pub faults: Vec<FaultFigures>,
+    /// Faults that got the wrong reaction or could not be injected, in words.
+    #[serde(default)]
+    pub fault_samples: Vec<String>,
+    /// The server's counters against the harness's own accounting.
+    #[serde(default)]
+    pub server_checks: Vec<ServerCheck>,
     /// Why the run stopped early, if it did.
     pub aborted: Option<String>,
     /// Things worth knowing that are not failures.
     pub notes: Vec<String>,
     /// Pass or fail, in one line, and why.
     pub verdict: Verdict,
+}
+
+/// One fault kind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FaultFigures {
+    /// Which fault.
+    pub kind: FaultKind,
+    /// Injections per second asked for.
+    pub rate_per_s: f64,
+    /// What the server must do about it.
+    pub expectation: String,
+    /// What happened.
+    pub counts: KindCounts,
 }
 
 /// The target.

@@ -212,9 +212,60 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
         let t = &s.totals;
         writeln!(
             o,
-            "server closes    {} clean, {} truncated, {} reset, {} silent, {} idle timeout, {} send failed",
-            t.clean_closes, t.truncated, t.resets, t.silent, t.idle_timeouts, t.send_errors
+            "server closes    {} clean, {} truncated, {} reset, {} silent, {} idle timeout, {} send failed, \
+             {} reset before accept, {} accept errors",
+            t.clean_closes,
+            t.truncated,
+            t.resets,
+            t.silent,
+            t.idle_timeouts,
+            t.send_errors,
+            t.aborted_before_accept,
+            t.accept_errors
         )?;
+    }
+    if !r.faults.is_empty() {
+        writeln!(o, "faults injected")?;
+        writeln!(
+            o,
+            "  kind         rate/s  attempted  as expected  wrong  not injected  skipped  the server must"
+        )?;
+        for f in &r.faults {
+            let c = &f.counts;
+            writeln!(
+                o,
+                "  {:<11} {:>7.2} {:>10} {:>12} {:>6} {:>13} {:>8}  {}",
+                f.kind.name(),
+                f.rate_per_s,
+                count(c.attempted),
+                count(c.as_expected),
+                count(c.unexpected),
+                count(c.not_injected),
+                count(c.skipped),
+                f.expectation
+            )?;
+        }
+        for sample in r.fault_samples.iter().take(10) {
+            writeln!(o, "    {sample}")?;
+        }
+    }
+    if !r.server_checks.is_empty() {
+        writeln!(
+            o,
+            "server counts    (the server's own counters against what the harness did)"
+        )?;
+        writeln!(o, "  {:<50} {:>9} {:>9}  rule", "", "server", "harness")?;
+        for c in &r.server_checks {
+            writeln!(
+                o,
+                "  {:<50} {:>9} {:>9}  {:<8} {}",
+                c.what,
+                count(c.observed),
+                count(c.expected),
+                c.rule,
+                if c.ok { "ok" } else { "MISMATCH" }
+            )?;
+        }
     }
     let mem = |name: &str, s: &crate::rss::RssSeries| {
         format!(

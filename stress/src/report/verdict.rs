@@ -15,9 +15,9 @@ pub const REQUEST_KINDS: [ErrorKind; 7] = [
 ];
 
 /// Judges a report. A run passes when it was not aborted, at least one request was
-/// answered, no reply was wrong or missing, no well-formed connection failed, the
-/// server saw no broken frame that no client sent, and neither process's memory grew
-/// without bound.
+/// answered, no reply was wrong or missing, no well-formed connection failed, every
+/// injected fault got the reaction it must, the server's counters match what the
+/// harness did, and neither process's memory grew without bound.
 pub fn decide(r: &Report) -> Verdict {
     let mut reasons = Vec::new();
     if let Some(why) = &r.aborted {
@@ -47,19 +47,22 @@ pub fn decide(r: &Report) -> Verdict {
     if r.requests.ok == 0 {
         reasons.push("no request was answered".into());
     }
-    if let Some(s) = &r.server {
-        let t = &s.totals;
-        let broken = [
-            (t.malformed, "malformed frames"),
-            (t.oversized, "oversized frames"),
-            (t.bad_checksum, "requests with a bad checksum"),
-            (t.truncated, "connections cut mid-frame"),
-        ];
-        for (n, what) in broken {
-            if n > 0 {
-                reasons.push(format!("the server saw {n} {what} that no client sent"));
-            }
-        }
+    for c in r.server_checks.iter().filter(|c| !c.ok) {
+        reasons.push(format!(
+            "the server counted {} {}, the harness expected {} {}",
+            c.observed, c.what, c.rule, c.expected
+        ));
+    }
+    let wrong_faults: u64 = r.faults.iter().map(|f| f.counts.unexpected).sum();
+    if wrong_faults > 0 {
+        let first = r
+            .fault_samples
+            .iter()
+            .find(|s| s.contains("unexpected"))
+            .map_or_else(String::new, |s| format!(" (first: {s})"));
+        reasons.push(format!(
+            "{wrong_faults} injected faults got the wrong reaction{first}"
+        ));
     }
     for (who, s) in [
         ("harness", Some(&r.rss.harness)),
@@ -74,9 +77,17 @@ pub fn decide(r: &Report) -> Verdict {
         }
     }
     let pass = reasons.is_empty();
+    let injected: u64 = r.faults.iter().map(|f| f.counts.as_expected).sum();
+    let faults = if r.faults.is_empty() {
+        String::new()
+    } else if r.server_checks.is_empty() {
+        format!(" through {injected} injected faults")
+    } else {
+        format!(" through {injected} injected faults, each counted by the server")
+    };
     let line = if pass {
         format!(
-            "PASS: {} requests, every reply correct; {} req/s, p99 {}; memory steady",
+            "PASS: {} requests, every reply correct{faults}; {} req/s, p99 {}; memory steady",
             super::text::count(r.requests.ok),
             super::text::count(r.throughput.req_per_s.round() as u64),
             super::text::us(r.latency.p99_us)
@@ -138,9 +149,34 @@ mod tests {
         assert!(!decide(&r).pass);
 
         let mut r = ok_report();
-        let mut s = super::super::ServerSection::default();
-        s.totals.malformed = 1;
-        r.server = Some(s);
-        assert!(!decide(&r).pass);
+        r.server_checks.push(super::super::checks::ServerCheck {
+            what: "malformed frames".into(),
+            expected: 0,
+            observed: 1,
+            rule: "exact".into(),
+            ok: false,
+        });
+        let v = decide(&r);
+        assert!(
+            v.line.contains("the server counted 1 malformed frames"),
+            "{}",
+            v.line
+        );
+
+        let mut r = ok_report();
+        r.faults.push(super::super::FaultFigures {
+            kind: crate::faults::FaultKind::Malformed,
+            rate_per_s: 1.0,
+            expectation: String::new(),
+            counts: crate::faults::KindCounts {
+                attempted: 1,
+                unexpected: 1,
+                ..Default::default()
+            },
+        });
+        r.fault_samples
+            .push("malformed: unexpected: kept open".into());
+        let v = decide(&r);
+        assert!(v.line.contains("1 injected faults got the wrong reaction (first: malformed: unexpected: kept open)"), "{}", v.line);
     }
 }

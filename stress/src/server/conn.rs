@@ -74,10 +74,7 @@ pub async fn serve(stream: TcpStream, c: &Counters, max_frame: u32, idle: Option
         End::Eof if framer.mid_frame() => c.truncated.fetch_add(1, Relaxed),
         End::Eof if received == 0 => c.silent.fetch_add(1, Relaxed),
         End::Eof => c.clean_closes.fetch_add(1, Relaxed),
-        End::RecvFailed if framer.mid_frame() => {
-            c.resets.fetch_add(1, Relaxed);
-            c.truncated.fetch_add(1, Relaxed)
-        }
+        End::RecvFailed if framer.mid_frame() => c.truncated.fetch_add(1, Relaxed),
         End::RecvFailed => c.resets.fetch_add(1, Relaxed),
         End::Frame(FrameError::Oversized { .. }) => c.oversized.fetch_add(1, Relaxed),
         End::Frame(FrameError::Malformed { .. }) => c.malformed.fetch_add(1, Relaxed),

@@ -160,6 +160,13 @@ async fn accept_loop(l: TcpListener, counters: Arc<Vec<Counters>>, w: usize, cfg
                 let (max, idle) = (cfg.max_frame, cfg.idle);
                 zerorx::spawn(async move { conn::serve(stream, &counters[w], max, idle).await });
             }
+            // ECONNABORTED from the kernel, or ENOTCONN from `accept` reading the peer
+            // address of a connection that was reset while queued.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ECONNABORTED | libc::ENOTCONN)) => {
+                counters[w]
+                    .aborted_before_accept
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             Err(_) => {
                 counters[w]
                     .accept_errors

@@ -5,17 +5,17 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 macro_rules! counters {
-    ($(#[doc = $doc:literal] $name:ident),* $(,)?) => {
+    ($($(#[doc = $doc:literal])+ $name:ident),* $(,)?) => {
         /// The live counters of one server worker.
         #[derive(Debug, Default)]
         pub struct Counters {
-            $(#[doc = $doc] pub $name: AtomicU64,)*
+            $($(#[doc = $doc])+ pub $name: AtomicU64,)*
         }
 
         /// A copy of one server worker's counters.
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
         pub struct CounterSnapshot {
-            $(#[doc = $doc] #[serde(default)] pub $name: u64,)*
+            $($(#[doc = $doc])+ #[serde(default)] pub $name: u64,)*
         }
 
         impl Counters {
@@ -51,7 +51,7 @@ counters! {
     clean_closes,
     /// Connections that ended in the middle of a frame (reset or end of stream).
     truncated,
-    /// Connections whose receive failed (reset by the peer).
+    /// Connections whose receive failed between frames (reset by the peer).
     resets,
     /// Frames with a bad magic, version or kind (the connection is closed).
     malformed,
@@ -65,7 +65,10 @@ counters! {
     idle_timeouts,
     /// Replies that could not be sent (peer gone or stopped reading).
     send_errors,
-    /// Accepts that failed.
+    /// Connections reset by the peer before they were accepted (`ECONNABORTED`, or
+    /// `ENOTCONN` when the accepted socket has no peer any more).
+    aborted_before_accept,
+    /// Accepts that failed otherwise (e.g. out of file descriptors).
     accept_errors,
 }
 

@@ -1,0 +1,807 @@
+//! The client's event loop: a plain io_uring ring driving a set of connections, each
+//! with a [`Role`], for a warm-up and then a measured window.
+
+use super::pattern::{fill_request, Pattern};
+use crate::procfs;
+use hdrhistogram::Histogram;
+use io_uring::{opcode, squeue, types, IoUring};
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// What one connection (or churn slot) does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Role {
+    /// Closed loop: send `size` bytes, read the `size`-byte echo, repeat at once.
+    Closed {
+        /// Request (and response) size in bytes.
+        size: usize,
+    },
+    /// Open loop: requests arrive on a shared Poisson schedule ([`Plan::open_rate`]);
+    /// latency counts from the scheduled time, so queueing behind a slow response is
+    /// included (no coordinated omission).
+    Open {
+        /// Request size in bytes.
+        size: usize,
+    },
+    /// Full-duplex stream: keep a `chunk`-byte send and a `chunk`-byte receive in
+    /// flight at all times.
+    Stream {
+        /// Bytes per send and per receive.
+        chunk: usize,
+        /// Stop reading for a while, periodically (a slow consumer).
+        pause: Option<Pause>,
+    },
+    /// Connect, one request of `size` bytes, close; repeat.
+    Churn {
+        /// Request size in bytes.
+        size: usize,
+    },
+}
+
+/// A reader that stops reading for `stopped` at the end of every `period`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pause {
+    /// Length of one cycle.
+    pub period: Duration,
+    /// How long reading stops in each cycle.
+    pub stopped: Duration,
+}
+
+/// One run of the client.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The server.
+    pub addr: SocketAddr,
+    /// One entry per connection or churn slot.
+    pub roles: Vec<Role>,
+    /// Run before the measured window, not counted.
+    pub warmup: Duration,
+    /// The measured window.
+    pub measure: Duration,
+    /// Requests per second over all [`Role::Open`] connections together.
+    pub open_rate: f64,
+    /// End the window early once this many requests or churn cycles completed in it
+    /// (fixed work instead of fixed time, for whole-process comparisons).
+    pub max_ops: Option<u64>,
+}
+
+/// Called at the edges of the measured window, to read the server's counters there.
+pub trait Probe {
+    /// The window starts now.
+    fn window_start(&mut self) -> io::Result<()>;
+    /// The window ends now.
+    fn window_end(&mut self) -> io::Result<()>;
+}
+
+/// What a group of connections did inside the window.
+#[derive(Clone, Debug)]
+pub struct Tally {
+    /// Requests (or connections, for churn) completed.
+    pub ops: u64,
+    /// Payload bytes received back.
+    pub bytes: u64,
+    /// Latency of each completed request, in nanoseconds.
+    pub latency: Histogram<u64>,
+}
+
+impl Tally {
+    fn new() -> io::Result<Tally> {
+        Ok(Tally {
+            ops: 0,
+            bytes: 0,
+            latency: Histogram::new_with_bounds(1, 60_000_000_000, 3)
+                .map_err(|e| io::Error::other(format!("histogram: {e}")))?,
+        })
+    }
+
+    /// A latency quantile in microseconds (0 when nothing completed).
+    pub fn quantile_us(&self, q: f64) -> f64 {
+        if self.latency.is_empty() {
+            0.0
+        } else {
+            self.latency.value_at_quantile(q) as f64 / 1e3
+        }
+    }
+}
+
+/// The outcome of [`Engine::run`].
+#[derive(Clone, Debug)]
+pub struct EngineResult {
+    /// Length of the measured window.
+    pub window: Duration,
+    /// Closed- and open-loop request/response connections.
+    pub rr: Tally,
+    /// Stream connections.
+    pub stream: Tally,
+    /// Churn slots (one op = one connection opened, used and closed).
+    pub churn: Tally,
+    /// CPU the client thread used inside the window.
+    pub client_cpu: Duration,
+    /// Requests, churn cycles and stream receives that completed correctly over the
+    /// whole run, warm-up included.
+    pub answered: u64,
+}
+
+const SEND: u64 = 1;
+const RECV: u64 = 2;
+const CONNECT: u64 = 3;
+const KIND_BITS: u32 = 2;
+
+fn user_data(conn: usize, kind: u64) -> u64 {
+    ((conn as u64) << KIND_BITS) | kind
+}
+
+struct Conn {
+    role: Role,
+    fd: Option<OwnedFd>,
+    tx: Box<[u8]>,
+    rx: Box<[u8]>,
+    /// Request in progress (request/response and churn roles).
+    active: bool,
+    connecting: bool,
+    send_busy: bool,
+    recv_busy: bool,
+    sent: usize,
+    got: usize,
+    seq: u64,
+    started: Instant,
+    /// Scheduled start times waiting for this connection (open loop).
+    queue: VecDeque<Instant>,
+    /// Stream positions.
+    tx_off: u64,
+    rx_off: u64,
+}
+
+impl Conn {
+    fn new(role: Role, now: Instant) -> Conn {
+        let (tx, rx) = match role {
+            Role::Closed { size } | Role::Open { size } | Role::Churn { size } => {
+                (vec![0u8; size].into(), vec![0u8; size].into())
+            }
+            Role::Stream { chunk, .. } => (Box::default(), vec![0u8; chunk].into()),
+        };
+        Conn {
+            role,
+            fd: None,
+            tx,
+            rx,
+            active: false,
+            connecting: false,
+            send_busy: false,
+            recv_busy: false,
+            sent: 0,
+            got: 0,
+            seq: 0,
+            started: now,
+            queue: VecDeque::new(),
+            tx_off: 0,
+            rx_off: 0,
+        }
+    }
+
+    fn raw_fd(&self) -> io::Result<types::Fd> {
+        self.fd
+            .as_ref()
+            .map(|f| types::Fd(f.as_raw_fd()))
+            .ok_or_else(|| io::Error::other("connection has no socket"))
+    }
+}
+
+/// The client: a ring and its connections.
+pub struct Engine {
+    ring: IoUring,
+    conns: Vec<Conn>,
+    pattern: Pattern,
+    addr: socket2::SockAddr,
+    in_flight: usize,
+    rr: Tally,
+    stream: Tally,
+    churn: Tally,
+    /// Inside the measured window.
+    counting: bool,
+    /// Correct completions over the whole run.
+    answered: u64,
+}
+
+impl Engine {
+    /// Connects every non-churn connection of `plan` (blocking, before any timing).
+    pub fn connect(plan: &Plan) -> io::Result<Engine> {
+        let entries = (plan.roles.len() * 3 + 16).next_power_of_two().max(64) as u32;
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_cqsize(entries * 2)
+            .build(entries)
+            .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))?;
+        let max_chunk = plan
+            .roles
+            .iter()
+            .map(|r| match *r {
+                Role::Closed { size } | Role::Open { size } | Role::Churn { size } => size,
+                Role::Stream { chunk, .. } => chunk,
+            })
+            .max()
+            .unwrap_or(0);
+        let now = Instant::now();
+        let mut conns = Vec::with_capacity(plan.roles.len());
+        for (i, role) in plan.roles.iter().enumerate() {
+            let mut c = Conn::new(*role, now);
+            if !matches!(role, Role::Churn { .. }) {
+                let s = std::net::TcpStream::connect_timeout(&plan.addr, Duration::from_secs(5))
+                    .map_err(|e| {
+                        io::Error::new(e.kind(), format!("connection {i}: connect: {e}"))
+                    })?;
+                s.set_nodelay(true)?;
+                c.fd = Some(OwnedFd::from(s));
+            }
+            conns.push(c);
+        }
+        Ok(Engine {
+            ring,
+            conns,
+            pattern: Pattern::new(max_chunk),
+            addr: plan.addr.into(),
+            in_flight: 0,
+            rr: Tally::new()?,
+            stream: Tally::new()?,
+            churn: Tally::new()?,
+            counting: false,
+            answered: 0,
+        })
+    }
+
+    /// Runs the plan: warm-up, then the measured window (with `probe` called at its
+    /// edges), then closes every connection. Any error, a wrong byte or a connection
+    /// the server closed fails the run.
+    pub fn run(mut self, plan: &Plan, probe: &mut dyn Probe) -> io::Result<EngineResult> {
+        let outcome = self.drive(plan, probe);
+        let drained = self.teardown();
+        let result = outcome?;
+        drained?;
+        Ok(result)
+    }
+
+    fn drive(&mut self, plan: &Plan, probe: &mut dyn Probe) -> io::Result<EngineResult> {
+        let start = Instant::now();
+        let window_start_at = start + plan.warmup;
+        let end_at = window_start_at + plan.measure;
+        let open: Vec<usize> = (0..self.conns.len())
+            .filter(|&i| matches!(self.conns[i].role, Role::Open { .. }))
+            .collect();
+        let mut arrivals = Arrivals::new(plan.open_rate, start);
+        let mut next_open = 0;
+        let mut window: Option<(Instant, Duration)> = None;
+        loop {
+            let now = Instant::now();
+            if window.is_none() && now >= window_start_at {
+                probe.window_start()?;
+                self.counting = true;
+                window = Some((Instant::now(), procfs::thread_cpu()));
+            }
+            let done = self.rr.ops + self.churn.ops;
+            if now >= end_at || plan.max_ops.is_some_and(|m| window.is_some() && done >= m) {
+                break;
+            }
+            if !open.is_empty() {
+                while arrivals.next <= now {
+                    self.conns[open[next_open]].queue.push_back(arrivals.next);
+                    next_open = (next_open + 1) % open.len();
+                    arrivals.advance();
+                }
+            }
+            for i in 0..self.conns.len() {
+                self.pump(i, now, start)?;
+            }
+            let mut deadline = end_at.min(now + Duration::from_millis(5));
+            if window.is_none() {
+                deadline = deadline.min(window_start_at);
+            }
+            if !open.is_empty() {
+                deadline = deadline.min(arrivals.next.max(now + Duration::from_micros(20)));
+            }
+            self.wait(deadline.saturating_duration_since(now))?;
+            self.reap(true)?;
+        }
+        self.counting = false;
+        let end = Instant::now();
+        let (w_start, cpu0) = window.unwrap_or((end, procfs::thread_cpu()));
+        let client_cpu = procfs::thread_cpu().saturating_sub(cpu0);
+        probe.window_end()?;
+        Ok(EngineResult {
+            window: end.saturating_duration_since(w_start),
+            rr: self.rr.clone(),
+            stream: self.stream.clone(),
+            churn: self.churn.clone(),
+            client_cpu,
+            answered: self.answered,
+        })
+    }
+
+    /// Submits what is queued and waits up to `timeout` for one completion.
+    fn wait(&mut self, timeout: Duration) -> io::Result<()> {
+        let ts = types::Timespec::from(timeout.max(Duration::from_micros(1)));
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(io::Error::new(e.kind(), format!("io_uring_enter: {e}"))),
+        }
+    }
+
+    /// Queues an SQE, submitting first if the SQ is full.
+    ///
+    /// # Safety
+    /// Every buffer and address `e` points to must stay valid until its completion is
+    /// reaped (or for ever, if it never is).
+    unsafe fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: forwarded from this function's contract.
+            if unsafe { self.ring.submission().push(&e) }.is_ok() {
+                self.in_flight += 1;
+                return Ok(());
+            }
+            self.ring.submit()?;
+        }
+    }
+
+    fn push_send(&mut self, i: usize) -> io::Result<()> {
+        let c = &self.conns[i];
+        let fd = c.raw_fd()?;
+        let (ptr, len) = match c.role {
+            Role::Stream { chunk, .. } => (self.pattern.at(c.tx_off, chunk).as_ptr(), chunk),
+            _ => (c.tx[c.sent..].as_ptr(), c.tx.len() - c.sent),
+        };
+        let e = opcode::Send::new(fd, ptr, len as u32)
+            .build()
+            .user_data(user_data(i, SEND));
+        self.conns[i].send_busy = true;
+        // SAFETY: the pattern and the connection's `tx` are heap buffers owned by the
+        // engine, never resized; `teardown` waits for every completion before they
+        // are freed (or leaks them).
+        unsafe { self.push(e) }
+    }
+
+    fn push_recv(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        let fd = c.raw_fd()?;
+        let (ptr, len) = match c.role {
+            Role::Stream { .. } => (c.rx.as_mut_ptr(), c.rx.len()),
+            _ => (c.rx[c.got..].as_mut_ptr(), c.rx.len() - c.got),
+        };
+        let e = opcode::Recv::new(fd, ptr, len as u32)
+            .build()
+            .user_data(user_data(i, RECV));
+        c.recv_busy = true;
+        // SAFETY: `rx` is a heap buffer owned by the connection, never resized, only
+        // read after this receive completes; `teardown` waits for every completion
+        // before freeing it (or leaks it).
+        unsafe { self.push(e) }
+    }
+
+    fn push_connect(&mut self, i: usize) -> io::Result<()> {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+        s.set_nodelay(true)?;
+        let fd = OwnedFd::from(s);
+        let e = opcode::Connect::new(
+            types::Fd(fd.as_raw_fd()),
+            self.addr.as_ptr(),
+            self.addr.len(),
+        )
+        .build()
+        .user_data(user_data(i, CONNECT));
+        let c = &mut self.conns[i];
+        c.fd = Some(fd);
+        c.connecting = true;
+        // SAFETY: the address lives in the engine until after `teardown`; the socket is
+        // closed only once this connect has completed.
+        unsafe { self.push(e) }
+    }
+
+    /// Starts whatever connection `i` should be doing and is not.
+    fn pump(&mut self, i: usize, now: Instant, start: Instant) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        match c.role {
+            Role::Stream { pause, .. } => {
+                let paused = pause.is_some_and(|p| {
+                    let period = p.period.as_nanos().max(1);
+                    let phase = now.saturating_duration_since(start).as_nanos() % period;
+                    phase >= period.saturating_sub(p.stopped.as_nanos())
+                });
+                let (send_busy, recv_busy) = (c.send_busy, c.recv_busy);
+                if !send_busy {
+                    self.push_send(i)?;
+                }
+                if !recv_busy && !paused {
+                    self.push_recv(i)?;
+                }
+            }
+            Role::Closed { .. } | Role::Open { .. } | Role::Churn { .. } => {
+                if c.active {
+                    return Ok(());
+                }
+                let started = match c.role {
+                    Role::Open { .. } => match c.queue.pop_front() {
+                        Some(t) => t,
+                        None => return Ok(()),
+                    },
+                    _ => now,
+                };
+                c.active = true;
+                c.started = started;
+                c.sent = 0;
+                c.got = 0;
+                c.seq += 1;
+                fill_request(&mut c.tx, &self.pattern, c.seq ^ ((i as u64) << 40));
+                if matches!(c.role, Role::Churn { .. }) {
+                    self.push_connect(i)?;
+                } else {
+                    self.push_send(i)?;
+                    self.push_recv(i)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Handles every completion in the CQ. With `live` false (teardown) results are
+    /// only counted, not acted on.
+    fn reap(&mut self, live: bool) -> io::Result<()> {
+        let cqes: Vec<(u64, i32)> = self
+            .ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        for (ud, res) in cqes {
+            self.in_flight = self.in_flight.saturating_sub(1);
+            let i = (ud >> KIND_BITS) as usize;
+            let kind = ud & ((1 << KIND_BITS) - 1);
+            if !live || i >= self.conns.len() {
+                continue;
+            }
+            self.complete(i, kind, res)?;
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, i: usize, kind: u64, res: i32) -> io::Result<()> {
+        let what = match kind {
+            SEND => "send",
+            RECV => "recv",
+            _ => "connect",
+        };
+        if res < 0 {
+            let e = io::Error::from_raw_os_error(-res);
+            return Err(io::Error::new(
+                e.kind(),
+                format!("connection {i}: {what}: {e}"),
+            ));
+        }
+        let n = res as usize;
+        if kind == RECV && n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("connection {i}: the server closed the connection"),
+            ));
+        }
+        let counting = self.counting;
+        let c = &mut self.conns[i];
+        match (c.role, kind) {
+            (Role::Stream { .. }, SEND) => {
+                c.tx_off += n as u64;
+                c.send_busy = false;
+            }
+            (Role::Stream { .. }, _) => {
+                if c.rx[..n] != *self.pattern.at(c.rx_off, n) {
+                    return Err(wrong_bytes(i, c.rx_off));
+                }
+                c.rx_off += n as u64;
+                c.recv_busy = false;
+                self.answered += 1;
+                if counting {
+                    self.stream.bytes += n as u64;
+                    self.stream.ops += 1;
+                }
+            }
+            (_, CONNECT) => {
+                c.connecting = false;
+                self.push_send(i)?;
+                self.push_recv(i)?;
+            }
+            (_, SEND) => {
+                c.sent += n;
+                if c.sent < c.tx.len() {
+                    self.push_send(i)?;
+                } else {
+                    c.send_busy = false;
+                    self.finish_request(i)?;
+                }
+            }
+            _ => {
+                c.got += n;
+                if c.got < c.rx.len() {
+                    self.push_recv(i)?;
+                } else {
+                    c.recv_busy = false;
+                    self.finish_request(i)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Completes a request once both its send and its echo are done.
+    fn finish_request(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        if c.send_busy || c.recv_busy || !c.active {
+            return Ok(());
+        }
+        if c.rx != c.tx {
+            return Err(wrong_bytes(i, 0));
+        }
+        c.active = false;
+        self.answered += 1;
+        let size = c.tx.len() as u64;
+        let churn = matches!(c.role, Role::Churn { .. });
+        if churn {
+            // Closing the socket is the last step of a churn cycle, so it is timed.
+            c.fd = None;
+        }
+        if self.counting {
+            let ns = c.started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+            let t = if churn { &mut self.churn } else { &mut self.rr };
+            t.ops += 1;
+            t.bytes += size;
+            t.latency.saturating_record(ns.max(1));
+        }
+        Ok(())
+    }
+
+    /// Shuts every socket down (which ends pending receives and sends) and waits, up
+    /// to 5 s, for every op's completion; only then may the buffers be freed.
+    fn teardown(&mut self) -> io::Result<()> {
+        for c in &self.conns {
+            if let Some(fd) = &c.fd {
+                // SAFETY: shutdown on a socket fd this connection owns.
+                unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) };
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.in_flight > 0 && Instant::now() < deadline {
+            self.wait(Duration::from_millis(50))?;
+            self.reap(false)?;
+        }
+        if self.in_flight > 0 {
+            let n = self.in_flight;
+            // The kernel may still write into these buffers: never free them.
+            std::mem::forget(std::mem::take(&mut self.conns));
+            return Err(io::Error::other(format!(
+                "client: {n} operations did not complete within 5 s of shutdown"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if self.in_flight > 0 {
+            // `run` was not called to its end (a panic unwound): keep every buffer the
+            // kernel may still reference alive.
+            std::mem::forget(std::mem::take(&mut self.conns));
+        }
+    }
+}
+
+fn wrong_bytes(i: usize, offset: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("connection {i}: the echo differs from what was sent (near offset {offset})"),
+    )
+}
+
+/// A Poisson arrival process: exponential gaps with mean `1 / rate`.
+struct Arrivals {
+    next: Instant,
+    mean_gap_ns: f64,
+    state: u64,
+}
+
+impl Arrivals {
+    fn new(rate: f64, start: Instant) -> Arrivals {
+        let mean_gap_ns = if rate > 0.0 {
+            1e9 / rate
+        } else {
+            f64::INFINITY
+        };
+        let mut a = Arrivals {
+            next: start,
+            mean_gap_ns,
+            state: 0x9E37_79B9_7F4A_7C15,
+        };
+        a.advance();
+        a
+    }
+
+    fn advance(&mut self) {
+        // xorshift64*: a fixed seed, so every server gets the same arrival pattern.
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        let r = self.state.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        let u = ((r >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        let gap = -u.ln() * self.mean_gap_ns;
+        self.next += if gap.is_finite() {
+            Duration::from_nanos(gap as u64)
+        } else {
+            Duration::from_secs(3600)
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrivals_have_the_requested_rate() {
+        let start = Instant::now();
+        let mut a = Arrivals::new(10_000.0, start);
+        for _ in 0..100_000 {
+            a.advance();
+        }
+        let secs = a.next.duration_since(start).as_secs_f64();
+        // 100k arrivals at 10k/s take ~10 s; the sample mean is within a few percent.
+        assert!((9.5..10.5).contains(&secs), "{secs}");
+    }
+
+    #[test]
+    fn no_rate_means_no_arrivals() {
+        let start = Instant::now();
+        let a = Arrivals::new(0.0, start);
+        assert!(a.next >= start + Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn user_data_round_trips() {
+        for (i, k) in [(0usize, SEND), (63, RECV), (70_000, CONNECT)] {
+            let ud = user_data(i, k);
+            assert_eq!(((ud >> KIND_BITS) as usize, ud & 3), (i, k));
+        }
+    }
+
+    struct NoProbe;
+    impl Probe for NoProbe {
+        fn window_start(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn window_end(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A thread-per-connection server that echoes through `mangle`; it stops when the
+    /// client closes (each thread ends at EOF, the acceptor after `conns` accepts).
+    fn server(conns: usize, mangle: fn(&mut [u8])) -> SocketAddr {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        std::thread::spawn(move || {
+            for s in l.incoming().take(conns) {
+                let Ok(mut s) = s else { return };
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 65536];
+                    loop {
+                        let n = match s.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        mangle(&mut buf[..n]);
+                        if s.write_all(&buf[..n]).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn plan(addr: SocketAddr, roles: Vec<Role>) -> Plan {
+        Plan {
+            addr,
+            roles,
+            warmup: Duration::from_millis(20),
+            measure: Duration::from_millis(150),
+            open_rate: 0.0,
+            max_ops: None,
+        }
+    }
+
+    #[test]
+    fn every_role_completes_against_an_echo_server() {
+        let roles = vec![
+            Role::Closed { size: 64 },
+            Role::Closed { size: 100_000 },
+            Role::Stream {
+                chunk: 65536,
+                pause: Some(Pause {
+                    period: Duration::from_millis(50),
+                    stopped: Duration::from_millis(10),
+                }),
+            },
+            Role::Churn { size: 64 },
+            Role::Open { size: 64 },
+        ];
+        let mut p = plan(server(1000, |_| {}), roles);
+        p.open_rate = 2000.0;
+        let r = Engine::connect(&p)
+            .and_then(|e| e.run(&p, &mut NoProbe))
+            .expect("run");
+        assert!(
+            r.rr.ops > 0 && r.stream.bytes > 0 && r.churn.ops > 0,
+            "{r:?}"
+        );
+        assert!(r.rr.quantile_us(0.5) > 0.0);
+        assert!(r.window >= Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_wrong_byte_fails_the_run() {
+        let p = plan(server(1, |b| b[0] ^= 1), vec![Role::Closed { size: 64 }]);
+        let e = Engine::connect(&p)
+            .and_then(|e| e.run(&p, &mut NoProbe))
+            .expect_err("corruption must be caught");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+    }
+
+    #[test]
+    fn a_server_that_hangs_up_fails_the_run() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        std::thread::spawn(move || drop(l.accept()));
+        let p = plan(addr, vec![Role::Closed { size: 64 }]);
+        assert!(Engine::connect(&p)
+            .and_then(|e| e.run(&p, &mut NoProbe))
+            .is_err());
+    }
+
+    #[test]
+    fn fixed_work_ends_the_window_early() {
+        let mut p = plan(server(1, |_| {}), vec![Role::Closed { size: 64 }]);
+        p.measure = Duration::from_secs(20);
+        p.max_ops = Some(50);
+        let t = Instant::now();
+        let r = Engine::connect(&p)
+            .and_then(|e| e.run(&p, &mut NoProbe))
+            .expect("run");
+        assert_eq!(r.rr.ops, 50);
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_refused_connection_is_an_error() {
+        // Bind then drop a listener: nothing listens on that port any more.
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("bind");
+        let plan = Plan {
+            addr,
+            roles: vec![Role::Closed { size: 64 }],
+            warmup: Duration::ZERO,
+            measure: Duration::from_millis(10),
+            open_rate: 0.0,
+            max_ops: None,
+        };
+        assert!(Engine::connect(&plan).is_err());
+    }
+}

@@ -1,0 +1,17 @@
+//! The load generator: one client, the same for every server.
+//!
+//! It runs on one thread with its own plain io_uring ring (not zerorx, tokio or monoio,
+//! so it favours none of them) and batches: every loop turn reaps all completions and
+//! submits all new sends and receives with one `io_uring_enter`. That keeps its CPU per
+//! request well below the servers', so on a 2-CPU machine the server, not the client,
+//! sets the pace; every cell reports both sides' CPU use so this can be checked.
+//!
+//! Every byte that comes back is checked: request/response payloads carry a sequence
+//! number and must return unchanged, streams carry a position-dependent pattern.
+
+mod engine;
+mod idle;
+mod pattern;
+
+pub use engine::{Engine, EngineResult, Pause, Plan, Probe, Role, Tally};
+pub use idle::IdleConns;

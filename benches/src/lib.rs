@@ -1,0 +1,18 @@
+//! Benchmarks of zerorx against tokio and monoio, measured in the same run.
+//!
+//! - `echo` ([`echo`]): workloads W1–W8 of `performance.md` against echo servers of
+//!   zerorx, tokio (current-thread and multi-thread) and monoio, each server in a
+//!   child process of its own, the same io_uring client for all, rounds interleaved.
+//! - `wake` ([`wake`]): `spawn_on` round trips with eventfd vs MSG_RING wake-ups.
+//!
+//! `cargo bench -p zerorx-bench --bench echo -- --help` lists the options; `--smoke`
+//! runs everything briefly and is what `cargo test` runs (`tests/smoke.rs`).
+
+pub mod child;
+pub mod client;
+pub mod echo;
+pub mod procfs;
+pub mod report;
+pub mod servers;
+pub mod wake;
+pub mod workloads;

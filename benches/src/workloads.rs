@@ -1,0 +1,661 @@
+//! Workloads W1–W8 of `performance.md` §3.2: what the client does, which numbers each
+//! one reports, and the goal ratios of §3.4 / issue 3.
+
+use crate::child::ServerProcess;
+use crate::client::{Engine, EngineResult, IdleConns, Pause, Plan, Probe, Role};
+use crate::procfs::{self, MachineCpu, MachineSplit};
+use crate::servers::ServerStats;
+use std::collections::BTreeMap;
+use std::io;
+use std::time::{Duration, Instant};
+
+/// One workload of the suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Workload {
+    /// Unloaded round trip: 1 connection, 64 B ping-pong.
+    W1,
+    /// Small-message RPC capacity: 64 B × 64 connections, closed loop.
+    W2,
+    /// The same with 1 KiB messages.
+    W2Kib,
+    /// p99 under load: open loop (Poisson) at 50 % of the slowest server's W2 rate.
+    W3Half,
+    /// The same at 90 %.
+    W3Most,
+    /// Stream echo: 64 KiB writes, 4 connections, full duplex.
+    W4,
+    /// Large request/response: 64 KiB × 16 connections.
+    W5,
+    /// Connection churn: connect → one 64 B RPC → close, 8 at a time.
+    W6,
+    /// Many idle connections: memory per connection and wake-ups while idle.
+    W7,
+    /// Buffer pool under slow readers: W2 and W4 together, the stream readers stop
+    /// reading for 100 ms of every second.
+    W8,
+}
+
+/// A goal for a zerorx server.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Goal {
+    /// The median ratio to the reference tokio server is at most this.
+    RatioAtMost(f64),
+    /// The median ratio to the reference tokio server is at least this.
+    RatioAtLeast(f64),
+    /// The median value itself is at most this.
+    AtMost(f64),
+}
+
+impl Goal {
+    /// Whether a median value / median ratio meets the goal.
+    pub fn met(self, value: f64, ratio: Option<f64>) -> Option<bool> {
+        match self {
+            Goal::RatioAtMost(g) => ratio.map(|r| r <= g),
+            Goal::RatioAtLeast(g) => ratio.map(|r| r >= g),
+            Goal::AtMost(g) => Some(value <= g),
+        }
+    }
+
+    /// How the goal is printed.
+    pub fn describe(self) -> String {
+        match self {
+            Goal::RatioAtMost(g) => format!("<= {g:.2}x"),
+            Goal::RatioAtLeast(g) => format!(">= {g:.2}x"),
+            Goal::AtMost(g) => format!("<= {g}"),
+        }
+    }
+}
+
+/// How a metric is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Operations per second (printed with k/M).
+    PerSec,
+    /// Microseconds.
+    Micros,
+    /// Gigabytes per second.
+    GbPerSec,
+    /// CPU seconds per gigabyte.
+    SecPerGb,
+    /// Bytes.
+    Bytes,
+    /// Percent of one CPU.
+    Percent,
+    /// A plain count.
+    Count,
+    /// A ratio of two counts.
+    Ratio,
+}
+
+/// One number a workload reports.
+#[derive(Clone, Copy, Debug)]
+pub struct Metric {
+    /// JSON key.
+    pub key: &'static str,
+    /// Table label.
+    pub label: &'static str,
+    /// Print unit.
+    pub unit: Unit,
+    /// The goal for zerorx, if the issue sets one.
+    pub goal: Option<Goal>,
+}
+
+const fn m(key: &'static str, label: &'static str, unit: Unit, goal: Option<Goal>) -> Metric {
+    Metric {
+        key,
+        label,
+        unit,
+        goal,
+    }
+}
+
+impl Workload {
+    /// Every workload, in run order (W3 needs this round's W2 result first).
+    pub const ALL: [Workload; 10] = [
+        Workload::W1,
+        Workload::W2,
+        Workload::W2Kib,
+        Workload::W3Half,
+        Workload::W3Most,
+        Workload::W4,
+        Workload::W5,
+        Workload::W6,
+        Workload::W7,
+        Workload::W8,
+    ];
+
+    /// Short id used on the command line and in JSON.
+    pub fn id(self) -> &'static str {
+        match self {
+            Workload::W1 => "W1",
+            Workload::W2 => "W2",
+            Workload::W2Kib => "W2-1k",
+            Workload::W3Half => "W3-50",
+            Workload::W3Most => "W3-90",
+            Workload::W4 => "W4",
+            Workload::W5 => "W5",
+            Workload::W6 => "W6",
+            Workload::W7 => "W7",
+            Workload::W8 => "W8",
+        }
+    }
+
+    /// Parses an [`id`](Self::id) (case-insensitive); `W3` means both W3 rates.
+    pub fn parse(s: &str) -> Option<Vec<Workload>> {
+        if s.eq_ignore_ascii_case("W3") {
+            return Some(vec![Workload::W3Half, Workload::W3Most]);
+        }
+        Workload::ALL
+            .into_iter()
+            .find(|w| w.id().eq_ignore_ascii_case(s))
+            .map(|w| vec![w])
+    }
+
+    /// One-line description.
+    pub fn title(self) -> &'static str {
+        match self {
+            Workload::W1 => "unloaded round trip: 1 connection, 64 B ping-pong",
+            Workload::W2 => "small RPC: 64 B x 64 connections, closed loop",
+            Workload::W2Kib => "small RPC: 1 KiB x 64 connections, closed loop",
+            Workload::W3Half => "p99 under load: 64 B x 64 connections, open loop (Poisson) at 50% of the slowest server's W2 rate",
+            Workload::W3Most => "p99 under load: 64 B x 64 connections, open loop (Poisson) at 90% of the slowest server's W2 rate",
+            Workload::W4 => "stream echo: 64 KiB writes, 4 connections, full duplex",
+            Workload::W5 => "large request/response: 64 KiB x 16 connections",
+            Workload::W6 => "connection churn: connect -> one 64 B RPC -> close, 8 at a time",
+            Workload::W7 => "idle connections: each pinged once, then idle",
+            Workload::W8 => "pool under slow readers: 64 B x 64 RPC + 4 x 64 KiB streams whose readers stop 10% of each period",
+        }
+    }
+
+    /// The numbers this workload reports, goals attached.
+    pub fn metrics(self) -> &'static [Metric] {
+        use Goal::*;
+        use Unit::*;
+        const RR_COMMON: [Metric; 4] = [
+            m("ctx_switches_per_s", "server ctx-switches/s", PerSec, None),
+            m("server_core_pct", "server CPU % of a core", Percent, None),
+            m("client_core_pct", "client CPU % of a core", Percent, None),
+            m("enobufs", "zerorx ENOBUFS in window", Count, None),
+        ];
+        match self {
+            Workload::W1 => {
+                const M: &[Metric] = &[
+                    m(
+                        "p50_us",
+                        "p50 round trip us",
+                        Micros,
+                        Some(RatioAtMost(1.05)),
+                    ),
+                    m(
+                        "p99_us",
+                        "p99 round trip us",
+                        Micros,
+                        Some(RatioAtMost(1.1)),
+                    ),
+                    m("p999_us", "p99.9 round trip us", Micros, None),
+                    m("req_per_s", "req/s", PerSec, None),
+                    m("cpu_us_per_req", "server CPU us/req", Micros, None),
+                ];
+                M
+            }
+            Workload::W2 => {
+                const M: &[Metric] = &[
+                    m("req_per_s", "req/s", PerSec, Some(RatioAtLeast(1.1))),
+                    m(
+                        "cpu_us_per_req",
+                        "server CPU us/req",
+                        Micros,
+                        Some(RatioAtMost(0.85)),
+                    ),
+                    m("p99_us", "p99 us", Micros, None),
+                    RR_COMMON[0],
+                    RR_COMMON[1],
+                    RR_COMMON[2],
+                    m(
+                        "enobufs",
+                        "zerorx ENOBUFS in window",
+                        Count,
+                        Some(AtMost(0.0)),
+                    ),
+                ];
+                M
+            }
+            Workload::W2Kib => {
+                const M: &[Metric] = &[
+                    m("req_per_s", "req/s", PerSec, None),
+                    m("cpu_us_per_req", "server CPU us/req", Micros, None),
+                    m("p99_us", "p99 us", Micros, None),
+                    RR_COMMON[1],
+                    RR_COMMON[2],
+                    RR_COMMON[3],
+                ];
+                M
+            }
+            Workload::W3Half => {
+                const M: &[Metric] = &[
+                    m(
+                        "p99_us",
+                        "p99 us (from schedule)",
+                        Micros,
+                        Some(RatioAtMost(0.8)),
+                    ),
+                    m("p999_us", "p99.9 us", Micros, None),
+                    m(
+                        "cpu_us_per_req",
+                        "server CPU us/req",
+                        Micros,
+                        Some(RatioAtMost(0.85)),
+                    ),
+                    m("req_per_s", "achieved req/s", PerSec, None),
+                    m("offered_req_per_s", "offered req/s", PerSec, None),
+                    RR_COMMON[1],
+                ];
+                M
+            }
+            Workload::W3Most => {
+                const M: &[Metric] = &[
+                    m(
+                        "p99_us",
+                        "p99 us (from schedule)",
+                        Micros,
+                        Some(RatioAtMost(0.6)),
+                    ),
+                    m("p999_us", "p99.9 us", Micros, None),
+                    m(
+                        "cpu_us_per_req",
+                        "server CPU us/req",
+                        Micros,
+                        Some(RatioAtMost(0.85)),
+                    ),
+                    m("req_per_s", "achieved req/s", PerSec, None),
+                    m("offered_req_per_s", "offered req/s", PerSec, None),
+                    RR_COMMON[1],
+                ];
+                M
+            }
+            Workload::W4 => {
+                const M: &[Metric] = &[
+                    m("gb_per_s", "echoed GB/s", GbPerSec, Some(RatioAtLeast(1.0))),
+                    m(
+                        "cpu_s_per_gb",
+                        "server CPU s/GB",
+                        SecPerGb,
+                        Some(RatioAtMost(1.0)),
+                    ),
+                    RR_COMMON[1],
+                    RR_COMMON[2],
+                    m(
+                        "enobufs",
+                        "zerorx ENOBUFS in window",
+                        Count,
+                        Some(AtMost(0.0)),
+                    ),
+                ];
+                M
+            }
+            Workload::W5 => {
+                const M: &[Metric] = &[
+                    m("req_per_s", "req/s", PerSec, Some(RatioAtLeast(1.0))),
+                    m(
+                        "cpu_us_per_req",
+                        "server CPU us/req",
+                        Micros,
+                        Some(RatioAtMost(1.0)),
+                    ),
+                    m("p99_us", "p99 us", Micros, None),
+                    RR_COMMON[1],
+                    RR_COMMON[3],
+                ];
+                M
+            }
+            Workload::W6 => {
+                const M: &[Metric] = &[
+                    m("conn_per_s", "conn/s", PerSec, Some(RatioAtLeast(1.3))),
+                    m(
+                        "cpu_us_per_conn",
+                        "server CPU us/conn",
+                        Micros,
+                        Some(RatioAtMost(0.75)),
+                    ),
+                    m("p99_us", "p99 connect+RPC+close us", Micros, None),
+                    RR_COMMON[1],
+                    m("cqes_per_op", "zerorx CQEs/conn", Ratio, None),
+                ];
+                M
+            }
+            Workload::W7 => {
+                const M: &[Metric] = &[
+                    m(
+                        "rss_per_conn",
+                        "server RSS B/conn",
+                        Bytes,
+                        Some(AtMost(256.0)),
+                    ),
+                    m("anon_per_conn", "server RssAnon B/conn", Bytes, None),
+                    m(
+                        "wakeups_per_s",
+                        "wake-ups/s while idle",
+                        PerSec,
+                        Some(AtMost(0.0)),
+                    ),
+                    m("conns", "idle connections", Count, None),
+                ];
+                M
+            }
+            Workload::W8 => {
+                const M: &[Metric] = &[
+                    m("req_per_s", "RPC req/s", PerSec, None),
+                    m("p99_us", "RPC p99 us", Micros, None),
+                    m("p999_us", "RPC p99.9 us", Micros, None),
+                    m("gb_per_s", "stream GB/s", GbPerSec, None),
+                    m("enobufs", "zerorx ENOBUFS in window", Count, None),
+                    m(
+                        "pool_high_water",
+                        "zerorx pool high water (buffers)",
+                        Count,
+                        None,
+                    ),
+                ];
+                M
+            }
+        }
+    }
+}
+
+/// Durations and sizes of a run.
+#[derive(Clone, Debug)]
+pub struct CellConfig {
+    /// Warm-up before each measured window.
+    pub warmup: Duration,
+    /// The measured window.
+    pub measure: Duration,
+    /// W7: how many idle connections.
+    pub idle_conns: usize,
+    /// W7: wait after opening them before reading memory.
+    pub idle_settle: Duration,
+    /// W8: cycle of the slow readers (they stop for the last 10 %).
+    pub pause_period: Duration,
+    /// End each request/response or churn window after this many completions.
+    pub max_ops: Option<u64>,
+    /// Fail a cell in which nothing completed inside the measured window (off in
+    /// smoke runs, which only check that every answer was correct).
+    pub require_window_ops: bool,
+}
+
+/// What one cell measured.
+#[derive(Clone, Debug, Default)]
+pub struct CellMetrics {
+    /// Metric key → value.
+    pub values: BTreeMap<String, f64>,
+    /// Machine-wide CPU split inside the window.
+    pub machine: MachineSplit,
+}
+
+/// Runs workload `w` against `server` (started fresh for this cell). `open_rate` is
+/// the W3 rate in requests per second.
+pub fn run_cell(
+    w: Workload,
+    server: &mut ServerProcess,
+    cfg: &CellConfig,
+    open_rate: f64,
+) -> io::Result<CellMetrics> {
+    let rr = |size: usize, n: usize| vec![Role::Closed { size }; n];
+    let stream = |pause: Option<Pause>| {
+        vec![
+            Role::Stream {
+                chunk: 64 * 1024,
+                pause
+            };
+            4
+        ]
+    };
+    let (roles, rate) = match w {
+        Workload::W1 => (rr(64, 1), 0.0),
+        Workload::W2 => (rr(64, 64), 0.0),
+        Workload::W2Kib => (rr(1024, 64), 0.0),
+        Workload::W3Half => (vec![Role::Open { size: 64 }; 64], open_rate * 0.5),
+        Workload::W3Most => (vec![Role::Open { size: 64 }; 64], open_rate * 0.9),
+        Workload::W4 => (stream(None), 0.0),
+        Workload::W5 => (rr(64 * 1024, 16), 0.0),
+        Workload::W6 => (vec![Role::Churn { size: 64 }; 8], 0.0),
+        Workload::W8 => {
+            let mut roles = rr(64, 64);
+            roles.extend(stream(Some(Pause {
+                period: cfg.pause_period,
+                stopped: cfg.pause_period / 10,
+            })));
+            (roles, 0.0)
+        }
+        Workload::W7 => return idle_cell(server, cfg),
+    };
+    let plan = Plan {
+        addr: server.addr(),
+        roles,
+        warmup: cfg.warmup,
+        measure: cfg.measure,
+        open_rate: rate,
+        max_ops: cfg.max_ops,
+    };
+    let engine = Engine::connect(&plan)?;
+    let mut probe = ServerProbe::new(server);
+    let result = engine.run(&plan, &mut probe)?;
+    let mut metrics = probe.metrics(w, &result, cfg.require_window_ops)?;
+    if rate > 0.0 {
+        metrics.values.insert("offered_req_per_s".into(), rate);
+    }
+    Ok(metrics)
+}
+
+/// Server-side counters at the edges of the measured window.
+struct ServerProbe<'a> {
+    server: &'a mut ServerProcess,
+    start: Option<Sample>,
+    end: Option<Sample>,
+}
+
+#[derive(Clone, Copy)]
+struct Sample {
+    at: Instant,
+    cpu_secs: f64,
+    ctx_switches: u64,
+    machine: MachineCpu,
+    stats: ServerStats,
+}
+
+impl ServerProbe<'_> {
+    fn new(server: &mut ServerProcess) -> ServerProbe<'_> {
+        ServerProbe {
+            server,
+            start: None,
+            end: None,
+        }
+    }
+
+    fn sample(&mut self) -> io::Result<Sample> {
+        let pid = self.server.pid();
+        Ok(Sample {
+            at: Instant::now(),
+            cpu_secs: self.server.cpu_secs()?,
+            ctx_switches: procfs::context_switches(pid)?,
+            machine: MachineCpu::now()?,
+            stats: self.server.stats()?,
+        })
+    }
+
+    /// The cell's numbers. `require_window`: fail when nothing completed inside
+    /// the window (a smoke run's short windows on a loaded machine may see none).
+    fn metrics(
+        &self,
+        w: Workload,
+        r: &EngineResult,
+        require_window: bool,
+    ) -> io::Result<CellMetrics> {
+        let (Some(a), Some(b)) = (self.start, self.end) else {
+            return Err(io::Error::other("the measured window never started"));
+        };
+        let secs = r.window.as_secs_f64().max(1e-9);
+        let wall = b.at.saturating_duration_since(a.at).as_secs_f64().max(1e-9);
+        let cpu = (b.cpu_secs - a.cpu_secs).max(0.0);
+        let mut v = BTreeMap::new();
+        let mut put = |k: &str, x: f64| {
+            v.insert(k.to_string(), x);
+        };
+        put("window_s", secs);
+        put("server_core_pct", 100.0 * cpu / wall);
+        put("client_core_pct", 100.0 * r.client_cpu.as_secs_f64() / secs);
+        put(
+            "ctx_switches_per_s",
+            b.ctx_switches.saturating_sub(a.ctx_switches) as f64 / wall,
+        );
+        if let (Some(x), Some(y)) = (a.stats.enobufs, b.stats.enobufs) {
+            put("enobufs", y.saturating_sub(x) as f64);
+        }
+        if let Some(h) = b.stats.pool_high_water {
+            put("pool_high_water", h as f64);
+        }
+        // zerorx's own counters per completed operation: where its CPU goes.
+        let ops = (r.rr.ops + r.churn.ops + r.stream.ops).max(1) as f64;
+        let delta = |f: fn(&ServerStats) -> Option<u64>| match (f(&a.stats), f(&b.stats)) {
+            (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64),
+            _ => None,
+        };
+        for (key, f) in [
+            (
+                "enters_per_op",
+                (|s: &ServerStats| s.enter_calls) as fn(&ServerStats) -> _,
+            ),
+            ("cqes_per_op", |s: &ServerStats| s.cqes),
+            ("loop_turns_per_op", |s: &ServerStats| s.loop_turns),
+        ] {
+            if let Some(d) = delta(f) {
+                put(key, d / ops);
+            }
+        }
+        let per = |n: u64| if n > 0 { cpu * 1e6 / n as f64 } else { 0.0 };
+        match w {
+            Workload::W4 => {
+                let gb = r.stream.bytes as f64 / 1e9;
+                put("gb_per_s", gb / secs);
+                put("cpu_s_per_gb", if gb > 0.0 { cpu / gb } else { 0.0 });
+            }
+            Workload::W6 => {
+                put("conn_per_s", r.churn.ops as f64 / secs);
+                put("cpu_us_per_conn", per(r.churn.ops));
+                put("p99_us", r.churn.quantile_us(0.99));
+            }
+            _ => {
+                put("req_per_s", r.rr.ops as f64 / secs);
+                put("cpu_us_per_req", per(r.rr.ops));
+                put("p50_us", r.rr.quantile_us(0.5));
+                put("p99_us", r.rr.quantile_us(0.99));
+                put("p999_us", r.rr.quantile_us(0.999));
+                if w == Workload::W8 {
+                    put("gb_per_s", r.stream.bytes as f64 / 1e9 / secs);
+                }
+            }
+        }
+        let done = match w {
+            Workload::W4 => r.stream.ops,
+            Workload::W6 => r.churn.ops,
+            Workload::W8 => r.rr.ops.min(r.stream.ops),
+            _ => r.rr.ops,
+        };
+        if r.answered == 0 {
+            return Err(io::Error::other(
+                "the server answered no request at all (warm-up included)",
+            ));
+        }
+        if done == 0 && require_window {
+            return Err(io::Error::other(
+                "nothing completed inside the measured window",
+            ));
+        }
+        Ok(CellMetrics {
+            values: v,
+            machine: a.machine.split_until(&b.machine),
+        })
+    }
+}
+
+impl Probe for ServerProbe<'_> {
+    fn window_start(&mut self) -> io::Result<()> {
+        self.start = Some(self.sample()?);
+        Ok(())
+    }
+
+    fn window_end(&mut self) -> io::Result<()> {
+        self.end = Some(self.sample()?);
+        Ok(())
+    }
+}
+
+/// W7: server memory per idle connection and wake-ups while idle.
+fn idle_cell(server: &mut ServerProcess, cfg: &CellConfig) -> io::Result<CellMetrics> {
+    let pid = server.pid();
+    // One connection first, so code paths and allocator arenas every connection
+    // needs are in the baseline, not charged to the idle ones.
+    let warm = IdleConns::open(server.addr(), 1, 1)?;
+    std::thread::sleep(cfg.idle_settle / 4);
+    let (rss0, anon0) = procfs::rss_bytes(pid)?;
+    let conns = IdleConns::open(server.addr(), cfg.idle_conns, 256)?;
+    std::thread::sleep(cfg.idle_settle);
+    let (rss1, anon1) = procfs::rss_bytes(pid)?;
+    let machine0 = MachineCpu::now()?;
+    let (cs0, t0) = (procfs::context_switches(pid)?, Instant::now());
+    std::thread::sleep(cfg.measure);
+    let (cs1, t1) = (procfs::context_switches(pid)?, Instant::now());
+    let machine = machine0.split_until(&MachineCpu::now()?);
+    let n = conns.len().max(1) as f64;
+    let mut v = BTreeMap::new();
+    v.insert("conns".into(), conns.len() as f64);
+    v.insert("rss_per_conn".into(), rss1.saturating_sub(rss0) as f64 / n);
+    v.insert(
+        "anon_per_conn".into(),
+        anon1.saturating_sub(anon0) as f64 / n,
+    );
+    v.insert(
+        "wakeups_per_s".into(),
+        cs1.saturating_sub(cs0) as f64 / (t1 - t0).as_secs_f64().max(1e-9),
+    );
+    drop(conns);
+    drop(warm);
+    Ok(CellMetrics { values: v, machine })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_parse_back() {
+        for w in Workload::ALL {
+            assert_eq!(Workload::parse(w.id()), Some(vec![w]));
+        }
+        assert_eq!(
+            Workload::parse("w3"),
+            Some(vec![Workload::W3Half, Workload::W3Most])
+        );
+        assert_eq!(Workload::parse("W9"), None);
+    }
+
+    #[test]
+    fn goals_judge_ratios_and_values() {
+        assert_eq!(Goal::RatioAtLeast(1.1).met(5.0, Some(1.2)), Some(true));
+        assert_eq!(Goal::RatioAtLeast(1.1).met(5.0, Some(1.0)), Some(false));
+        assert_eq!(Goal::RatioAtMost(0.85).met(5.0, Some(0.85)), Some(true));
+        assert_eq!(Goal::RatioAtMost(0.85).met(5.0, None), None);
+        assert_eq!(Goal::AtMost(256.0).met(300.0, None), Some(false));
+        assert_eq!(Goal::AtMost(0.0).met(0.0, Some(9.0)), Some(true));
+    }
+
+    #[test]
+    fn every_goal_metric_is_unique_per_workload() {
+        for w in Workload::ALL {
+            let keys: Vec<_> = w.metrics().iter().map(|m| m.key).collect();
+            let mut dedup = keys.clone();
+            dedup.sort();
+            dedup.dedup();
+            assert_eq!(keys.len(), dedup.len(), "{w:?}");
+        }
+    }
+}

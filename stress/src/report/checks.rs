@@ -1,0 +1,197 @@
+//! The server's counters against what the harness did: every connection the harness
+//! opened and every fault it injected must show up in the server's own count, as
+//! exactly what it was.
+
+use crate::faults::{FaultKind, KindCounts};
+use crate::server::stats::CounterSnapshot;
+use serde::{Deserialize, Serialize};
+
+/// One counter compared.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerCheck {
+    /// What was counted.
+    pub what: String,
+    /// What the harness's own accounting says it should be.
+    pub expected: u64,
+    /// What the server counted.
+    pub observed: u64,
+    /// `exact`: must be equal; `at most`: the server may count fewer (the harness
+    /// could not tell exactly, e.g. after failed connections).
+    pub rule: String,
+    /// Whether the rule holds.
+    pub ok: bool,
+}
+
+/// What the harness knows about the connections it closed itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientCloses {
+    /// Well-formed connections closed after at least one request.
+    pub clean: u64,
+    /// Well-formed connections closed without sending anything.
+    pub silent: u64,
+    /// Connections established (well-formed and faulty).
+    pub connects: u64,
+    /// Some connection failed or some fault could not be injected: only upper
+    /// bounds can be checked.
+    pub inexact: bool,
+}
+
+/// Compares the server's totals with the harness's accounting.
+pub fn server_checks(
+    t: &CounterSnapshot,
+    closes: &ClientCloses,
+    faults: &[(FaultKind, KindCounts)],
+    burst_conns: u64,
+) -> Vec<ServerCheck> {
+    let done = |k: FaultKind| {
+        faults
+            .iter()
+            .filter(|(f, _)| *f == k)
+            .map(|(_, c)| c.as_expected)
+            .sum::<u64>()
+    };
+    let tried = |k: FaultKind| {
+        faults
+            .iter()
+            .filter(|(f, _)| *f == k)
+            .map(|(_, c)| c.attempted)
+            .sum::<u64>()
+    };
+    let exact = !closes.inexact;
+    let mut out = Vec::new();
+    let mut check = |what: &str, observed: u64, expected: u64, upper: u64| {
+        let (rule, ok) = if exact {
+            ("exact", observed == expected)
+        } else {
+            ("at most", observed <= upper)
+        };
+        out.push(ServerCheck {
+            what: what.to_owned(),
+            expected: if exact { expected } else { upper },
+            observed,
+            rule: rule.to_owned(),
+            ok,
+        });
+    };
+    use FaultKind::*;
+    check(
+        "malformed frames",
+        t.malformed,
+        done(Malformed),
+        tried(Malformed),
+    );
+    check(
+        "oversized frames",
+        t.oversized,
+        done(Oversized),
+        tried(Oversized),
+    );
+    check(
+        "requests with a bad CRC",
+        t.bad_checksum,
+        done(Corrupt),
+        tried(Corrupt),
+    );
+    // A connection the harness resets ends, on the server, as a frame cut short, a
+    // reset between frames, a reply it could not send, or (reset while still in the
+    // accept queue) a failed accept: which one depends on timing, so the sum is checked.
+    check(
+        "connections reset by the harness",
+        t.truncated + t.resets + t.send_errors + t.aborted_before_accept,
+        done(Reset) + done(SlowRead),
+        tried(Reset) + tried(SlowRead),
+    );
+    if exact {
+        check(
+            "connections closed without a byte",
+            t.silent,
+            closes.silent + done(Idle),
+            0,
+        );
+        check(
+            "connections closed cleanly",
+            t.clean_closes,
+            closes.clean + done(HalfClose) + done(Corrupt) + done(Burst) * burst_conns,
+            0,
+        );
+        check(
+            "connections accepted or reset before accept",
+            t.accepted + t.aborted_before_accept,
+            closes.connects,
+            0,
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(attempted: u64, as_expected: u64) -> KindCounts {
+        KindCounts {
+            attempted,
+            as_expected,
+            ..KindCounts::default()
+        }
+    }
+
+    #[test]
+    fn exact_accounting_matches_and_mismatches_are_named() {
+        let t = CounterSnapshot {
+            malformed: 2,
+            truncated: 2,
+            aborted_before_accept: 1,
+            clean_closes: 10 + 1 + 2 * 4,
+            silent: 1 + 5,
+            accepted: 29,
+            ..CounterSnapshot::default()
+        };
+        let closes = ClientCloses {
+            clean: 10,
+            silent: 1,
+            connects: 30,
+            inexact: false,
+        };
+        let faults = [
+            (FaultKind::Malformed, counts(2, 2)),
+            (FaultKind::Reset, counts(3, 3)),
+            (FaultKind::HalfClose, counts(1, 1)),
+            (FaultKind::Burst, counts(2, 2)),
+            (FaultKind::Idle, counts(5, 5)),
+        ];
+        let checks = server_checks(&t, &closes, &faults, 4);
+        assert!(checks.iter().all(|c| c.ok), "{checks:#?}");
+
+        let mut t2 = t;
+        t2.oversized = 1;
+        let bad: Vec<_> = server_checks(&t2, &closes, &faults, 4)
+            .into_iter()
+            .filter(|c| !c.ok)
+            .collect();
+        assert_eq!(bad.len(), 1);
+        assert_eq!(
+            (bad[0].what.as_str(), bad[0].expected, bad[0].observed),
+            ("oversized frames", 0, 1)
+        );
+    }
+
+    #[test]
+    fn inexact_accounting_checks_upper_bounds_only() {
+        let t = CounterSnapshot {
+            malformed: 1,
+            clean_closes: 999,
+            ..CounterSnapshot::default()
+        };
+        let closes = ClientCloses {
+            inexact: true,
+            ..ClientCloses::default()
+        };
+        let checks = server_checks(&t, &closes, &[(FaultKind::Malformed, counts(2, 0))], 0);
+        assert!(
+            checks.iter().all(|c| c.ok && c.rule == "at most"),
+            "{checks:#?}"
+        );
+        assert!(!checks.iter().any(|c| c.what.contains("cleanly")));
+    }
+}

@@ -10,7 +10,7 @@ use zerorx::rpc::bench::{
 };
 use zerorx::rpc::protocol::binary::BinaryWriter;
 use zerorx::rpc::protocol::compact::CompactWriter;
-use zerorx::rpc::{encode_message, MessageType, OutBuf, Protocol, TType, ThriftEncode, Value};
+use zerorx::rpc::{encode_message, MessageBody, MessageType, OutBuf, Protocol, TType, Value};
 
 fn bin(b: &[u8]) -> Value {
     Value::Binary(Bytes::copy_from_slice(b))
@@ -161,11 +161,11 @@ pub fn messages_for(wire: Wire) -> Vec<Vec<u8>> {
     out
 }
 
-fn encode<T: ThriftEncode>(wire: Wire, v: &T) -> Vec<u8> {
+fn encode<T: MessageBody>(wire: Wire, v: &T) -> Vec<u8> {
     let mut out = OutBuf::new();
     match wire {
-        Wire::Binary => v.encode(&mut BinaryWriter::new(&mut out)),
-        Wire::Compact => v.encode(&mut CompactWriter::new(&mut out)),
+        Wire::Binary => v.encode_body(&mut BinaryWriter::new(&mut out)),
+        Wire::Compact => v.encode_body(&mut CompactWriter::new(&mut out)),
     }
     out.finish_contiguous(usize::MAX)
         .expect("seed values encode")

@@ -332,6 +332,7 @@ impl Workload {
                         Some(AtMost(256.0)),
                     ),
                     m("anon_per_conn", "server RssAnon B/conn", Bytes, None),
+                    m("heap_per_conn", "server malloc'd B/conn", Bytes, None),
                     m(
                         "wakeups_per_s",
                         "wake-ups/s while idle",
@@ -597,9 +598,11 @@ fn idle_cell(server: &mut ServerProcess, cfg: &CellConfig) -> io::Result<CellMet
     let warm = IdleConns::open(server.addr(), 1, 1)?;
     std::thread::sleep(cfg.idle_settle / 4);
     let (rss0, anon0) = procfs::rss_bytes(pid)?;
+    let heap0 = server.stats()?.heap_bytes;
     let conns = IdleConns::open(server.addr(), cfg.idle_conns, 256)?;
     std::thread::sleep(cfg.idle_settle);
     let (rss1, anon1) = procfs::rss_bytes(pid)?;
+    let heap1 = server.stats()?.heap_bytes;
     let machine0 = MachineCpu::now()?;
     let (cs0, t0) = (procfs::context_switches(pid)?, Instant::now());
     std::thread::sleep(cfg.measure);
@@ -613,6 +616,9 @@ fn idle_cell(server: &mut ServerProcess, cfg: &CellConfig) -> io::Result<CellMet
         "anon_per_conn".into(),
         anon1.saturating_sub(anon0) as f64 / n,
     );
+    if let (Some(a), Some(b)) = (heap0, heap1) {
+        v.insert("heap_per_conn".into(), b.saturating_sub(a) as f64 / n);
+    }
     v.insert(
         "wakeups_per_s".into(),
         cs1.saturating_sub(cs0) as f64 / (t1 - t0).as_secs_f64().max(1e-9),

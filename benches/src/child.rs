@@ -87,9 +87,9 @@ impl ServerProcess {
         self.child.id()
     }
 
-    /// CPU seconds it has used so far.
-    pub fn cpu_secs(&self) -> io::Result<f64> {
-        procfs::process_cpu_secs(self.pid())
+    /// CPU seconds it has used so far: (user, system).
+    pub fn cpu_secs(&self) -> io::Result<(f64, f64)> {
+        procfs::process_cpu_split(self.pid())
     }
 
     /// Asks the server for its runtime counters.

@@ -458,6 +458,7 @@ struct ServerProbe<'a> {
 struct Sample {
     at: Instant,
     cpu_secs: f64,
+    user_secs: f64,
     ctx_switches: u64,
     machine: MachineCpu,
     stats: ServerStats,
@@ -474,9 +475,11 @@ impl ServerProbe<'_> {
 
     fn sample(&mut self) -> io::Result<Sample> {
         let pid = self.server.pid();
+        let (user_secs, sys_secs) = self.server.cpu_secs()?;
         Ok(Sample {
             at: Instant::now(),
-            cpu_secs: self.server.cpu_secs()?,
+            cpu_secs: user_secs + sys_secs,
+            user_secs,
             ctx_switches: procfs::context_switches(pid)?,
             machine: MachineCpu::now()?,
             stats: self.server.stats()?,
@@ -503,6 +506,12 @@ impl ServerProbe<'_> {
         };
         put("window_s", secs);
         put("server_core_pct", 100.0 * cpu / wall);
+        if cpu > 0.0 {
+            put(
+                "server_user_share_pct",
+                100.0 * (b.user_secs - a.user_secs).max(0.0) / cpu,
+            );
+        }
         put("client_core_pct", 100.0 * r.client_cpu.as_secs_f64() / secs);
         put(
             "ctx_switches_per_s",

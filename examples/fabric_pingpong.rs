@@ -12,6 +12,7 @@
 //!   --stream A,B,..      streaming sizes (default 65536,1048576)
 //!   --iters N            timed round trips per size (default 1000; warm-up N/10)
 //!   --check              check the data of every round trip (always: first and last)
+//!   --send-zc BYTES      send payloads of at least BYTES with SEND_ZC (uring-tcp)
 //!   --control ADDR       server control address (default 127.0.0.1:0)
 //! ```
 //!
@@ -58,6 +59,7 @@ fn parse() -> Result<Args, Error> {
             stream: vec![65536, 1 << 20],
             stream_bytes: 256 << 20,
             check: false,
+            send_zc: None,
         },
         control: "127.0.0.1:0".parse()?,
         role: String::new(),
@@ -76,6 +78,7 @@ fn parse() -> Result<Args, Error> {
                 a.plan.warmup = (a.plan.iters / 10).max(1);
             }
             "--check" => a.plan.check = true,
+            "--send-zc" => a.plan.send_zc = Some(value("--send-zc")?.parse()?),
             "--control" => a.control = value("--control")?.parse()?,
             "server" | "selftest" => a.role = arg,
             "client" => {
@@ -111,6 +114,9 @@ fn passthrough(a: &Args) -> Vec<String> {
     ];
     if a.plan.check {
         v.push("--check".into());
+    }
+    if let Some(n) = a.plan.send_zc {
+        v.extend(["--send-zc".into(), n.to_string()]);
     }
     v
 }

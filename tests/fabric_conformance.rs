@@ -776,8 +776,18 @@ async fn rma_target(net: &Net) -> (Side, Side, PeerId, PeerId, MemoryRegion, Rem
     let key = t
         .remote(0..1 << 20, Access::REMOTE_READ | Access::REMOTE_WRITE)
         .expect("key");
-    // The key travels out of band, as bytes.
+    // The key travels out of band, as bytes or through serde.
+    let json = serde_json::to_string(&key).expect("serialise");
+    assert_eq!(
+        serde_json::from_str::<RemoteKey>(&json).expect("deserialise"),
+        key
+    );
     let key = RemoteKey::from_bytes(&key.to_bytes()).expect("decode");
+    assert_eq!(
+        RemoteKey::from_bytes(&[0; 3]),
+        None,
+        "a wrong length is refused"
+    );
     (a, b, ab, ba, t, key)
 }
 

@@ -66,17 +66,20 @@ fn unexpected_messages_are_bounded_with_backpressure() {
                 .post()
                 .unwrap();
         }
-        zerorx::time::sleep(Duration::from_millis(300)).await;
+        // The receiver takes 4 and then stops reading: no fifth delivery however long
+        // one waits.
         let mut delivered = Vec::new();
-        while let Some(c) = acq.try_next() {
+        for _ in 0..4 {
+            let c = next(&acq).await;
             assert!(c.is_ok(), "{c:?}");
             delivered.push(c.context);
         }
-        assert_eq!(
-            delivered,
-            vec![0, 1, 2, 3],
-            "the receiver holds 4, then stops reading"
+        zerorx::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            acq.try_next().is_none(),
+            "a fifth message was taken past the bound"
         );
+        assert_eq!(delivered, vec![0, 1, 2, 3]);
         let dst = d.register(N * 1024, Access::LOCAL).unwrap();
         for i in 0..N {
             b.recv(&dst.slice(i * 1024..(i + 1) * 1024).unwrap())
@@ -299,5 +302,123 @@ fn bind_address_is_checked() {
             )
             .unwrap_err();
         assert!(matches!(e, FabricError::Io { call: "bind", .. }), "{e}");
+    });
+}
+
+#[test]
+fn use_outside_the_worker_is_an_error_not_a_panic() {
+    let rt = zerorx::Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("runtime");
+    let (d, a, b, cq) = rt.block_on(async {
+        let d = domain();
+        let (a, cq) = endpoint(&d, EndpointConfig::default());
+        let (b, _) = endpoint(&d, EndpointConfig::default());
+        (d, a, b, cq)
+    });
+    assert!(matches!(
+        a.insert_peer(&b.address()),
+        Err(FabricError::NotInRuntime)
+    ));
+    let buf = d.register(8, Access::LOCAL).unwrap();
+    let r = a
+        .recv(&buf.all())
+        .post()
+        .expect("posting a receive needs no task");
+    drop(a);
+    let c = cq.try_next().expect("closing completes the receive");
+    assert_eq!((c.op, c.status), (r, Err(OpError::Canceled)));
+    drop(b);
+}
+
+#[test]
+fn max_msg_size_bounds_posts_and_what_peers_may_send() {
+    run(async {
+        let d = domain();
+        let small = EndpointConfig {
+            max_msg_size: Some(4096),
+            ..Default::default()
+        };
+        let (a, acq) = endpoint(&d, EndpointConfig::default());
+        let (b, bcq) = endpoint(&d, small);
+        assert_eq!(b.max_msg_size(), 4096);
+        assert_eq!(a.max_msg_size(), 8 << 20, "the Requirements' default");
+        let buf = d.register(65536, Access::LOCAL).unwrap();
+        let ba = b.insert_peer(&a.address()).unwrap();
+        assert_eq!(
+            b.send(ba, &buf.all()).post(),
+            Err(PostError::TooLarge {
+                len: 65536,
+                max: 4096
+            })
+        );
+        assert_eq!(
+            b.recv_lease(8192).post(),
+            Err(PostError::TooLarge {
+                len: 8192,
+                max: 4096
+            })
+        );
+        // A peer sending more than b accepts is cut off; its operations learn it.
+        let ab = a.connect(&b.address()).await.unwrap();
+        // A receive only from a learns it too (one from anyone stays posted).
+        b.recv(&buf.slice(0..4096).unwrap())
+            .from(ba)
+            .post()
+            .unwrap();
+        a.send(ab, &buf.all())
+            .level(Level::Delivered)
+            .post()
+            .unwrap();
+        let c = next(&acq).await;
+        assert!(
+            matches!(c.status, Err(OpError::ConnectionLost { .. })),
+            "{c:?}"
+        );
+        let r = next(&bcq).await;
+        assert!(
+            matches!(r.status, Err(OpError::ConnectionLost { .. })),
+            "{r:?}"
+        );
+        let e = d
+            .endpoint(
+                &d.completion_queue(1024).unwrap(),
+                EndpointConfig {
+                    max_msg_size: Some(usize::MAX),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                FabricError::InvalidConfig {
+                    field: "EndpointConfig::max_msg_size",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    });
+}
+
+#[test]
+fn a_runtime_without_a_receive_pool_is_refused_with_the_fix() {
+    let rt = zerorx::Runtime::builder()
+        .threads(1)
+        .copy_pool(None)
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let d = domain();
+        let cq = d.completion_queue(1024).unwrap();
+        match d.endpoint(&cq, EndpointConfig::default()) {
+            Err(FabricError::InvalidConfig { field, reason, .. }) => {
+                assert_eq!(field, "Builder::copy_pool");
+                assert!(reason.contains("receive pool"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
     });
 }

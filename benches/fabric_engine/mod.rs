@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 use zerorx::fabric::{
-    Access, Completion, CompletionQueue, Domain, DomainConfig, Endpoint, EndpointConfig, EpAddr,
-    Fabric, MemoryRegion, OpKind, PeerId, PostError, Requirements,
+    Access, Cap, Completion, CompletionQueue, Domain, DomainConfig, Endpoint, EndpointConfig,
+    EpAddr, Fabric, Level, MemoryRegion, OpKind, PeerId, PostError, Requirements,
 };
 
 /// Every wait for a completion gives up after this long.
@@ -31,6 +31,8 @@ pub struct Plan {
     pub stream_bytes: usize,
     /// Check the data of every pingpong round trip.
     pub check: bool,
+    /// `EndpointConfig::send_zc_threshold` of both sides.
+    pub send_zc: Option<usize>,
 }
 
 impl Plan {
@@ -83,6 +85,7 @@ pub struct Node {
     cq: CompletionQueue,
     send: MemoryRegion,
     recv: MemoryRegion,
+    stream_level: Level,
 }
 
 type Error = Box<dyn std::error::Error>;
@@ -92,10 +95,17 @@ impl Node {
     pub fn open(provider: &str, plan: &Plan) -> Result<Node, Error> {
         let max = plan.max_size();
         let req = Requirements::new().max_msg_size(max);
-        let domain = Fabric::open(provider, &req)?.domain(DomainConfig::default())?;
+        let fabric = Fabric::open(provider, &req)?;
+        let stream_level = if fabric.discovery().supports(Cap::DeliveryComplete) {
+            Level::Delivered
+        } else {
+            Level::Sent
+        };
+        let domain = fabric.domain(DomainConfig::default())?;
         let cfg = EndpointConfig {
             tx_depth: 64,
             rx_depth: 64,
+            send_zc_threshold: plan.send_zc,
             ..Default::default()
         };
         let cq = domain.completion_queue(cfg.tx_depth + cfg.rx_depth)?;
@@ -108,6 +118,7 @@ impl Node {
             cq,
             send,
             recv,
+            stream_level,
         })
     }
 
@@ -157,9 +168,10 @@ impl Node {
         region: &MemoryRegion,
         at: usize,
         size: usize,
+        level: Level,
     ) -> Result<(), PostError> {
         let s = region.slice(at..at + size)?;
-        self.ep.send(peer, &s).post().map(drop)
+        self.ep.send(peer, &s).level(level).post().map(drop)
     }
 
     /// Drains completions of sends until `pending` is zero.
@@ -194,7 +206,7 @@ pub async fn client(node: &Node, peer: PeerId, plan: &Plan) -> Result<Report, St
                     .map_err(|e| e.to_string())?;
             }
             node.post_recv(0, size)?;
-            node.post_send(peer, &node.send, 0, size)
+            node.post_send(peer, &node.send, 0, size, Level::Sent)
                 .map_err(|e| e.to_string())?;
             let sends = node.wait_recvs(1).await?;
             node.drain_sends(1 - sends.min(1)).await?;
@@ -216,7 +228,9 @@ pub async fn client(node: &Node, peer: PeerId, plan: &Plan) -> Result<Report, St
         let (mut posted, mut done, mut got_ack) = (0, 0, false);
         while done < count || !got_ack {
             while posted < count && posted - done < WINDOW {
-                node.post_send(peer, &node.send, 0, size)
+                // Delivered: the window then bounds what the receiver holds, so every
+                // message meets a posted receive instead of the unexpected queue.
+                node.post_send(peer, &node.send, 0, size, node.stream_level)
                     .map_err(|e| e.to_string())?;
                 posted += 1;
             }
@@ -247,7 +261,7 @@ pub async fn server(node: &Node, peer: PeerId, plan: &Plan) -> Result<(), String
             if i + 1 < rounds {
                 node.post_recv(1 - slot, size)?;
             }
-            node.post_send(peer, &node.recv, slot * size, size)
+            node.post_send(peer, &node.recv, slot * size, size, Level::Sent)
                 .map_err(|e| e.to_string())?;
             unsent += 1;
         }
@@ -269,7 +283,7 @@ pub async fn server(node: &Node, peer: PeerId, plan: &Plan) -> Result<(), String
                 }
             }
         }
-        node.post_send(peer, &node.send, 0, 1)
+        node.post_send(peer, &node.send, 0, 1, Level::Sent)
             .map_err(|e| e.to_string())?;
         node.drain_sends(1).await?;
     }

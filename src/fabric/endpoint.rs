@@ -24,6 +24,7 @@ pub struct Endpoint {
     domain: u64,
     discovery: Rc<Discovery>,
     reserved: usize,
+    max_msg: usize,
     closed: Cell<bool>,
 }
 
@@ -35,6 +36,7 @@ impl Endpoint {
         domain: u64,
         discovery: Rc<Discovery>,
         reserved: usize,
+        max_msg: usize,
     ) -> Endpoint {
         Endpoint {
             prov,
@@ -43,6 +45,7 @@ impl Endpoint {
             domain,
             discovery,
             reserved,
+            max_msg,
             closed: Cell::new(false),
         }
     }
@@ -55,6 +58,11 @@ impl Endpoint {
     /// The completion queue the endpoint reports to.
     pub fn completion_queue(&self) -> &CompletionQueue {
         &self.cq
+    }
+
+    /// The largest message or RMA this endpoint posts or accepts.
+    pub fn max_msg_size(&self) -> usize {
+        self.max_msg
     }
 
     /// Operations posted whose completions were not produced yet.
@@ -239,7 +247,7 @@ impl Endpoint {
                 have: s.access(),
             });
         }
-        let max = self.discovery.limits.max_msg_size;
+        let max = self.max_msg;
         if s.len() > max {
             return Err(PostError::TooLarge { len: s.len(), max });
         }
@@ -414,7 +422,7 @@ impl RecvPost<'_> {
             }
             RecvTarget::Lease { max_len } => {
                 ep.need(Cap::LeaseRecv)?;
-                let max = ep.discovery.limits.max_msg_size;
+                let max = ep.max_msg;
                 if *max_len > max {
                     return Err(PostError::TooLarge { len: *max_len, max });
                 }

@@ -265,6 +265,9 @@ pub enum PostError {
     ForeignRegion,
     /// The memory region was closed (its handle dropped).
     RegionClosed,
+    /// Posted outside the zerorx worker the endpoint belongs to (e.g. after
+    /// `block_on` returned).
+    NotInRuntime,
     /// The endpoint is closed.
     Closed,
 }
@@ -320,6 +323,9 @@ impl fmt::Display for PostError {
             ),
             PostError::ForeignRegion => f.write_str("the memory region belongs to another domain"),
             PostError::RegionClosed => f.write_str("the memory region was closed"),
+            PostError::NotInRuntime => {
+                f.write_str("posted outside the zerorx worker that owns the endpoint")
+            }
             PostError::Closed => f.write_str("the endpoint is closed"),
         }
     }

@@ -35,6 +35,8 @@ mod caps;
 mod completion;
 mod endpoint;
 mod error;
+#[cfg(feature = "libfabric")]
+mod libfabric;
 mod ops;
 pub mod provider;
 mod region;
@@ -141,6 +143,11 @@ pub struct EndpointConfig {
     pub tx_depth: usize,
     /// Receives posted whose completions were not taken yet.
     pub rx_depth: usize,
+    /// Largest message or RMA this endpoint posts or accepts; `None` takes the
+    /// fabric's [`Requirements::max_msg_size`]. Posts above it fail with `TooLarge`,
+    /// and a peer sending more is cut off, so it also bounds what one message can
+    /// make the endpoint allocate.
+    pub max_msg_size: Option<usize>,
     /// Local address to listen on (io_uring provider; default 127.0.0.1, any port).
     pub bind: Option<SocketAddr>,
     /// Messages that arrived before a matching receive, held at most before the
@@ -165,6 +172,7 @@ impl Default for EndpointConfig {
         EndpointConfig {
             tx_depth: 256,
             rx_depth: 256,
+            max_msg_size: None,
             bind: None,
             unexpected_msgs: 1024,
             unexpected_bytes: 16 << 20,
@@ -179,6 +187,7 @@ impl Default for EndpointConfig {
 pub struct Fabric {
     prov: Rc<dyn FabricProvider>,
     discovery: Rc<Discovery>,
+    max_msg_size: usize,
 }
 
 impl Fabric {
@@ -239,6 +248,7 @@ impl Fabric {
         Ok(Fabric {
             prov,
             discovery: Rc::new(discovery),
+            max_msg_size: req.max_msg_size,
         })
     }
 
@@ -255,6 +265,7 @@ impl Fabric {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
             cfg,
             discovery: self.discovery.clone(),
+            max_msg_size: self.max_msg_size,
         })
     }
 }
@@ -273,6 +284,7 @@ pub struct Domain {
     id: u64,
     cfg: DomainConfig,
     discovery: Rc<Discovery>,
+    max_msg_size: usize,
 }
 
 impl Domain {
@@ -352,11 +364,23 @@ impl Domain {
     pub fn endpoint(
         &self,
         cq: &CompletionQueue,
-        cfg: EndpointConfig,
+        mut cfg: EndpointConfig,
     ) -> Result<Endpoint, FabricError> {
         if crate::runtime::context::current().is_none() {
             return Err(FabricError::NotInRuntime);
         }
+        let max_msg = cfg.max_msg_size.unwrap_or(self.max_msg_size);
+        if max_msg > self.discovery.limits.max_msg_size {
+            return Err(FabricError::invalid(
+                "EndpointConfig::max_msg_size",
+                max_msg,
+                format!(
+                    "provider {} sends at most {} bytes per message",
+                    self.discovery.provider, self.discovery.limits.max_msg_size
+                ),
+            ));
+        }
+        cfg.max_msg_size = Some(max_msg);
         let max = self.discovery.limits.max_depth;
         for (field, v) in [
             ("EndpointConfig::tx_depth", cfg.tx_depth),
@@ -393,6 +417,7 @@ impl Domain {
                 self.id,
                 self.discovery.clone(),
                 need,
+                max_msg,
             )),
             Err(e) => {
                 cq.inner.unreserve(need);

@@ -15,7 +15,9 @@
 //! - initiator-side RMA validation against the [`RemoteKey`]: `offset + len <=
 //!   key.len` and the access bit (so providers that do not validate at the target never
 //!   see an out-of-range or wrong-access RMA from this API);
-//! - message size against [`Discovery::limits`](super::Discovery);
+//! - message size against the endpoint's `max_msg_size` (resolved before
+//!   `open_endpoint`: `EndpointConfig::max_msg_size` is always `Some` there, at most
+//!   the provider's declared limit);
 //! - operation ids ([`OpId`]), the user's context values, and the exactly-once rule: a
 //!   second completion for the same `OpId` is dropped and counted.
 //!
@@ -31,7 +33,7 @@
 //!    destinations) the posted slice's memory from `post` until it calls `complete`,
 //!    and may access a region through a granted key until `revoke`/`revoke_all`
 //!    returns or the [`RegionProvider`] is dropped. Memory is accessed only through raw
-//!    pointers or [`RegionMemory`](super::RegionMemory) copies, never as `&mut [u8]`.
+//!    pointers or [`RegionMemory`] copies, never as `&mut [u8]`.
 //!    Keep the [`PostRequest`] (it holds `Arc`s of the memory) until completion.
 //! 3. *Errors normalised.* Truncation is `OpError::Truncated` (with `needed: None` when
 //!    the provider cannot tell), a target refusing an RMA is `OpError::RemoteAccess`,

@@ -7,8 +7,10 @@
 mod chain;
 mod compat;
 mod frame;
+mod handover;
 mod recv_stream;
 mod tcp_listener;
+mod tcp_recv;
 mod tcp_stream;
 mod udp;
 

@@ -5,6 +5,7 @@ use super::receive_mode::{self, KernelProbe, ReceiveMode, ReceiveModeReport, Res
 use super::receive_plan::ReceiveRole;
 use super::worker::WorkerConfig;
 use super::worker::{run_background, Core, WorkerShared};
+use super::zero_copy::{ZcLinks, ZcSetup};
 use super::Runtime;
 use crate::driver::ring::RingConfig;
 use crate::wake::{Unparker, WakeMode};
@@ -31,6 +32,19 @@ pub struct Builder {
     incremental: Option<bool>,
     recv_bundles: bool,
     wait_batch: Option<(u32, Duration)>,
+    zero_copy_sharing: ZeroCopySharing,
+}
+
+/// How workers without a zero-copy pool of their own share one (fewer queues than
+/// workers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ZeroCopySharing {
+    /// Import the owner's instance into the worker's ring where the kernel can (Linux
+    /// 6.19+), else hand over.
+    #[default]
+    Auto,
+    /// Always serve the receives on the owner's ring and hand the buffers over.
+    Handover,
 }
 
 /// How each worker's copy pool is sized.
@@ -67,6 +81,7 @@ impl Default for Builder {
             incremental: None,
             recv_bundles: false,
             wait_batch: None,
+            zero_copy_sharing: ZeroCopySharing::Auto,
         }
     }
 }
@@ -126,6 +141,13 @@ impl Builder {
     /// zero-copy needs.
     pub fn receive_mode(&mut self, mode: ReceiveMode) -> &mut Self {
         self.receive_mode = mode;
+        self
+    }
+
+    /// How workers without a zero-copy pool of their own share one (default: import
+    /// where the kernel can, else hand over).
+    pub fn zero_copy_sharing(&mut self, sharing: ZeroCopySharing) -> &mut Self {
+        self.zero_copy_sharing = sharing;
         self
     }
 
@@ -240,7 +262,7 @@ impl Builder {
                 self.ring_entries
             )));
         }
-        let cfg = WorkerConfig {
+        let mut cfg = WorkerConfig {
             ring: RingConfig {
                 sq_entries: self.ring_entries,
                 cq_entries,
@@ -250,8 +272,19 @@ impl Builder {
             pool: self.copy_pool_config()?,
             role: ReceiveRole::Copy,
             recv_bundles: self.recv_bundles,
+            zc: None,
         };
-        let report = receive_mode::resolve(&self.receive_mode, threads, &KernelProbe)?;
+        let report = receive_mode::resolve(
+            &self.receive_mode,
+            threads,
+            &KernelProbe,
+            self.zero_copy_sharing == ZeroCopySharing::Auto,
+        )?;
+        cfg.zc = report.target.clone().map(|target| ZcSetup {
+            target,
+            area_bytes: self.pool_bytes,
+            chunk_size: self.chunk_size,
+        });
         let started = self.start(threads, &cfg, report.clone());
         let rt = match started {
             Err(e)
@@ -285,8 +318,24 @@ impl Builder {
             .map(|i| Ok(Arc::new(WorkerShared::new(i, Unparker::new(self.wake)?))))
             .collect::<io::Result<Vec<_>>>()?;
         let handle = Handle::new(workers.clone(), self.wake, receive);
+        // Each importer gets its owner's export over a channel of its own.
+        let mut links: Vec<ZcLinks> = (0..threads).map(|_| ZcLinks::default()).collect();
+        for (i, role) in roles.iter().enumerate() {
+            if let ReceiveRole::Import { owner } = *role {
+                let (tx, rx) = std::sync::mpsc::channel();
+                links[owner].export_to.push((i, tx));
+                links[owner].importers.push(workers[i].clone());
+                links[i].import_from = Some(rx);
+            }
+        }
+        let mut links = links.into_iter();
         let cfg0 = cfg.for_worker(roles[0]);
-        let core0 = Rc::new(Core::new(workers[0].clone(), handle.clone(), &cfg0)?);
+        let core0 = Rc::new(Core::new(
+            workers[0].clone(),
+            handle.clone(),
+            &cfg0,
+            links.next().unwrap_or_default(),
+        )?);
         // Fail here, clearly, rather than with workers that can never be woken.
         let ring0 = core0.driver.borrow().ring_fd();
         workers[0].unparker().check(ring0)?;
@@ -305,6 +354,7 @@ impl Builder {
             let (tx, rx) = std::sync::mpsc::channel();
             let h = handle.clone();
             let cfg = cfg.for_worker(roles[index]);
+            let link = links.next().unwrap_or_default();
             let pin = self.pin_cpus.then_some(index % cpus);
             let spawned = std::thread::Builder::new()
                 .name(format!("zerorx-worker-{index}"))
@@ -314,7 +364,7 @@ impl Builder {
                             tracing::warn!(worker = index, cpu, error = %e, "pinning failed");
                         }
                     }
-                    run_background(shared, h, cfg, tx)
+                    run_background(shared, h, cfg, link, tx)
                 });
             match spawned {
                 Ok(t) => rt.threads.push((index, t)),

@@ -160,6 +160,10 @@ impl EpCore {
         if let Some(c) = &p.out {
             return Ok(c.clone());
         }
+        // The connection's tasks run on this worker.
+        if crate::runtime::context::current().is_none() {
+            return Err(PostError::NotInRuntime);
+        }
         let conn = OutConn::new(peer, self.nonce, self.local);
         p.out = Some(conn.clone());
         let addr = p.addr;
@@ -194,6 +198,15 @@ impl UringEndpoint {
         keys: Rc<RefCell<KeyTable>>,
         max_msg: usize,
     ) -> Result<UringEndpoint, FabricError> {
+        // Every connection receives through the worker's pool (TcpStream::recv).
+        if crate::runtime::context::with_core(|c| c.pool.is_none()).unwrap_or(true) {
+            return Err(FabricError::invalid(
+                "Builder::copy_pool",
+                "None",
+                "the uring-tcp provider receives into the worker's receive pool; build the \
+                 runtime with one (the default)",
+            ));
+        }
         let bind = cfg
             .bind
             .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
@@ -276,7 +289,10 @@ impl EndpointProvider for UringEndpoint {
             }),
         };
         // Connect now: a program that inserts a peer means to talk to it.
-        ep.out_conn(id).map_err(|_| FabricError::UnknownPeer(id))?;
+        ep.out_conn(id).map_err(|e| match e {
+            PostError::NotInRuntime => FabricError::NotInRuntime,
+            _ => FabricError::UnknownPeer(id),
+        })?;
         Ok(id)
     }
 
@@ -308,10 +324,10 @@ impl EndpointProvider for UringEndpoint {
 
     fn connect(&self, peer: PeerId) -> LocalFuture<'_, Result<(), FabricError>> {
         Box::pin(async move {
-            let conn = self
-                .0
-                .out_conn(peer)
-                .map_err(|_| FabricError::UnknownPeer(peer))?;
+            let conn = self.0.out_conn(peer).map_err(|e| match e {
+                PostError::NotInRuntime => FabricError::NotInRuntime,
+                _ => FabricError::UnknownPeer(peer),
+            })?;
             conn.ready()
                 .await
                 .map_err(|cause| FabricError::Unreachable { peer, cause })
@@ -326,7 +342,10 @@ impl EndpointProvider for UringEndpoint {
             if let Some(p) = self.0.accepted.borrow_mut().pop_front() {
                 return Poll::Ready(Ok(p));
             }
-            self.0.accept_waiters.borrow_mut().push(cx.waker().clone());
+            let mut w = self.0.accept_waiters.borrow_mut();
+            if !w.iter().any(|x| x.will_wake(cx.waker())) {
+                w.push(cx.waker().clone());
+            }
             Poll::Pending
         }))
     }

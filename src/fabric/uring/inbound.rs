@@ -141,7 +141,8 @@ async fn room(ep: &EpCore) {
 }
 
 async fn read_all(r: &mut FrameReader, len: usize) -> Result<Bytes, String> {
-    let mut buf = BytesMut::with_capacity(len);
+    // Grown as bytes arrive: a header alone cannot make this side allocate.
+    let mut buf = BytesMut::with_capacity(len.min(1 << 20));
     while buf.len() < len {
         let c = r.chunk(len - buf.len()).await?;
         buf.extend_from_slice(&c);

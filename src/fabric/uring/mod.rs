@@ -117,11 +117,12 @@ impl DomainProvider for UringDomain {
         cfg: &EndpointConfig,
         sink: CompletionSink,
     ) -> Result<Rc<dyn EndpointProvider>, FabricError> {
+        let max_msg = cfg.max_msg_size.unwrap_or(MAX_MSG).min(MAX_MSG);
         Ok(Rc::new(endpoint::UringEndpoint::open(
             cfg,
             sink,
             self.keys.clone(),
-            MAX_MSG,
+            max_msg,
         )?))
     }
 }

@@ -2,6 +2,9 @@
 //!
 //! - [`doctor`]: the `zerorx doctor` report of what the kernel and NICs can do.
 //! - [`rpc`]: Apache Thrift protocols, typed codecs, server and client.
+//! - [`net`]: TCP/UDP sockets; [`net::FrameReader`] cuts length-prefixed frames out of
+//!   the received buffers as [`net::BytesChain`]s (no copy), [`net::RecvStream`] is a
+//!   `Stream` of buffers and [`net::Compat`] speaks futures-io `AsyncRead`/`AsyncWrite`.
 //!
 //! Each worker thread owns one ring, a local task queue and a timer heap; tasks never
 //! migrate. See `DESIGN.md` for the op lifecycle and who owns what memory.

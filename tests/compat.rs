@@ -292,6 +292,7 @@ fn dropping_adapters_mid_operation_leaves_no_fd_or_buffer() {
     let rt = rt();
     let h = rt.handle().clone();
     rt.block_on(async move {
+        let big = vec![3u8; 8 << 20];
         for round in 0..20u64 {
             let (c, s) = connected_pair().await;
             let c = Rc::new(c);
@@ -308,7 +309,6 @@ fn dropping_adapters_mid_operation_leaves_no_fd_or_buffer() {
             drop(r);
             // A write dropped while the peer does not read (send buffer fills).
             let mut w = Compat::new(c.clone());
-            let big = random(round + 100, 8 << 20);
             let _ = timeout(Duration::from_millis(20), w.write_all(&big)).await;
             drop(w);
             // A stream dropped after one item (part of what the dropped write sent,

@@ -173,6 +173,40 @@ fn broken_clients_get_exceptions_or_clean_closes_and_are_counted() {
     );
     w.check();
 
+    // Oneway calls to an unknown method, or with bad arguments, get no reply (there is
+    // no reply to a oneway call); the next call's reply is the next thing read.
+    let oneway = |name: &str, seqid: i32, args: &dyn Fn(&mut Vec<u8>)| {
+        let mut m = encode_message(
+            Protocol::Compact,
+            true,
+            usize::MAX,
+            name.as_bytes(),
+            MessageType::Oneway,
+            seqid,
+            &AddArgs { a: 1, b: 2 },
+        )
+        .expect("encodes")
+        .concat();
+        args(&mut m);
+        m
+    };
+    s.write_all(&oneway("nope", 20, &|_| {})).expect("send");
+    s.write_all(&oneway("fire", 21, &|_| {})).expect("send"); // fire's arg is binary, not i64s
+    s.write_all(&call(Protocol::Compact, "add", 22, &AddArgs { a: 2, b: 2 }))
+        .expect("send");
+    let (hd, mut r) = read_reply(&mut s).expect("reply");
+    assert_eq!(
+        (
+            hd.kind,
+            hd.seqid,
+            r.decode::<Returns<i64>>().expect("sum").0
+        ),
+        (MessageType::Reply, 22, 4)
+    );
+    counted(&h, "oneway errors", |s| {
+        s.unknown_method == 2 && s.bad_args == 1
+    });
+
     // A reply sent to the server: wrong message type, answered, connection kept.
     let reply = encode_message(
         Protocol::Compact,

@@ -153,6 +153,10 @@ fn unknown_methods_bad_arguments_and_failing_handlers_get_application_exceptions
         .method("errs", |_: FiredArgs| async {
             Err::<Void, _>(ApplicationException::internal("handler said no"))
         })
+        .method("too_big", |_: FiredArgs| async {
+            Ok(Returns(Bytes::from(vec![0u8; 64 * 1024])))
+        })
+        .max_frame(16 * 1024)
     });
     let rt = client_rt();
     rt.block_on(async {
@@ -191,6 +195,9 @@ fn unknown_methods_bad_arguments_and_failing_handlers_get_application_exceptions
             (e.kind, e.message.as_str()),
             (ApplicationExceptionKind::InternalError, "handler said no")
         );
+        let e = app(raw.call("too_big", &FiredArgs).await);
+        assert_eq!(e.kind, ApplicationExceptionKind::InternalError);
+        assert!(e.message.contains("frame limit"), "{e}");
         // The connection survived all of it.
         assert_eq!(c.add(1, 2).await.expect("still usable"), 3);
         assert_eq!(raw.stats().reconnects, 0);

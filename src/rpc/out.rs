@@ -183,8 +183,10 @@ impl Default for OutBuf {
 
 impl Drop for OutBuf {
     fn drop(&mut self) {
-        // Hand the unused capacity back to the thread's arena.
-        let rest = std::mem::take(&mut self.cur);
+        // Hand the unused capacity back to the thread's arena, without the bytes of a
+        // message that was abandoned (an error in `finish`, or never finished).
+        let mut rest = std::mem::take(&mut self.cur);
+        rest.clear();
         let _ = ARENA.try_with(|a| a.set(rest));
     }
 }
@@ -235,6 +237,26 @@ mod tests {
         let mut o = OutBuf::new();
         assert_eq!(o.check_len(usize::MAX), 0);
         assert_eq!(o.finish(100), Err(EncodeError::TooLong(usize::MAX)));
+    }
+
+    #[test]
+    fn an_abandoned_message_leaves_nothing_in_the_arena() {
+        let mut o = OutBuf::framed();
+        o.put_slice(&[7; 100]);
+        assert!(o.finish(10).is_err());
+        let mut o = OutBuf::new();
+        o.put_slice(b"next");
+        drop(OutBuf::new());
+        assert_eq!(
+            o.finish(10).expect("fits"),
+            vec![Bytes::from_static(b"next")]
+        );
+        let mut o = OutBuf::new();
+        o.put_slice(b"clean");
+        assert_eq!(
+            o.finish(10).expect("fits"),
+            vec![Bytes::from_static(b"clean")]
+        );
     }
 
     #[test]

@@ -125,6 +125,9 @@ pub struct PoolFigures {
     pub high_water: u64,
     /// Buffers dropped but not yet handed back to the kernel.
     pub returns_pending: u64,
+    /// Data completions (received chunks).
+    #[serde(default)]
+    pub completions: u64,
     /// Bytes received through the pool.
     pub bytes: u64,
     /// Bytes placed by the NIC without a CPU copy.
@@ -148,6 +151,7 @@ impl From<zcrx::PoolStatsSnapshot> for PoolFigures {
             in_use: p.in_use,
             high_water: p.high_water,
             returns_pending: p.returns_pending,
+            completions: p.completions,
             bytes: p.bytes,
             zero_copy_bytes: p.zero_copy_bytes,
             copied_bytes: p.copied_bytes,
@@ -172,6 +176,23 @@ pub struct WorkerFigures {
     pub pool: Option<PoolFigures>,
 }
 
+/// The Thrift server's own counters (`zerorx::rpc::ServerStats`, by name) and the
+/// `fire` calls it processed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RpcFigures {
+    /// Every counter of `ServerStats::fields()`.
+    pub counters: std::collections::BTreeMap<String, u64>,
+    /// `fire` calls processed.
+    pub fired: i64,
+}
+
+impl RpcFigures {
+    /// A counter by name (0 if the server does not have it).
+    pub fn get(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+}
+
 /// Everything the server reports about itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerSnapshot {
@@ -179,6 +200,9 @@ pub struct ServerSnapshot {
     pub pid: u32,
     /// How received bytes reach the server.
     pub receive_mode: ModeInfo,
+    /// The Thrift server's counters (Thrift service only).
+    #[serde(default)]
+    pub rpc: Option<RpcFigures>,
     /// Per worker.
     pub workers: Vec<WorkerFigures>,
 }

@@ -234,6 +234,27 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
                 None => writeln!(o, "  {:>6}  no receive pool", w.worker)?,
             }
         }
+        writeln!(
+            o,
+            "receive re-arms  (per worker: ENOBUFS / ENOSPC / ENOMEM / EINTR / ended / budget; \
+             steering fall-backs, hand-overs)"
+        )?;
+        for w in &s.workers {
+            let r = &w.runtime.rearms;
+            writeln!(
+                o,
+                "  {:>6}  {} / {} / {} / {} / {} / {};  {}, {}",
+                w.worker,
+                count(r.no_buffers),
+                count(r.cq_full),
+                count(r.no_free_chunk),
+                count(r.interrupted),
+                count(r.ended),
+                count(r.budget),
+                w.runtime.recv_steering_fallbacks,
+                w.runtime.recv_handovers
+            )?;
+        }
         match &s.rpc {
             Some(rpc) => {
                 let g = |k: &str| count(rpc.get(k));

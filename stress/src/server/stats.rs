@@ -98,6 +98,33 @@ pub struct RuntimeFigures {
     pub recv_enobufs: u64,
     /// Operations leaked at shutdown.
     pub leaked_ops: u64,
+    /// Receives re-armed after a recoverable end, by reason.
+    #[serde(default)]
+    pub rearms: RearmFigures,
+    /// Streams that fell back to copy receives because their flow arrived on a queue
+    /// bound to another zero-copy instance (`EFAULT`).
+    #[serde(default)]
+    pub recv_steering_fallbacks: u64,
+    /// Streams whose receives another worker serves and hands over.
+    #[serde(default)]
+    pub recv_handovers: u64,
+}
+
+/// Receive re-arms by reason (`zerorx::metrics::RearmCounts`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RearmFigures {
+    /// `ENOBUFS`: the copy pool was empty.
+    pub no_buffers: u64,
+    /// `ENOSPC`: the completion queue was full.
+    pub cq_full: u64,
+    /// `ENOMEM`: the zero-copy copy fall-back found no free chunk.
+    pub no_free_chunk: u64,
+    /// `EINTR`.
+    pub interrupted: u64,
+    /// The kernel ended the multishot after data on its own.
+    pub ended: u64,
+    /// The byte budget was used up.
+    pub budget: u64,
 }
 
 impl From<zerorx::WorkerMetricsSnapshot> for RuntimeFigures {
@@ -110,6 +137,16 @@ impl From<zerorx::WorkerMetricsSnapshot> for RuntimeFigures {
             cq_overflows: m.cq_overflows,
             recv_enobufs: m.recv_enobufs,
             leaked_ops: m.leaked_ops,
+            rearms: RearmFigures {
+                no_buffers: m.rearms.no_buffers,
+                cq_full: m.rearms.cq_full,
+                no_free_chunk: m.rearms.no_free_chunk,
+                interrupted: m.rearms.interrupted,
+                ended: m.rearms.ended,
+                budget: m.rearms.budget,
+            },
+            recv_steering_fallbacks: m.recv_steering_fallbacks,
+            recv_handovers: m.recv_handovers,
         }
     }
 }

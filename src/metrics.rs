@@ -30,6 +30,7 @@ pub(crate) struct WorkerMetrics {
     pub(crate) rearms: [AtomicU64; REARM_REASONS],
     pub(crate) recv_steering_fallbacks: AtomicU64,
     pub(crate) recv_handovers: AtomicU64,
+    pub(crate) accept_reset: AtomicU64,
 }
 
 /// Number of [`RearmCounts`] fields.
@@ -62,7 +63,10 @@ pub struct RearmCounts {
     pub interrupted: u64,
     /// The kernel ended the multishot after data without an error (its own limits).
     pub ended: u64,
-    /// The byte budget the receive was armed with was used up.
+    /// The receive stopped at its stream's hold limit of bytes the task had not
+    /// taken ([`Builder::recv_hold_limit`](crate::Builder::recv_hold_limit)): its byte
+    /// budget was used up, or it was cancelled for holding more. Re-armed once the
+    /// task had taken everything.
     pub budget: u64,
 }
 
@@ -118,6 +122,7 @@ impl WorkerMetrics {
             },
             recv_steering_fallbacks: self.recv_steering_fallbacks.load(Relaxed),
             recv_handovers: self.recv_handovers.load(Relaxed),
+            accept_reset: self.accept_reset.load(Relaxed),
         }
     }
 }
@@ -168,4 +173,7 @@ pub struct WorkerMetricsSnapshot {
     pub recv_steering_fallbacks: u64,
     /// Streams whose receives are served by another worker and handed over.
     pub recv_handovers: u64,
+    /// Connections reset by their peer while they waited in the accept queue: closed
+    /// by [`TcpListener::accept`](crate::net::TcpListener::accept) instead of returned.
+    pub accept_reset: u64,
 }

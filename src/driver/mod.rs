@@ -66,6 +66,10 @@ pub(crate) struct Driver {
     /// Wakers of the ops completed this turn; woken by the loop after the driver
     /// borrow ends, because waking may re-enter the driver.
     wakers: Vec<Waker>,
+    /// Multishot ops that asked to stop ([`OpCode::take_stop_request`]) while their
+    /// completions were dispatched; cancelled once reaping is done, so a full SQ cannot
+    /// make dispatching re-enter itself out of kernel order.
+    stops: Vec<Key>,
     metrics: Arc<WorkerMetrics>,
     shutting_down: bool,
 }
@@ -88,6 +92,7 @@ impl Driver {
             }),
             completions: Vec::with_capacity(cfg.cq_entries as usize),
             wakers: Vec::new(),
+            stops: Vec::new(),
             metrics,
             shutting_down: false,
         };
@@ -351,9 +356,27 @@ impl Driver {
             add_owned(&self.metrics.sqes_submitted, n as u64);
             self.reap_and_dispatch();
         }
+        self.send_stops();
         add_owned(&self.metrics.loop_turns, 1);
         self.publish_in_flight();
         Ok(())
+    }
+
+    /// Cancels the multishot ops that asked to stop and are still running (they go
+    /// out with the next enter).
+    fn send_stops(&mut self) {
+        while let Some(key) = self.stops.pop() {
+            let running = matches!(
+                self.ops.get_mut(key).map(|s| &s.lifecycle),
+                Some(Lifecycle::Streaming {
+                    finished: false,
+                    ..
+                })
+            );
+            if running {
+                self.push_cancel(key);
+            }
+        }
     }
 
     fn publish_in_flight(&self) {
@@ -440,6 +463,8 @@ impl Driver {
                 queue.push_back(c);
                 if !c.more() {
                     *finished = true;
+                } else if slot.data.take_stop_request() {
+                    self.stops.push(key);
                 }
                 if let Some(w) = waker.take() {
                     self.wakers.push(w);

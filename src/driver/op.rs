@@ -53,6 +53,16 @@ pub unsafe trait OpCode: 'static {
     fn on_complete(&mut self, completion: &Completion) {
         let _ = completion;
     }
+
+    /// Multishot ops: asked after each [`on_complete`](OpCode::on_complete) of a
+    /// completion with `F_MORE`; `true` stops the op early, for a stream whose consumer
+    /// has fallen behind. The driver sends one `ASYNC_CANCEL` with its next submission;
+    /// completions already under way still arrive, and the final one says how the op
+    /// ended (`-ECANCELED`, or whatever ended it first). Return `true` at most once.
+    /// Runs under the same rules as [`release`](OpCode::release).
+    fn take_stop_request(&mut self) -> bool {
+        false
+    }
 }
 
 /// [`OpCode`] plus access to the concrete type (while queued, and once complete).

@@ -92,23 +92,75 @@ unsafe impl OpCode for RecvFrom {
 }
 
 /// Buffers decoded from the completions of a multishot pool receive, in completion
-/// order, until the stream takes them.
+/// order, until the stream takes them; and how much of the pool they hold, against the
+/// stream's hold limit.
 #[derive(Default)]
 pub(crate) struct Decoded {
     bufs: VecDeque<RxBuf>,
     /// Why a completion could not be decoded (its bytes are lost; the stream fails).
     bad: Option<String>,
+    /// Pool bytes `bufs` keep from other streams: each buffer's length, or at least
+    /// `granule` (a whole buffer of a pool that is not consumed incrementally).
+    held: u64,
+    /// Beyond this many held bytes the receive asks to stop (`0`: never).
+    limit: u64,
+    granule: u64,
+    /// A stop was asked for; [`take_stop_request`](Self::take_stop_request) hands it
+    /// to the driver once.
+    stop_wanted: bool,
+    /// This receive asked to stop because its stream held `limit` bytes.
+    stopped: bool,
 }
 
 impl Decoded {
+    /// Decoded buffers that ask to stop the receive once they hold `limit` pool bytes
+    /// (`0`: no limit), each counting at least `granule` bytes.
+    pub(crate) fn with_limit(limit: u64, granule: u64) -> Decoded {
+        Decoded {
+            limit,
+            granule,
+            ..Decoded::default()
+        }
+    }
+
+    fn charge(&self, buf: &RxBuf) -> u64 {
+        (buf.len() as u64).max(self.granule)
+    }
+
     /// Queues what decoding one completion gave.
     pub(crate) fn push(&mut self, decoded: Result<Vec<RxBuf>, PoolError>) {
         match decoded {
-            Ok(bufs) => self.bufs.extend(bufs),
+            Ok(bufs) => {
+                for buf in bufs {
+                    self.held += self.charge(&buf);
+                    self.bufs.push_back(buf);
+                }
+                if self.limit > 0 && self.held > self.limit && !self.stopped {
+                    self.stopped = true;
+                    self.stop_wanted = true;
+                }
+            }
             Err(e) => {
                 self.bad.get_or_insert_with(|| e.to_string());
             }
         }
+    }
+
+    /// Whether the receive should stop now (`true` once).
+    pub(crate) fn take_stop_request(&mut self) -> bool {
+        std::mem::take(&mut self.stop_wanted)
+    }
+
+    /// Whether this receive asked to stop because its stream held its limit: its
+    /// `-ECANCELED` end is that stop, not a cancellation from outside.
+    pub(crate) fn stopped_at_limit(&self) -> bool {
+        self.stopped
+    }
+
+    fn pop(&mut self) -> Option<RxBuf> {
+        let buf = self.bufs.pop_front()?;
+        self.held = self.held.saturating_sub(self.charge(&buf));
+        Some(buf)
     }
 
     /// Moves the buffers holding the `res` bytes of the data completion just taken
@@ -119,7 +171,7 @@ impl Decoded {
         }
         let mut left = res.max(0) as usize;
         while left > 0 {
-            let Some(buf) = self.bufs.pop_front() else {
+            let Some(buf) = self.pop() else {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("{left} received bytes have no decoded buffer"),
@@ -139,13 +191,32 @@ impl Decoded {
         }
         let mut left = res.max(0) as usize;
         while left > 0 {
-            match self.bufs.pop_front() {
+            match self.pop() {
                 Some(buf) => left = left.saturating_sub(buf.len()),
                 None => break,
             }
         }
         true
     }
+}
+
+/// Offset of `optlen` in `io_uring_sqe` (a union with `file_index` and
+/// `splice_fd_in`): for a multishot `recv`, the total bytes after which the kernel ends
+/// it (`IORING_RECV_MSHOT_LIM`, Linux 6.17).
+const SQE_OPTLEN: usize = 44;
+const SQE_SIZE: usize = 64;
+const _: () = assert!(std::mem::size_of::<squeue::Entry>() == SQE_SIZE);
+
+/// `entry` with its `optlen` field set to `len`. The io-uring crate has no setter for
+/// it on `RecvMulti`.
+fn with_optlen(entry: squeue::Entry, len: u32) -> squeue::Entry {
+    // SAFETY: `Entry` is `#[repr(C)]` around the 64-byte `io_uring_sqe` (size checked
+    // above), made only of integers and unions of integers: any 64 bytes are a valid
+    // value, and it owns nothing (no `Drop`), so viewing it as bytes and back is sound.
+    let mut raw: [u8; SQE_SIZE] = unsafe { std::mem::transmute(entry) };
+    raw[SQE_OPTLEN..SQE_OPTLEN + 4].copy_from_slice(&len.to_ne_bytes());
+    // SAFETY: as above.
+    unsafe { std::mem::transmute::<[u8; SQE_SIZE], squeue::Entry>(raw) }
 }
 
 /// Multishot receive drawing buffers from the worker's copy pool. Completions are
@@ -156,20 +227,43 @@ pub(crate) struct RecvMulti {
     socket: SharedFd,
     pool: Rc<CopyPool>,
     bundle: bool,
+    /// Total bytes after which the kernel ends the receive (`0`: none).
+    kernel_limit: u32,
     pub(crate) decoded: Decoded,
 }
 
 impl RecvMulti {
     /// A multishot receive on `socket`; `bundle`: one completion may fill several
-    /// buffers (not on incremental pools).
-    pub(crate) fn new(socket: SharedFd, pool: Rc<CopyPool>, bundle: bool) -> RecvMulti {
+    /// buffers (not on incremental pools). It stops once it holds more than
+    /// `hold_limit` pool bytes nobody has taken (`0`: no limit): ended by the kernel
+    /// after that many bytes when `kernel_limit` (Linux 6.17), and cancelled when the
+    /// buffers it filled count for more (a buffer of a pool that is not consumed
+    /// incrementally counts whole, however few bytes it got).
+    pub(crate) fn new(
+        socket: SharedFd,
+        pool: Rc<CopyPool>,
+        bundle: bool,
+        hold_limit: u32,
+        kernel_limit: bool,
+    ) -> RecvMulti {
         let bundle = bundle && !pool.is_incremental();
+        let granule = if pool.is_incremental() {
+            0
+        } else {
+            pool.buffer_size() as u64
+        };
         RecvMulti {
             socket,
             pool,
             bundle,
-            decoded: Decoded::default(),
+            kernel_limit: if kernel_limit { hold_limit } else { 0 },
+            decoded: Decoded::with_limit(hold_limit as u64, granule),
         }
+    }
+
+    /// The byte budget the kernel was given (`0`: none).
+    pub(crate) fn kernel_limit(&self) -> u32 {
+        self.kernel_limit
     }
 
     fn decode(&self, c: &Completion) -> Result<Vec<RxBuf>, PoolError> {
@@ -189,10 +283,15 @@ impl RecvMulti {
 unsafe impl OpCode for RecvMulti {
     fn create_entry(&mut self) -> squeue::Entry {
         let fd = self.socket.as_raw_fd();
-        if self.bundle {
+        let entry = if self.bundle {
             self.pool.recv_multishot_bundle(fd)
         } else {
             self.pool.recv_multishot(fd)
+        };
+        if self.kernel_limit > 0 {
+            with_optlen(entry, self.kernel_limit)
+        } else {
+            entry
         }
     }
 
@@ -203,11 +302,48 @@ unsafe impl OpCode for RecvMulti {
         }
     }
 
+    fn take_stop_request(&mut self) -> bool {
+        self.decoded.take_stop_request()
+    }
+
     fn release(&mut self, c: &Completion) {
         if c.res > 0 && !self.decoded.discard(c.res) {
             // Never decoded: taking and dropping returns the buffers (in reaping
             // order, as decoding needs).
             drop(self.decode(c));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use io_uring::{opcode, types};
+
+    fn bytes(entry: squeue::Entry) -> [u8; SQE_SIZE] {
+        // SAFETY: see `with_optlen`.
+        unsafe { std::mem::transmute(entry) }
+    }
+
+    #[test]
+    fn optlen_lands_where_the_crate_puts_file_index() {
+        // ACCEPT's `file_index` (slot + 1) shares the `optlen` field.
+        let slot = types::DestinationSlot::try_from_slot_target(6).expect("slot");
+        let accept = opcode::Accept::new(types::Fd(3), std::ptr::null_mut(), std::ptr::null_mut())
+            .file_index(Some(slot))
+            .build();
+        let raw = bytes(accept);
+        assert_eq!(raw[SQE_OPTLEN..SQE_OPTLEN + 4], 7u32.to_ne_bytes());
+        let recv = opcode::RecvMulti::new(types::Fd(3), 0).build();
+        let before = bytes(opcode::RecvMulti::new(types::Fd(3), 0).build());
+        let after = bytes(with_optlen(recv, 0x0102_0304));
+        assert_eq!(
+            after[SQE_OPTLEN..SQE_OPTLEN + 4],
+            0x0102_0304u32.to_ne_bytes()
+        );
+        let changed: Vec<usize> = (0..SQE_SIZE).filter(|&i| before[i] != after[i]).collect();
+        assert!(changed
+            .iter()
+            .all(|i| (SQE_OPTLEN..SQE_OPTLEN + 4).contains(i)));
     }
 }

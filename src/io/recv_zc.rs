@@ -51,7 +51,8 @@ impl ZcRing {
 }
 
 /// A multishot RECV_ZC on `socket` with a byte budget (`0` = unlimited). Data
-/// completions (32-byte CQEs) are decoded into buffers as they are reaped.
+/// completions (32-byte CQEs) are decoded into buffers as they are reaped; the receive
+/// asks to stop once they hold more than `budget` bytes nobody has taken.
 pub(crate) struct RecvZcMulti {
     socket: SharedFd,
     ring: Rc<ZcRing>,
@@ -65,7 +66,7 @@ impl RecvZcMulti {
             socket,
             ring,
             budget,
-            decoded: Decoded::default(),
+            decoded: Decoded::with_limit(budget as u64, 0),
         }
     }
 
@@ -95,6 +96,10 @@ unsafe impl OpCode for RecvZcMulti {
             let buf = self.decode(c).map(|b| vec![b]);
             self.decoded.push(buf);
         }
+    }
+
+    fn take_stop_request(&mut self) -> bool {
+        self.decoded.take_stop_request()
     }
 
     fn release(&mut self, c: &Completion) {

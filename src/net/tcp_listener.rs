@@ -4,6 +4,7 @@ use super::{new_socket, shared, sock_addr, to_std, TcpStream};
 use crate::driver::multishot::MultiOp;
 use crate::io::accept::{accepted_fd, AcceptMulti};
 use crate::io::SharedFd;
+use crate::metrics::add_owned;
 use socket2::{Protocol, SockRef, Type};
 use std::cell::RefCell;
 use std::future::poll_fn;
@@ -62,8 +63,39 @@ impl TcpListener {
 
     /// Waits for the next connection. One task should accept at a time: the armed
     /// accept remembers only the last waiter.
+    ///
+    /// A connection its peer reset while it waited in the accept queue is not
+    /// returned: it has no peer address any more (`ENOTCONN`), or the kernel reports
+    /// it aborted (`ECONNABORTED`). It is closed, counted in
+    /// [`WorkerMetricsSnapshot::accept_reset`](crate::WorkerMetricsSnapshot::accept_reset),
+    /// and the accept goes on with the next connection.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let stream = poll_fn(|cx| loop {
+        loop {
+            let stream = match self.next_accepted().await {
+                Ok(stream) => stream,
+                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => {
+                    count_reset();
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            match stream.peer_addr() {
+                Ok(peer) => return Ok((stream, peer)),
+                Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+                    // Reset before we got to it: nothing to serve. Dropping the stream
+                    // closes the fd (no op holds it yet).
+                    drop(stream);
+                    count_reset();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The next socket the multishot accept produced, re-arming it when the kernel
+    /// ended it.
+    async fn next_accepted(&self) -> io::Result<TcpStream> {
+        poll_fn(|cx| loop {
             let mut slot = self.accept.borrow_mut();
             if slot.is_none() {
                 *slot = Some(MultiOp::submit(AcceptMulti {
@@ -87,9 +119,14 @@ impl TcpListener {
                 }
             }
         })
-        .await?;
-        let peer = stream.peer_addr()?;
-        Ok((stream, peer))
+        .await
+    }
+}
+
+/// Counts a connection reset before it was accepted, on the current worker.
+fn count_reset() {
+    if let Some(core) = crate::runtime::context::current() {
+        add_owned(&core.shared.metrics.accept_reset, 1);
     }
 }
 

@@ -51,6 +51,16 @@ impl Armed {
         }
     }
 
+    /// Whether this receive stopped itself because its stream held its limit of
+    /// untaken bytes (its `-ECANCELED` end is not a cancellation from outside).
+    fn stopped_at_limit(&self) -> bool {
+        match self {
+            Armed::Copy(op) => op.with_data(|d| d.decoded.stopped_at_limit()),
+            Armed::Zc(op) => op.with_data(|d| d.decoded.stopped_at_limit()),
+        }
+        .unwrap_or(false)
+    }
+
     /// Moves the buffers of data completion `res` into `out`.
     fn take(&self, res: i32, out: &mut VecDeque<RxBuf>) -> io::Result<()> {
         let taken = match self {
@@ -68,8 +78,9 @@ impl Armed {
 /// Why no receive is armed right now.
 #[derive(Clone, Copy, Debug)]
 enum Wait {
-    /// `ENOBUFS`: until the copy pool has a buffer again.
-    CopyBuffers,
+    /// `ENOBUFS`: until the copy pool has given the kernel buffers back since the
+    /// receive was armed (`mark`), and has some.
+    CopyBuffers { mark: u64 },
     /// `ENOMEM`: until the zero-copy pool has given the kernel chunks back since the
     /// receive was armed (`mark`).
     ZcChunks { mark: u64 },
@@ -85,10 +96,11 @@ pub(crate) struct Receiver {
     ready: VecDeque<RxBuf>,
     tracker: RecvTracker,
     wait: Option<Wait>,
-    /// Zero-copy: the pool's `returned_to_kernel` when the receive was armed. An
-    /// `ENOMEM` end waits for chunks returned after it: any return since arming may
-    /// have come after the kernel found the area dry, and a later one is the only
-    /// thing that can help (so waiting cannot miss the last return).
+    /// The receiving pool's `returned_to_kernel` when the receive was armed. An
+    /// `ENOBUFS`/`ENOMEM` end waits for buffers returned after it: any return since
+    /// arming may have come after the kernel found the pool dry, and a later one is
+    /// the only thing that can help (so waiting cannot miss the last return, and a
+    /// receive never re-arms into a pool the kernel already found empty).
     armed_mark: u64,
     eof: bool,
 }
@@ -141,11 +153,20 @@ impl Receiver {
         self.path
     }
 
-    fn arm(&self, core: &Core, fd: &SharedFd, path: Path) -> io::Result<Armed> {
+    /// Arms a receive; returns it with the byte budget the kernel was given (`0`:
+    /// none). Every receive stops once it holds the worker's hold limit of bytes the
+    /// task has not taken.
+    fn arm(&self, core: &Core, fd: &SharedFd, path: Path) -> io::Result<(Armed, u32)> {
+        let limit = core.recv_hold_limit;
         match (path, &core.zc) {
-            (Path::ZeroCopy, ZcWorker::Local { ring, .. }) => Ok(Armed::Zc(MultiOp::submit(
-                RecvZcMulti::new(fd.clone(), ring.clone(), 0),
-            )?)),
+            (Path::ZeroCopy, ZcWorker::Local { ring, .. }) => Ok((
+                Armed::Zc(MultiOp::submit(RecvZcMulti::new(
+                    fd.clone(),
+                    ring.clone(),
+                    limit,
+                ))?),
+                limit,
+            )),
             _ => {
                 let Some(pool) = core.pool.clone() else {
                     return Err(io::Error::new(
@@ -153,11 +174,15 @@ impl Receiver {
                         "the runtime has no receive pool (Builder::copy_pool(None))",
                     ));
                 };
-                Ok(Armed::Copy(MultiOp::submit(RecvMulti::new(
+                let op = RecvMulti::new(
                     fd.clone(),
                     pool,
                     core.recv_bundles,
-                ))?))
+                    limit,
+                    core.recv_kernel_limit.get(),
+                );
+                let budget = op.kernel_limit();
+                Ok((Armed::Copy(MultiOp::submit(op)?), budget))
             }
         }
     }
@@ -165,11 +190,17 @@ impl Receiver {
     /// Whether the wait is over; registers `cx`'s waker to be woken when it may be.
     fn wait_over(core: &Core, wait: Wait, cx: &mut Context<'_>) -> bool {
         match wait {
-            Wait::CopyBuffers => {
-                if core.pool.as_ref().is_some_and(|p| p.available() > 0) {
+            Wait::CopyBuffers { mark } => {
+                let returned = core.copy_returned();
+                if returned > mark && core.pool.as_ref().is_some_and(|p| p.available() > 0) {
                     return true;
                 }
-                core.copy_waiters.borrow_mut().push(cx.waker().clone());
+                let mut waiters = core.copy_waiters.borrow_mut();
+                // A task polled again while it waits is registered once.
+                match waiters.iter_mut().find(|(_, w)| w.will_wake(cx.waker())) {
+                    Some(entry) => entry.0 = mark,
+                    None => waiters.push((mark, cx.waker().clone())),
+                }
                 false
             }
             Wait::ZcChunks { mark } => {
@@ -240,9 +271,13 @@ impl Receiver {
                     }
                     self.wait = None;
                 }
-                self.armed_mark = core.zc_returned().unwrap_or(0);
-                self.armed = Some(self.arm(&core, fd, path)?);
-                self.tracker = RecvTracker::new(0);
+                self.armed_mark = match path {
+                    Path::ZeroCopy => core.zc_returned().unwrap_or(0),
+                    _ => core.copy_returned(),
+                };
+                let (armed, budget) = self.arm(&core, fd, path)?;
+                self.armed = Some(armed);
+                self.tracker = RecvTracker::new(budget);
             }
             let Some(armed) = self.armed.as_mut() else {
                 continue;
@@ -263,7 +298,29 @@ impl Receiver {
                     continue;
                 }
             }
-            let end = self.tracker.on_end(c.res);
+            let end = match self.tracker.on_end(c.res) {
+                // This receive stopped itself at the hold limit and everything it got
+                // has been taken: arm again.
+                RecvEnd::Cancelled if armed.stopped_at_limit() => RecvEnd::BudgetDone,
+                end => end,
+            };
+            if end == RecvEnd::Failed(RecvFailure::Errno(libc::EINVAL))
+                && self.tracker.remaining_budget() > 0
+                && self.tracker.received() == 0
+                && path != Path::ZeroCopy
+            {
+                // Before Linux 6.17 a multishot `recv` refuses a byte limit: arm
+                // without it (the limit is then enforced by cancelling at reap time).
+                if core.recv_kernel_limit.replace(false) {
+                    tracing::debug!(
+                        worker = core.shared.index,
+                        "the kernel refused the multishot recv byte limit (EINVAL); \
+                         limiting receives by cancelling them instead"
+                    );
+                }
+                self.armed = None;
+                continue;
+            }
             Self::record(&core, path, c.res, &end);
             match end {
                 RecvEnd::Eof => {
@@ -272,7 +329,9 @@ impl Receiver {
                 }
                 RecvEnd::Rearm(RearmReason::NoBuffers) => {
                     add_owned(&core.shared.metrics.recv_enobufs, 1);
-                    self.wait = Some(Wait::CopyBuffers);
+                    self.wait = Some(Wait::CopyBuffers {
+                        mark: self.armed_mark,
+                    });
                 }
                 RecvEnd::Rearm(RearmReason::NoFreeChunk) => {
                     self.wait = Some(Wait::ZcChunks {

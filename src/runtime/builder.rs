@@ -35,6 +35,7 @@ pub struct Builder {
     busy_poll: Option<(Duration, bool)>,
     zero_copy_sharing: ZeroCopySharing,
     udp_pool: Option<CopyPoolConfig>,
+    recv_hold_limit: Option<u32>,
 }
 
 /// How workers without a zero-copy pool of their own share one (fewer queues than
@@ -95,12 +96,27 @@ impl Default for Builder {
             busy_poll: None,
             zero_copy_sharing: ZeroCopySharing::Auto,
             udp_pool: Some(DEFAULT_UDP_POOL),
+            recv_hold_limit: None,
         }
     }
 }
 
 fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// The default [`Builder::recv_hold_limit`]: an eighth of the copy pool (of
+/// `pool_bytes` without one), at least one buffer, so eight streams whose tasks stopped
+/// reading still leave the others some of the pool.
+fn default_hold_limit(pool: Option<&CopyPoolConfig>, pool_bytes: usize, chunk: u32) -> u32 {
+    let (total, buffer) = match pool {
+        Some(p) => (
+            p.buffers as u64 * p.buffer_size as u64,
+            p.buffer_size as u64,
+        ),
+        None => (pool_bytes as u64, chunk as u64),
+    };
+    (total / 8).max(buffer).clamp(1, u32::MAX as u64) as u32
 }
 
 impl Builder {
@@ -225,6 +241,22 @@ impl Builder {
         self
     }
 
+    /// Bytes of receive pool one stream may fill before its task takes them (default:
+    /// an eighth of the worker's pool, at least one buffer; `0`: no limit). A stream
+    /// whose task stops calling `recv` (e.g. while it waits to send to a peer that does
+    /// not read) has its multishot receive stopped once it holds more than this and
+    /// armed again when the task has taken everything: the rest waits in the socket
+    /// and TCP slows that one peer down, instead of the stream draining the pool the
+    /// worker's other streams receive into. Buffers of a non-incremental pool count
+    /// whole. The kernel ends the receive at this many bytes itself where it can
+    /// (Linux 6.17); elsewhere it is cancelled when a completion crosses the limit,
+    /// so it may overshoot by what the kernel delivered meanwhile. Such stops count
+    /// in [`RearmCounts::budget`](crate::RearmCounts::budget).
+    pub fn recv_hold_limit(&mut self, bytes: u32) -> &mut Self {
+        self.recv_hold_limit = Some(bytes);
+        self
+    }
+
     /// Sets each worker's copy pool exactly, overriding [`pool_size`](Self::pool_size)
     /// and [`chunk_size`](Self::chunk_size) for it. `None` registers no copy pool; copy
     /// receives then fail with `Unsupported` (`recv_into` still works).
@@ -307,6 +339,7 @@ impl Builder {
             pool: self.copy_pool_config()?,
             role: ReceiveRole::Copy,
             recv_bundles: self.recv_bundles,
+            recv_hold_limit: 0,
             zc: None,
             udp_pool: self.udp_pool.clone().map(|c| CopyPoolConfig {
                 incremental: false,
@@ -319,6 +352,9 @@ impl Builder {
             &KernelProbe,
             self.zero_copy_sharing == ZeroCopySharing::Auto,
         )?;
+        cfg.recv_hold_limit = self.recv_hold_limit.unwrap_or_else(|| {
+            default_hold_limit(cfg.pool.as_ref(), self.pool_bytes, self.chunk_size)
+        });
         cfg.zc = report.target.clone().map(|target| ZcSetup {
             target,
             area_bytes: self.pool_bytes,

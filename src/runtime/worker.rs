@@ -32,6 +32,8 @@ pub(crate) struct WorkerConfig {
     pub(crate) role: ReceiveRole,
     /// Arm copy receives as bundles (one completion, several buffers).
     pub(crate) recv_bundles: bool,
+    /// Pool bytes a stream's receive may hold untaken before it stops (`0`: no limit).
+    pub(crate) recv_hold_limit: u32,
     /// Zero-copy target and pool size (zero-copy modes).
     pub(crate) zc: Option<ZcSetup>,
     /// The pool UDP sockets receive datagrams into, registered at first use.
@@ -155,8 +157,15 @@ pub(crate) struct Core {
     pub(crate) udp_waiters: RefCell<Vec<Waker>>,
     /// Copy receives are armed as bundles.
     pub(crate) recv_bundles: bool,
-    /// Receives waiting for the copy pool to have free buffers again (`ENOBUFS`).
-    pub(crate) copy_waiters: RefCell<Vec<Waker>>,
+    /// Pool bytes a stream's receive may hold untaken before it stops (`0`: none).
+    pub(crate) recv_hold_limit: u32,
+    /// The kernel took the byte limit of multishot `recv` (`IORING_RECV_MSHOT_LIM`,
+    /// Linux 6.17); cleared when it refused it with `EINVAL`.
+    pub(crate) recv_kernel_limit: Cell<bool>,
+    /// Receives waiting for the copy pool to give buffers back to the kernel
+    /// (`ENOBUFS`), each with the pool's `returned_to_kernel` when it was armed: only a
+    /// return published after that can help it.
+    pub(crate) copy_waiters: RefCell<Vec<(u64, Waker)>>,
     /// Receives waiting for zero-copy chunks to go back to the kernel (`ENOMEM`).
     pub(crate) zc_waiters: RefCell<Vec<Waker>>,
     /// `returned_to_kernel` of the zero-copy pool at the last turn.
@@ -238,6 +247,8 @@ impl Core {
             udp_pool_config: cfg.udp_pool.clone(),
             udp_waiters: RefCell::new(Vec::new()),
             recv_bundles: cfg.recv_bundles,
+            recv_hold_limit: cfg.recv_hold_limit,
+            recv_kernel_limit: Cell::new(true),
             copy_waiters: RefCell::new(Vec::new()),
             zc_waiters: RefCell::new(Vec::new()),
             zc_seen: Cell::new(zc_stats.as_ref().map_or(0, |s| s.returned_to_kernel())),
@@ -349,6 +360,14 @@ impl Core {
         Ok(self.udp_pool.get_or_init(|| pool).clone())
     }
 
+    /// `returned_to_kernel` of the copy pool (0 without one).
+    pub(crate) fn copy_returned(&self) -> u64 {
+        self.shared
+            .pool_stats
+            .get()
+            .map_or(0, |s| s.returned_to_kernel())
+    }
+
     /// `returned_to_kernel` of the zero-copy pool this worker receives into.
     pub(crate) fn zc_returned(&self) -> Option<u64> {
         self.zc_stats.as_ref().map(|s| s.returned_to_kernel())
@@ -360,8 +379,25 @@ impl Core {
         if let Some(pool) = &self.pool {
             // Takes back buffers dropped on other threads, too.
             pool.maintain();
-            if pool.available() > 0 && !self.copy_waiters.borrow().is_empty() {
-                wakers.append(&mut self.copy_waiters.borrow_mut());
+            let mut waiters = self.copy_waiters.borrow_mut();
+            let mut free = pool.available();
+            if !waiters.is_empty() && free > 0 {
+                // Oldest first, one receive per free buffer: waking them all would fail
+                // all but a few again at once (ENOBUFS). Those left wait for the next
+                // turn, which does not block (the woken tasks are runnable), and whose
+                // `available` then counts what the woken receives took. A receive
+                // whose failure came after the last return stays: only a later return
+                // can help it.
+                let returned = self.copy_returned();
+                waiters.retain(|(mark, waker)| {
+                    if free > 0 && *mark < returned {
+                        free -= 1;
+                        wakers.push(waker.clone());
+                        false
+                    } else {
+                        true
+                    }
+                });
             }
         }
         if let Some(pool) = self.udp_pool.get() {

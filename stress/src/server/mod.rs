@@ -304,7 +304,13 @@ pub fn snapshot(
             .enumerate()
             .map(|(i, c)| WorkerFigures {
                 worker: i,
-                counters: c.snapshot(),
+                counters: {
+                    // `TcpListener::accept` closes and skips connections reset in the
+                    // accept queue; the runtime counts them.
+                    let mut s = c.snapshot();
+                    s.aborted_before_accept += metrics.get(i).map_or(0, |m| m.accept_reset);
+                    s
+                },
                 runtime: metrics.get(i).copied().map(Into::into).unwrap_or_default(),
                 pool: pools.get(i).copied().flatten().map(Into::into),
             })

@@ -180,7 +180,11 @@ pub fn rpc_checks(
     );
     check(
         "connections reset by the harness",
-        r.get("truncated") + r.get("io_errors") + r.get("write_timeouts") + r.get("accept_errors"),
+        r.get("truncated")
+            + r.get("io_errors")
+            + r.get("write_timeouts")
+            + r.get("accept_errors")
+            + r.get("accept_reset"),
         done(Reset) + done(SlowRead),
         tried(Reset) + tried(SlowRead),
         false,
@@ -200,7 +204,7 @@ pub fn rpc_checks(
     if exact {
         check(
             "connections accepted or reset before accept",
-            r.get("connections_accepted") + r.get("accept_errors"),
+            r.get("connections_accepted") + r.get("accept_errors") + r.get("accept_reset"),
             closes.connects,
             0,
             true,

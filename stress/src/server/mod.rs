@@ -295,6 +295,13 @@ pub fn snapshot(
 ) -> ServerSnapshot {
     let metrics = handle.metrics();
     let pools = handle.pool_stats();
+    // `TcpListener::accept` closes and skips connections reset in the accept queue;
+    // the runtime counts them (the Thrift server never sees them).
+    let rpc = rpc.map(|mut r| {
+        let resets = metrics.iter().map(|m| m.accept_reset).sum();
+        r.counters.insert("accept_reset".to_owned(), resets);
+        r
+    });
     ServerSnapshot {
         pid: std::process::id(),
         receive_mode: mode.clone(),

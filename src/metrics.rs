@@ -63,10 +63,11 @@ pub struct RearmCounts {
     pub interrupted: u64,
     /// The kernel ended the multishot after data without an error (its own limits).
     pub ended: u64,
-    /// The receive stopped at its stream's hold limit of bytes the task had not
-    /// taken ([`Builder::recv_hold_limit`](crate::Builder::recv_hold_limit)): its byte
-    /// budget was used up, or it was cancelled for holding more. Re-armed once the
-    /// task had taken everything.
+    /// The receive ended at its byte budget ([`Builder::recv_hold_limit`](crate::Builder::recv_hold_limit)
+    /// bytes since it was armed, so a stream never holds more than that untaken), or
+    /// was cancelled for holding more than that untaken; re-armed once the task had
+    /// taken everything before the end. A stream whose task keeps up ends here once
+    /// per that many bytes.
     pub budget: u64,
 }
 

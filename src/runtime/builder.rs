@@ -248,10 +248,11 @@ impl Builder {
     /// armed again when the task has taken everything: the rest waits in the socket
     /// and TCP slows that one peer down, instead of the stream draining the pool the
     /// worker's other streams receive into. Buffers of a non-incremental pool count
-    /// whole. The kernel ends the receive at this many bytes itself where it can
-    /// (Linux 6.17); elsewhere it is cancelled when a completion crosses the limit,
-    /// so it may overshoot by what the kernel delivered meanwhile. Such stops count
-    /// in [`RearmCounts::budget`](crate::RearmCounts::budget).
+    /// whole. Where it can (Linux 6.17) the kernel ends each receive after this many
+    /// bytes (so a stream whose task keeps up re-arms once per that many bytes);
+    /// elsewhere the receive is cancelled when a completion crosses the limit, and may
+    /// overshoot by what the kernel delivered meanwhile. Counted in
+    /// [`RearmCounts::budget`](crate::RearmCounts::budget).
     pub fn recv_hold_limit(&mut self, bytes: u32) -> &mut Self {
         self.recv_hold_limit = Some(bytes);
         self

@@ -140,7 +140,16 @@ fn size_name(n: usize) -> String {
     }
 }
 
+/// The 1-minute load average, to print next to the numbers (shared machines).
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
 fn main() {
+    let load_before = load();
     let reps: usize = std::env::var("ZERORX_BENCH_REPS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -232,6 +241,12 @@ fn main() {
     println!(
         "\nfabric benchmark: median of {reps} interleaved runs on loopback; zerorx providers run \
          each side on its own runtime thread, fi_pingpong runs two processes"
+    );
+    println!(
+        "load average {load_before} before, {} after, on {} CPUs: busy-polling peers \
+         (fi_pingpong) suffer most when the CPUs are oversubscribed",
+        load(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!("\none-way latency, µs (lower is better)");
     println!("  {:<32} {:>10} {:>10}", "", size_name(64), size_name(4096));

@@ -28,6 +28,8 @@ pub(crate) struct WorkerMetrics {
     pub(crate) leaked_ops: AtomicU64,
     pub(crate) recv_enobufs: AtomicU64,
     pub(crate) rearms: [AtomicU64; REARM_REASONS],
+    pub(crate) recv_steering_fallbacks: AtomicU64,
+    pub(crate) recv_handovers: AtomicU64,
 }
 
 /// Number of [`RearmCounts`] fields.
@@ -114,6 +116,8 @@ impl WorkerMetrics {
                 ended: self.rearms[4].load(Relaxed),
                 budget: self.rearms[5].load(Relaxed),
             },
+            recv_steering_fallbacks: self.recv_steering_fallbacks.load(Relaxed),
+            recv_handovers: self.recv_handovers.load(Relaxed),
         }
     }
 }
@@ -159,4 +163,9 @@ pub struct WorkerMetricsSnapshot {
     pub recv_enobufs: u64,
     /// Receives re-armed after a recoverable end, by reason.
     pub rearms: RearmCounts,
+    /// Streams whose RECV_ZC failed with `EFAULT` (their flow arrives on a queue bound
+    /// to another zero-copy instance) and that fell back to copy receives.
+    pub recv_steering_fallbacks: u64,
+    /// Streams whose receives are served by another worker and handed over.
+    pub recv_handovers: u64,
 }

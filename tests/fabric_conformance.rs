@@ -783,6 +783,11 @@ async fn rma_target(net: &Net) -> (Side, Side, PeerId, PeerId, MemoryRegion, Rem
         key
     );
     let key = RemoteKey::from_bytes(&key.to_bytes()).expect("decode");
+    assert_eq!(
+        RemoteKey::from_bytes(&[0; 3]),
+        None,
+        "a wrong length is refused"
+    );
     (a, b, ab, ba, t, key)
 }
 

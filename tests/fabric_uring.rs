@@ -402,3 +402,23 @@ fn max_msg_size_bounds_posts_and_what_peers_may_send() {
         );
     });
 }
+
+#[test]
+fn a_runtime_without_a_receive_pool_is_refused_with_the_fix() {
+    let rt = zerorx::Runtime::builder()
+        .threads(1)
+        .copy_pool(None)
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let d = domain();
+        let cq = d.completion_queue(1024).unwrap();
+        match d.endpoint(&cq, EndpointConfig::default()) {
+            Err(FabricError::InvalidConfig { field, reason, .. }) => {
+                assert_eq!(field, "Builder::copy_pool");
+                assert!(reason.contains("receive pool"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+    });
+}

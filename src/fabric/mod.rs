@@ -35,6 +35,8 @@ mod caps;
 mod completion;
 mod endpoint;
 mod error;
+#[cfg(feature = "libfabric")]
+mod libfabric;
 mod ops;
 pub mod provider;
 mod region;

@@ -33,7 +33,7 @@
 //!    destinations) the posted slice's memory from `post` until it calls `complete`,
 //!    and may access a region through a granted key until `revoke`/`revoke_all`
 //!    returns or the [`RegionProvider`] is dropped. Memory is accessed only through raw
-//!    pointers or [`RegionMemory`](super::RegionMemory) copies, never as `&mut [u8]`.
+//!    pointers or [`RegionMemory`] copies, never as `&mut [u8]`.
 //!    Keep the [`PostRequest`] (it holds `Arc`s of the memory) until completion.
 //! 3. *Errors normalised.* Truncation is `OpError::Truncated` (with `needed: None` when
 //!    the provider cannot tell), a target refusing an RMA is `OpError::RemoteAccess`,

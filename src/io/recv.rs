@@ -91,39 +91,23 @@ unsafe impl OpCode for RecvFrom {
     }
 }
 
-/// Multishot receive drawing buffers from the worker's copy pool. Completions are
-/// decoded into buffers as they are reaped ([`OpCode::on_complete`]): in an incremental
-/// pool the position of a completion's bytes depends on every completion before it,
-/// and a bundle's buffers are named by ring slots that later returns overwrite.
-pub(crate) struct RecvMulti {
-    socket: SharedFd,
-    pool: Rc<CopyPool>,
-    bundle: bool,
-    /// Buffers of queued completions, in completion order.
-    decoded: VecDeque<RxBuf>,
+/// Buffers decoded from the completions of a multishot pool receive, in completion
+/// order, until the stream takes them.
+#[derive(Default)]
+pub(crate) struct Decoded {
+    bufs: VecDeque<RxBuf>,
     /// Why a completion could not be decoded (its bytes are lost; the stream fails).
     bad: Option<String>,
 }
 
-impl RecvMulti {
-    /// A multishot receive on `socket`; `bundle`: one completion may fill several
-    /// buffers (not on incremental pools).
-    pub(crate) fn new(socket: SharedFd, pool: Rc<CopyPool>, bundle: bool) -> RecvMulti {
-        let bundle = bundle && !pool.is_incremental();
-        RecvMulti {
-            socket,
-            pool,
-            bundle,
-            decoded: VecDeque::new(),
-            bad: None,
-        }
-    }
-
-    fn decode(&self, c: &Completion, each: impl FnMut(RxBuf)) -> Result<(), PoolError> {
-        if self.bundle {
-            self.pool.take_bundle(c.res, c.flags, each).map(drop)
-        } else {
-            self.pool.take(c.res, c.flags).map(each)
+impl Decoded {
+    /// Queues what decoding one completion gave.
+    pub(crate) fn push(&mut self, decoded: Result<Vec<RxBuf>, PoolError>) {
+        match decoded {
+            Ok(bufs) => self.bufs.extend(bufs),
+            Err(e) => {
+                self.bad.get_or_insert_with(|| e.to_string());
+            }
         }
     }
 
@@ -135,7 +119,7 @@ impl RecvMulti {
         }
         let mut left = res.max(0) as usize;
         while left > 0 {
-            let Some(buf) = self.decoded.pop_front() else {
+            let Some(buf) = self.bufs.pop_front() else {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("{left} received bytes have no decoded buffer"),
@@ -145,6 +129,57 @@ impl RecvMulti {
             out.push_back(buf);
         }
         Ok(())
+    }
+
+    /// Drops the buffers of a queued completion nobody will take; `false` if nothing
+    /// was decoded (the completion arrived after the stream was dropped).
+    pub(crate) fn discard(&mut self, res: i32) -> bool {
+        if self.bufs.is_empty() {
+            return false;
+        }
+        let mut left = res.max(0) as usize;
+        while left > 0 {
+            match self.bufs.pop_front() {
+                Some(buf) => left = left.saturating_sub(buf.len()),
+                None => break,
+            }
+        }
+        true
+    }
+}
+
+/// Multishot receive drawing buffers from the worker's copy pool. Completions are
+/// decoded into buffers as they are reaped ([`OpCode::on_complete`]): in an incremental
+/// pool the position of a completion's bytes depends on every completion before it,
+/// and a bundle's buffers are named by ring slots that later returns overwrite.
+pub(crate) struct RecvMulti {
+    socket: SharedFd,
+    pool: Rc<CopyPool>,
+    bundle: bool,
+    pub(crate) decoded: Decoded,
+}
+
+impl RecvMulti {
+    /// A multishot receive on `socket`; `bundle`: one completion may fill several
+    /// buffers (not on incremental pools).
+    pub(crate) fn new(socket: SharedFd, pool: Rc<CopyPool>, bundle: bool) -> RecvMulti {
+        let bundle = bundle && !pool.is_incremental();
+        RecvMulti {
+            socket,
+            pool,
+            bundle,
+            decoded: Decoded::default(),
+        }
+    }
+
+    fn decode(&self, c: &Completion) -> Result<Vec<RxBuf>, PoolError> {
+        if self.bundle {
+            let mut bufs = Vec::new();
+            self.pool.take_bundle(c.res, c.flags, |b| bufs.push(b))?;
+            Ok(bufs)
+        } else {
+            self.pool.take(c.res, c.flags).map(|b| vec![b])
+        }
     }
 }
 
@@ -162,35 +197,17 @@ unsafe impl OpCode for RecvMulti {
     }
 
     fn on_complete(&mut self, c: &Completion) {
-        if c.res <= 0 {
-            return;
-        }
-        let mut got = Vec::new();
-        match self.decode(c, |b| got.push(b)) {
-            Ok(()) => self.decoded.extend(got),
-            Err(e) => {
-                self.bad.get_or_insert_with(|| e.to_string());
-            }
+        if c.res > 0 {
+            let bufs = self.decode(c);
+            self.decoded.push(bufs);
         }
     }
 
     fn release(&mut self, c: &Completion) {
-        if c.res <= 0 {
-            return;
-        }
-        if self.decoded.is_empty() {
-            // Arrived after the stream was dropped: never decoded. Taking and dropping
-            // returns the buffers (in reaping order, as decoding needs).
-            let _ = self.decode(c, drop);
-            return;
-        }
-        // Queued, decoded, never taken: drop this completion's buffers.
-        let mut left = c.res as usize;
-        while left > 0 {
-            match self.decoded.pop_front() {
-                Some(buf) => left = left.saturating_sub(buf.len()),
-                None => break,
-            }
+        if c.res > 0 && !self.decoded.discard(c.res) {
+            // Never decoded: taking and dropping returns the buffers (in reaping
+            // order, as decoding needs).
+            drop(self.decode(c));
         }
     }
 }

@@ -7,8 +7,10 @@
 mod chain;
 mod compat;
 mod frame;
+mod handover;
 mod recv_stream;
 mod tcp_listener;
+mod tcp_recv;
 mod tcp_stream;
 mod udp;
 
@@ -18,7 +20,7 @@ pub use frame::FrameReader;
 pub use recv_stream::RecvStream;
 pub use tcp_listener::TcpListener;
 pub use tcp_stream::TcpStream;
-pub use udp::UdpSocket;
+pub use udp::{Datagram, UdpSocket};
 
 use crate::io::SharedFd;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};

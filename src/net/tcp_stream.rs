@@ -1,19 +1,16 @@
 //! [`TcpStream`]: connect, send, receive into owned buffers, shutdown.
 
+use super::tcp_recv::Receiver;
 use super::{new_socket, sock_addr, to_std};
-use crate::driver::multishot::MultiOp;
 use crate::driver::op::{Op, OpCode};
 use crate::io::connect::Connect;
-use crate::io::recv::{RecvInto, RecvMulti};
+use crate::io::recv::RecvInto;
 use crate::io::send::{Send, SendMsg, SendZc};
 use crate::io::shutdown::Shutdown;
 use crate::io::SharedFd;
-use crate::metrics::{add_owned, rearm_index};
-use crate::runtime::context;
 use bytes::{Bytes, BytesMut};
 use socket2::{Protocol, SockRef, Type};
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
@@ -21,7 +18,7 @@ use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use zcrx::{RearmReason, RecvEnd, RecvTracker, RxBuf};
+use zcrx::RxBuf;
 
 /// A TCP connection owned by the worker that created or accepted it.
 ///
@@ -31,21 +28,7 @@ use zcrx::{RearmReason, RecvEnd, RecvTracker, RxBuf};
 /// ([`from_std`](Self::from_std)).
 pub struct TcpStream {
     fd: SharedFd,
-    rx: RefCell<RecvState>,
-}
-
-/// The receive side: one multishot receive kept armed, its completions queued in the
-/// op's slab entry until [`TcpStream::recv`] takes them.
-#[derive(Default)]
-struct RecvState {
-    op: Option<MultiOp<RecvMulti>>,
-    /// Buffers received and not yet returned by `recv` (a bundle completion fills
-    /// several).
-    ready: VecDeque<RxBuf>,
-    tracker: RecvTracker,
-    /// The last receive ended with `ENOBUFS`: re-arm only once the pool has buffers.
-    wait_buffers: bool,
-    eof: bool,
+    rx: RefCell<Receiver>,
 }
 
 impl TcpStream {
@@ -142,8 +125,15 @@ impl TcpStream {
     /// Receives the next chunk of bytes from the worker's receive pool: `Ok(None)` at
     /// end of stream. The first call arms a multishot receive that stays armed, so
     /// data arriving between calls queues up without further syscalls. When the pool
-    /// runs dry (`ENOBUFS`) the receive is re-armed as soon as buffers come back
-    /// (dropping an [`RxBuf`], on any thread, returns its buffer).
+    /// runs dry (`ENOBUFS`, or `ENOMEM` for a zero-copy pool) the receive is re-armed
+    /// as soon as buffers come back (dropping an [`RxBuf`], on any thread, returns its
+    /// buffer).
+    ///
+    /// In zero-copy mode the bytes come from RECV_ZC into the NIC queue's pool, when
+    /// the flow is steered to that queue (see [`ReceiveMode`](crate::ReceiveMode));
+    /// loopback peers and flows the kernel reports on another instance's queue
+    /// (`EFAULT`) use the copy pool. On a worker that shares another worker's pool by
+    /// handover, the receive runs on that worker and the buffers come over.
     ///
     /// One task should receive at a time (the armed receive remembers only the last
     /// waiter); sending from other tasks concurrently is fine.
@@ -154,96 +144,19 @@ impl TcpStream {
     }
 
     pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
-        let Some(core) = context::current() else {
-            return Poll::Ready(Err(crate::driver::op::not_in_runtime()));
-        };
-        let Some(pool) = core.pool.clone() else {
-            return Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "the runtime has no receive pool (Builder::copy_pool(None))",
-            )));
-        };
-        let mut st = self.rx.borrow_mut();
-        let st = &mut *st;
-        loop {
-            if let Some(buf) = st.ready.pop_front() {
-                return Poll::Ready(Ok(Some(buf)));
-            }
-            if st.eof {
-                return Poll::Ready(Ok(None));
-            }
-            if st.op.is_none() {
-                if st.wait_buffers {
-                    if pool.available() == 0 {
-                        core.buffer_waiters.borrow_mut().push(cx.waker().clone());
-                        return Poll::Pending;
-                    }
-                    st.wait_buffers = false;
-                }
-                st.op = Some(MultiOp::submit(RecvMulti::new(
-                    self.fd.clone(),
-                    pool.clone(),
-                    core.recv_bundles,
-                ))?);
-                st.tracker = RecvTracker::new(0);
-            }
-            let Some(op) = st.op.as_mut() else {
-                continue;
-            };
-            let c = match op.poll_next(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => {
-                    // The final completion was consumed: arm a new receive.
-                    st.op = None;
-                    continue;
-                }
-                Poll::Ready(Some(c)) => c,
-            };
-            if c.res > 0 {
-                st.tracker.on_data(c.res as u32);
-                let taken = op.with_data(|d| d.take(c.res, &mut st.ready));
-                match taken {
-                    Some(Ok(())) => {}
-                    Some(Err(e)) => return Poll::Ready(Err(e)),
-                    None => {
-                        return Poll::Ready(Err(io::Error::other(
-                            "the receive op vanished under a data completion",
-                        )))
-                    }
-                }
-                if c.more() {
-                    continue;
-                }
-            }
-            let end = st.tracker.on_end(c.res);
-            if c.res < 0 {
-                pool.stats_handle().record_errno(-c.res);
-            }
-            if let Some(i) = rearm_index(&end) {
-                pool.stats_handle().record_rearm();
-                add_owned(&core.shared.metrics.rearms[i], 1);
-            }
-            match end {
-                RecvEnd::Eof => {
-                    st.eof = true;
-                    st.op = None;
-                    return Poll::Ready(Ok(None));
-                }
-                RecvEnd::Rearm(RearmReason::NoBuffers) => {
-                    add_owned(&core.shared.metrics.recv_enobufs, 1);
-                    st.wait_buffers = true;
-                }
-                RecvEnd::Rearm(_) | RecvEnd::BudgetDone => {}
-                RecvEnd::Cancelled => {
-                    st.op = None;
-                    return Poll::Ready(Err(io::Error::from_raw_os_error(libc::ECANCELED)));
-                }
-                RecvEnd::Failed(f) => {
-                    st.op = None;
-                    return Poll::Ready(Err(f.to_io_error()));
-                }
-            }
-        }
+        self.rx.borrow_mut().poll_recv(&self.fd, cx)
+    }
+
+    /// Routes this stream's receives through worker `owner` (tests of the handover).
+    #[cfg(test)]
+    pub(crate) fn force_handover(&self, owner: usize) {
+        self.rx.borrow_mut().force_handover(owner);
+    }
+
+    /// The receive source in use, once the first receive chose it.
+    #[cfg(test)]
+    pub(crate) fn recv_path(&self) -> Option<super::tcp_recv::Path> {
+        self.rx.borrow().path()
     }
 
     /// Receives into the spare capacity of `buf` (reserve capacity first) and returns

@@ -32,7 +32,7 @@ pub const DEFAULT_MAX_FRAME: usize = 16 << 20;
 /// What a connection's first bytes say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Detected {
-    /// More bytes are needed to tell (at most 5 in total).
+    /// More bytes are needed to tell (at most 6 in total).
     NeedMore(usize),
     /// The transport and protocol (binary here means either header form).
     Found(Transport, Protocol),
@@ -62,8 +62,16 @@ pub fn detect(prefix: &[u8]) -> Detected {
     if prefix.len() < 5 {
         return Detected::NeedMore(5);
     }
-    if prefix.len() >= 6 && prefix[4..6] == THEADER_MAGIC {
-        return Detected::Unknown("THeader transport is not supported");
+    // THeader is told by bytes 4 and 5: with byte 4 the magic's first, wait for byte 5
+    // rather than answer from 5 bytes what 6 would contradict.
+    if prefix[4] == THEADER_MAGIC[0] {
+        match prefix.get(5) {
+            None => return Detected::NeedMore(6),
+            Some(&b) if b == THEADER_MAGIC[1] => {
+                return Detected::Unknown("THeader transport is not supported")
+            }
+            Some(_) => {}
+        }
     }
     match prefix[4] {
         0x80 => Detected::Found(Transport::Framed, Protocol::Binary),

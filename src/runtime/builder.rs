@@ -5,6 +5,7 @@ use super::receive_mode::{self, KernelProbe, ReceiveMode, ReceiveModeReport, Res
 use super::receive_plan::ReceiveRole;
 use super::worker::WorkerConfig;
 use super::worker::{run_background, Core, WorkerShared};
+use super::zero_copy::{ZcLinks, ZcSetup};
 use super::Runtime;
 use crate::driver::ring::RingConfig;
 use crate::wake::{Unparker, WakeMode};
@@ -31,6 +32,21 @@ pub struct Builder {
     incremental: Option<bool>,
     recv_bundles: bool,
     wait_batch: Option<(u32, Duration)>,
+    busy_poll: Option<(Duration, bool)>,
+    zero_copy_sharing: ZeroCopySharing,
+    udp_pool: Option<CopyPoolConfig>,
+}
+
+/// How workers without a zero-copy pool of their own share one (fewer queues than
+/// workers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ZeroCopySharing {
+    /// Import the owner's instance into the worker's ring where the kernel can (Linux
+    /// 6.19+), else hand over.
+    #[default]
+    Auto,
+    /// Always serve the receives on the owner's ring and hand the buffers over.
+    Handover,
 }
 
 /// How each worker's copy pool is sized.
@@ -49,6 +65,15 @@ enum CopyPoolChoice {
 const DEFAULT_POOL_BYTES: usize = 4 << 20;
 /// Bytes per pool buffer / chunk by default.
 const DEFAULT_CHUNK_SIZE: u32 = 64 * 1024;
+/// Datagram pool of each worker, registered when a UDP socket first receives from it:
+/// 64 buffers of 2 KiB (an Ethernet-MTU datagram plus the kernel's header), 128 KiB.
+const DEFAULT_UDP_POOL: CopyPoolConfig = CopyPoolConfig {
+    buffers: 64,
+    buffer_size: 2048,
+    group_id: 1,
+    backing: zcrx::Backing::Anonymous,
+    incremental: false,
+};
 
 impl Default for Builder {
     fn default() -> Self {
@@ -67,6 +92,9 @@ impl Default for Builder {
             incremental: None,
             recv_bundles: false,
             wait_batch: None,
+            busy_poll: None,
+            zero_copy_sharing: ZeroCopySharing::Auto,
+            udp_pool: Some(DEFAULT_UDP_POOL),
         }
     }
 }
@@ -129,6 +157,13 @@ impl Builder {
         self
     }
 
+    /// How workers without a zero-copy pool of their own share one (default: import
+    /// where the kernel can, else hand over).
+    pub fn zero_copy_sharing(&mut self, sharing: ZeroCopySharing) -> &mut Self {
+        self.zero_copy_sharing = sharing;
+        self
+    }
+
     /// Bytes of receive memory per worker (default 4 MiB): the copy pool's buffers and,
     /// in zero-copy mode, the area of each owned ZCRX pool. Small pools stay in cache.
     pub fn pool_size(&mut self, bytes: usize) -> &mut Self {
@@ -166,6 +201,27 @@ impl Builder {
     /// latency. Off by default; `build()` fails on kernels without it.
     pub fn completion_batch(&mut self, events: u32, max_delay: Duration) -> &mut Self {
         self.wait_batch = Some((events, max_delay));
+        self
+    }
+
+    /// NAPI busy polling (`IORING_REGISTER_NAPI`, Linux 6.9+ with
+    /// `CONFIG_NET_RX_BUSY_POLL`): when a worker waits, the kernel polls the NIC queues
+    /// of the sockets it receives on for up to `timeout` before sleeping, trading CPU
+    /// for latency; `prefer` also defers the NIC's interrupts while busy polling. Off by
+    /// default; `build()` fails with the kernel's refusal named when it is not
+    /// available. Whether it is on shows in [`Handle::ring_flags`](crate::Handle::ring_flags).
+    pub fn busy_poll(&mut self, timeout: Duration, prefer: bool) -> &mut Self {
+        self.busy_poll = Some((timeout, prefer));
+        self
+    }
+
+    /// The pool [`UdpSocket::recv_pooled`](crate::net::UdpSocket::recv_pooled)
+    /// receives datagrams into, registered by each worker at first use (default 64 ×
+    /// 2 KiB; larger datagrams arrive truncated and say so). Its `group_id` must differ
+    /// from the copy pool's (0); `incremental` is ignored (datagrams take whole
+    /// buffers). `None`: no pooled datagram receives.
+    pub fn udp_pool(&mut self, config: Option<CopyPoolConfig>) -> &mut Self {
+        self.udp_pool = config;
         self
     }
 
@@ -240,18 +296,34 @@ impl Builder {
                 self.ring_entries
             )));
         }
-        let cfg = WorkerConfig {
+        let mut cfg = WorkerConfig {
             ring: RingConfig {
                 sq_entries: self.ring_entries,
                 cq_entries,
                 cqe32: self.cqe32,
                 wait_batch: self.wait_batch,
+                busy_poll: self.busy_poll,
             },
             pool: self.copy_pool_config()?,
             role: ReceiveRole::Copy,
             recv_bundles: self.recv_bundles,
+            zc: None,
+            udp_pool: self.udp_pool.clone().map(|c| CopyPoolConfig {
+                incremental: false,
+                ..c
+            }),
         };
-        let report = receive_mode::resolve(&self.receive_mode, threads, &KernelProbe)?;
+        let report = receive_mode::resolve(
+            &self.receive_mode,
+            threads,
+            &KernelProbe,
+            self.zero_copy_sharing == ZeroCopySharing::Auto,
+        )?;
+        cfg.zc = report.target.clone().map(|target| ZcSetup {
+            target,
+            area_bytes: self.pool_bytes,
+            chunk_size: self.chunk_size,
+        });
         let started = self.start(threads, &cfg, report.clone());
         let rt = match started {
             Err(e)
@@ -285,8 +357,24 @@ impl Builder {
             .map(|i| Ok(Arc::new(WorkerShared::new(i, Unparker::new(self.wake)?))))
             .collect::<io::Result<Vec<_>>>()?;
         let handle = Handle::new(workers.clone(), self.wake, receive);
+        // Each importer gets its owner's export over a channel of its own.
+        let mut links: Vec<ZcLinks> = (0..threads).map(|_| ZcLinks::default()).collect();
+        for (i, role) in roles.iter().enumerate() {
+            if let ReceiveRole::Import { owner } = *role {
+                let (tx, rx) = std::sync::mpsc::channel();
+                links[owner].export_to.push((i, tx));
+                links[owner].importers.push(workers[i].clone());
+                links[i].import_from = Some(rx);
+            }
+        }
+        let mut links = links.into_iter();
         let cfg0 = cfg.for_worker(roles[0]);
-        let core0 = Rc::new(Core::new(workers[0].clone(), handle.clone(), &cfg0)?);
+        let core0 = Rc::new(Core::new(
+            workers[0].clone(),
+            handle.clone(),
+            &cfg0,
+            links.next().unwrap_or_default(),
+        )?);
         // Fail here, clearly, rather than with workers that can never be woken.
         let ring0 = core0.driver.borrow().ring_fd();
         workers[0].unparker().check(ring0)?;
@@ -305,6 +393,7 @@ impl Builder {
             let (tx, rx) = std::sync::mpsc::channel();
             let h = handle.clone();
             let cfg = cfg.for_worker(roles[index]);
+            let link = links.next().unwrap_or_default();
             let pin = self.pin_cpus.then_some(index % cpus);
             let spawned = std::thread::Builder::new()
                 .name(format!("zerorx-worker-{index}"))
@@ -314,7 +403,7 @@ impl Builder {
                             tracing::warn!(worker = index, cpu, error = %e, "pinning failed");
                         }
                     }
-                    run_background(shared, h, cfg, tx)
+                    run_background(shared, h, cfg, link, tx)
                 });
             match spawned {
                 Ok(t) => rt.threads.push((index, t)),

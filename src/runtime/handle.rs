@@ -141,12 +141,32 @@ impl Handle {
             .collect()
     }
 
-    /// Counters of each worker's receive pool (`None` for a worker without one).
+    /// Counters of each worker's copy pool (`None` for a worker without one).
     pub fn pool_stats(&self) -> Vec<Option<zcrx::PoolStatsSnapshot>> {
         self.inner
             .workers
             .iter()
             .map(|w| w.pool_stats.get().map(|s| s.snapshot()))
+            .collect()
+    }
+
+    /// Counters of each worker's datagram pool (`None` until a UDP socket on that
+    /// worker received from it).
+    pub fn udp_pool_stats(&self) -> Vec<Option<zcrx::PoolStatsSnapshot>> {
+        self.inner
+            .workers
+            .iter()
+            .map(|w| w.udp_pool_stats.get().map(|s| s.snapshot()))
+            .collect()
+    }
+
+    /// Counters of the zero-copy pool each worker receives into (`None` in copy mode
+    /// and for workers served by handover). Importers report their owner's pool.
+    pub fn zc_pool_stats(&self) -> Vec<Option<zcrx::PoolStatsSnapshot>> {
+        self.inner
+            .workers
+            .iter()
+            .map(|w| w.zc_pool_stats.get().map(|s| s.snapshot()))
             .collect()
     }
 

@@ -12,8 +12,9 @@ mod receive_mode;
 mod receive_plan;
 mod shutdown;
 pub(crate) mod worker;
+mod zero_copy;
 
-pub use builder::Builder;
+pub use builder::{Builder, ZeroCopySharing};
 pub use handle::Handle;
 pub use receive_mode::{
     ReceiveMode, ReceiveModeReport, ResolvedMode, ZeroCopyTarget, ZeroCopyUnavailable,

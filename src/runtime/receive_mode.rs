@@ -270,6 +270,7 @@ pub(crate) fn resolve(
     requested: &ReceiveMode,
     threads: usize,
     probe: &dyn ProbeView,
+    allow_import: bool,
 ) -> io::Result<ReceiveModeReport> {
     match requested {
         ReceiveMode::Copy => Ok(copy_report(
@@ -294,7 +295,7 @@ pub(crate) fn resolve(
                         ifindex,
                         queues: vec![queue],
                     },
-                    probe.features().import,
+                    probe.features().import && allow_import,
                     format!("auto: {}", d.reason),
                 ),
                 None => copy_report(requested, threads, format!("auto: {}", d.reason)),
@@ -345,7 +346,7 @@ pub(crate) fn resolve(
                     ifindex,
                     queues: queues.clone(),
                 },
-                probe.features().import,
+                probe.features().import && allow_import,
                 format!("zero-copy requested; {interface} queues {queues:?} accepted a ZCRX registration"),
             ))
         }
@@ -380,7 +381,7 @@ pub(crate) fn resolve(
                 ZeroCopyTarget::DeviceLess {
                     instances: *instances,
                 },
-                features.import,
+                features.import && allow_import,
                 "device-less zero-copy requested (ZCRX_REG_NODEV: the kernel copies every byte)"
                     .into(),
             ))
@@ -486,7 +487,7 @@ mod tests {
 
     #[test]
     fn copy_is_copy() {
-        let r = resolve(&ReceiveMode::Copy, 2, &FakeProbe::with_nic()).expect("copy");
+        let r = resolve(&ReceiveMode::Copy, 2, &FakeProbe::with_nic(), true).expect("copy");
         assert_eq!(r.mode, ResolvedMode::Copy);
         assert_eq!(r.roles, vec![ReceiveRole::Copy; 2]);
         assert_eq!(r.target, None);
@@ -495,7 +496,7 @@ mod tests {
 
     #[test]
     fn auto_falls_back_to_copy_with_the_probe_reason() {
-        let r = resolve(&ReceiveMode::Auto, 3, &FakeProbe::kernel_6_18()).expect("auto");
+        let r = resolve(&ReceiveMode::Auto, 3, &FakeProbe::kernel_6_18(), true).expect("auto");
         assert_eq!(r.mode, ResolvedMode::Copy);
         assert_eq!(r.requested, ReceiveMode::Auto);
         assert!(
@@ -511,7 +512,7 @@ mod tests {
     #[test]
     fn auto_takes_the_probed_queue_and_shares_it() {
         let mut p = FakeProbe::with_nic();
-        let r = resolve(&ReceiveMode::Auto, 3, &p).expect("auto");
+        let r = resolve(&ReceiveMode::Auto, 3, &p, true).expect("auto");
         assert_eq!(r.mode, ResolvedMode::ZeroCopy);
         assert_eq!(
             r.target,
@@ -532,7 +533,7 @@ mod tests {
         assert!(r.reason.contains("handed over"), "{}", r.reason);
         assert!(r.reason.contains("Linux 6.19"), "{}", r.reason);
         p.features.import = true;
-        let r = resolve(&ReceiveMode::Auto, 2, &p).expect("auto");
+        let r = resolve(&ReceiveMode::Auto, 2, &p, true).expect("auto");
         assert_eq!(r.roles[1], ReceiveRole::Import { owner: 0 });
         assert!(r.reason.contains("import"), "{}", r.reason);
         assert!(
@@ -540,7 +541,7 @@ mod tests {
             "{r}"
         );
         // A single worker owns the only queue: nothing to share.
-        let r = resolve(&ReceiveMode::Auto, 1, &p).expect("auto");
+        let r = resolve(&ReceiveMode::Auto, 1, &p, true).expect("auto");
         assert_eq!(r.roles, vec![ReceiveRole::Owner { instance: 0 }]);
         assert!(!r.reason.contains("shared"), "{}", r.reason);
     }
@@ -548,7 +549,7 @@ mod tests {
     #[test]
     fn zero_copy_on_loopback_and_virtio_is_refused_with_eopnotsupp_reasons() {
         let p = FakeProbe::kernel_6_18();
-        let e = resolve(&zc("lo", &[0]), 1, &p).expect_err("lo");
+        let e = resolve(&zc("lo", &[0]), 1, &p, true).expect_err("lo");
         assert_eq!(e.kind(), io::ErrorKind::Unsupported);
         let u = unavailable(&e);
         assert_eq!(u.reason(), &Reason::NoParentDevice);
@@ -559,7 +560,7 @@ mod tests {
         assert!(msg.contains("fix: "), "{msg}");
         assert!(msg.contains("ZCRX_REG_NODEV"), "{msg}");
 
-        let e = resolve(&zc("eth0", &[0]), 1, &p).expect_err("eth0");
+        let e = resolve(&zc("eth0", &[0]), 1, &p, true).expect_err("eth0");
         let u = unavailable(&e);
         assert_eq!(u.reason().name(), "DriverLacksQueueManagement");
         assert!(e.to_string().contains("virtio_net"), "{e}");
@@ -569,12 +570,12 @@ mod tests {
     #[test]
     fn zero_copy_names_the_first_refused_queue() {
         let p = FakeProbe::with_nic();
-        let e = resolve(&zc("eth1", &[1, 7]), 2, &p).expect_err("queue 7");
+        let e = resolve(&zc("eth1", &[1, 7]), 2, &p, true).expect_err("queue 7");
         let u = unavailable(&e);
         assert_eq!(u.target(), "eth1 queue 7");
         assert_eq!(u.reason().name(), "QueueOutOfRange");
         assert!(u.fix().contains("ethtool -L eth1"));
-        let e = resolve(&zc("nope0", &[0]), 1, &p).expect_err("no interface");
+        let e = resolve(&zc("nope0", &[0]), 1, &p, true).expect_err("no interface");
         assert_eq!(unavailable(&e).reason().name(), "NoSuchInterface");
     }
 
@@ -592,7 +593,7 @@ mod tests {
             (ReceiveMode::DeviceLess { instances: 0 }, 2, "1..=2"),
             (ReceiveMode::DeviceLess { instances: 3 }, 2, "got 3"),
         ] {
-            let e = resolve(&mode, threads, &p).expect_err("invalid");
+            let e = resolve(&mode, threads, &p, true).expect_err("invalid");
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{mode}");
             assert!(e.to_string().contains(needle), "{e}");
         }
@@ -601,7 +602,7 @@ mod tests {
     #[test]
     fn zero_copy_plans_owners_and_sharing() {
         let mut p = FakeProbe::with_nic();
-        let r = resolve(&zc("eth1", &[2, 0]), 3, &p).expect("zc");
+        let r = resolve(&zc("eth1", &[2, 0]), 3, &p, true).expect("zc");
         assert_eq!(r.mode, ResolvedMode::ZeroCopy);
         assert_eq!(
             r.target,
@@ -613,7 +614,7 @@ mod tests {
         );
         assert_eq!(r.roles[2], ReceiveRole::Handover { owner: 0 });
         p.features.import = true;
-        let r = resolve(&zc("eth1", &[0, 1]), 2, &p).expect("zc");
+        let r = resolve(&zc("eth1", &[0, 1]), 2, &p, true).expect("zc");
         assert_eq!(
             r.roles,
             vec![
@@ -626,7 +627,7 @@ mod tests {
     #[test]
     fn device_less_needs_nodev() {
         let p = FakeProbe::kernel_6_18();
-        let e = resolve(&ReceiveMode::DeviceLess { instances: 1 }, 2, &p).expect_err("6.18");
+        let e = resolve(&ReceiveMode::DeviceLess { instances: 1 }, 2, &p, true).expect_err("6.18");
         assert_eq!(e.kind(), io::ErrorKind::Unsupported);
         let u = unavailable(&e);
         assert_eq!(
@@ -641,13 +642,13 @@ mod tests {
             features: ZcrxFeatures::default(),
             ..FakeProbe::kernel_6_18()
         };
-        let e = resolve(&ReceiveMode::DeviceLess { instances: 1 }, 1, &old).expect_err("old");
+        let e = resolve(&ReceiveMode::DeviceLess { instances: 1 }, 1, &old, true).expect_err("old");
         assert!(e.to_string().contains("Linux 6.15"), "{e}");
 
         let mut p = FakeProbe::kernel_6_18();
         p.features.nodev = true;
         p.features.import = true;
-        let r = resolve(&ReceiveMode::DeviceLess { instances: 1 }, 2, &p).expect("7.1");
+        let r = resolve(&ReceiveMode::DeviceLess { instances: 1 }, 2, &p, true).expect("7.1");
         assert_eq!(r.mode, ResolvedMode::ZeroCopy);
         assert_eq!(r.target, Some(ZeroCopyTarget::DeviceLess { instances: 1 }));
         assert_eq!(r.roles[1], ReceiveRole::Import { owner: 0 });
@@ -655,7 +656,7 @@ mod tests {
 
     #[test]
     fn report_serializes() {
-        let r = resolve(&ReceiveMode::Auto, 1, &FakeProbe::kernel_6_18()).expect("auto");
+        let r = resolve(&ReceiveMode::Auto, 1, &FakeProbe::kernel_6_18(), true).expect("auto");
         let json = serde_json::to_value(&r).expect("json");
         assert_eq!(json["mode"], "copy");
         assert_eq!(json["requested"]["mode"], "auto");

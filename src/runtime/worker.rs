@@ -4,6 +4,8 @@
 use super::context;
 use super::handle::Handle;
 use super::receive_plan::ReceiveRole;
+pub(crate) use super::zero_copy::ZcWorker;
+use super::zero_copy::{ZcLinks, ZcSetup};
 use crate::driver::ring::RingConfig;
 use crate::driver::{Driver, RingFlags};
 use crate::executor::task::Runnable;
@@ -30,6 +32,10 @@ pub(crate) struct WorkerConfig {
     pub(crate) role: ReceiveRole,
     /// Arm copy receives as bundles (one completion, several buffers).
     pub(crate) recv_bundles: bool,
+    /// Zero-copy target and pool size (zero-copy modes).
+    pub(crate) zc: Option<ZcSetup>,
+    /// The pool UDP sockets receive datagrams into, registered at first use.
+    pub(crate) udp_pool: Option<CopyPoolConfig>,
 }
 
 impl WorkerConfig {
@@ -63,6 +69,14 @@ pub(crate) struct WorkerShared {
     pub(crate) metrics: Arc<WorkerMetrics>,
     pub(crate) ring_flags: OnceLock<RingFlags>,
     pub(crate) pool_stats: OnceLock<StatsHandle>,
+    /// Counters of the datagram pool, once a UDP socket used it.
+    pub(crate) udp_pool_stats: OnceLock<StatsHandle>,
+    /// Counters of the zero-copy pool this worker receives into (the owner's, for an
+    /// importer).
+    pub(crate) zc_pool_stats: OnceLock<StatsHandle>,
+    /// A receive on this worker waits for zero-copy chunks: the owner unparks it when
+    /// it gives the kernel chunks back.
+    pub(crate) zc_waiting: AtomicBool,
 }
 
 impl WorkerShared {
@@ -78,6 +92,9 @@ impl WorkerShared {
             metrics: Arc::default(),
             ring_flags: OnceLock::new(),
             pool_stats: OnceLock::new(),
+            zc_pool_stats: OnceLock::new(),
+            udp_pool_stats: OnceLock::new(),
+            zc_waiting: AtomicBool::new(false),
         }
     }
 
@@ -127,10 +144,27 @@ pub(crate) struct Core {
     /// The receive pool registered with this worker's ring. Receive ops hold clones;
     /// an op leaked at shutdown leaks its clone, and with it the pool memory.
     pub(crate) pool: Option<Rc<CopyPool>>,
+    /// The zero-copy pool this ring receives into, or the worker serving its
+    /// receives. Declared after `driver` for the same reason as `pool`.
+    pub(crate) zc: ZcWorker,
+    /// The datagram pool (registered with the ring at the first pooled UDP receive;
+    /// after `driver` for the same reason as `pool`).
+    udp_pool: std::cell::OnceCell<Rc<CopyPool>>,
+    udp_pool_config: Option<CopyPoolConfig>,
+    /// UDP receives waiting for the datagram pool (`ENOBUFS`).
+    pub(crate) udp_waiters: RefCell<Vec<Waker>>,
     /// Copy receives are armed as bundles.
     pub(crate) recv_bundles: bool,
-    /// Receives waiting for the pool to have free buffers again (after `ENOBUFS`).
-    pub(crate) buffer_waiters: RefCell<Vec<Waker>>,
+    /// Receives waiting for the copy pool to have free buffers again (`ENOBUFS`).
+    pub(crate) copy_waiters: RefCell<Vec<Waker>>,
+    /// Receives waiting for zero-copy chunks to go back to the kernel (`ENOMEM`).
+    pub(crate) zc_waiters: RefCell<Vec<Waker>>,
+    /// `returned_to_kernel` of the zero-copy pool at the last turn.
+    zc_seen: Cell<u64>,
+    /// The zero-copy pool's counters (cheap reads of its return progress).
+    zc_stats: Option<StatsHandle>,
+    /// The steering fall-back was logged once on this worker.
+    pub(crate) steering_warned: Cell<bool>,
     pub(crate) run_queue: RefCell<VecDeque<Arc<dyn Runnable>>>,
     /// Every unfinished task owned by this worker, so shutdown can drop their futures
     /// on this thread.
@@ -150,17 +184,21 @@ impl Core {
         shared: Arc<WorkerShared>,
         handle: Handle,
         cfg: &WorkerConfig,
+        links: ZcLinks,
     ) -> io::Result<Core> {
-        if cfg.role != ReceiveRole::Copy {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!(
-                    "worker {}: zero-copy pools ({}) are not attached by the runtime yet",
-                    shared.index, cfg.role
+        let _span =
+            tracing::info_span!("zerorx_worker_start", worker = shared.index, role = %cfg.role)
+                .entered();
+        // RECV_ZC posts 32-byte completions; the ring that receives them needs CQE32.
+        let ring = RingConfig {
+            cqe32: cfg.ring.cqe32
+                || matches!(
+                    cfg.role,
+                    ReceiveRole::Owner { .. } | ReceiveRole::Import { .. }
                 ),
-            ));
-        }
-        let mut driver = Driver::new(&cfg.ring, shared.unparker.eventfd(), shared.metrics.clone())?;
+            ..cfg.ring
+        };
+        let mut driver = Driver::new(&ring, shared.unparker.eventfd(), shared.metrics.clone())?;
         shared.unparker.set_ring_fd(driver.ring_fd())?;
         let _ = shared.ring_flags.set(driver.ring_flags());
         let pool = match &cfg.pool {
@@ -179,16 +217,32 @@ impl Core {
                     }
                 }));
                 let _ = shared.pool_stats.set(pool.stats_handle());
+                tracing::debug!(
+                    buffers = pool_cfg.buffers,
+                    buffer_size = pool_cfg.buffer_size,
+                    incremental = pool_cfg.incremental,
+                    "copy pool registered"
+                );
                 Some(Rc::new(pool))
             }
         };
+        let zc = super::zero_copy::attach(cfg.role, cfg.zc.as_ref(), links, &mut driver, &shared)?;
+        let zc_stats = shared.zc_pool_stats.get().cloned();
         Ok(Core {
             shared,
             handle,
             driver: RefCell::new(driver),
             pool,
+            zc,
+            udp_pool: std::cell::OnceCell::new(),
+            udp_pool_config: cfg.udp_pool.clone(),
+            udp_waiters: RefCell::new(Vec::new()),
             recv_bundles: cfg.recv_bundles,
-            buffer_waiters: RefCell::new(Vec::new()),
+            copy_waiters: RefCell::new(Vec::new()),
+            zc_waiters: RefCell::new(Vec::new()),
+            zc_seen: Cell::new(zc_stats.as_ref().map_or(0, |s| s.returned_to_kernel())),
+            zc_stats,
+            steering_warned: Cell::new(false),
             run_queue: RefCell::new(VecDeque::new()),
             tasks: RefCell::new(slab::Slab::new()),
             timers: RefCell::new(TimerQueue::default()),
@@ -238,15 +292,7 @@ impl Core {
         add_owned(&self.shared.metrics.timers_fired, fired as u64);
         self.wake_all(&mut wakers);
 
-        if let Some(pool) = &self.pool {
-            // Takes back buffers dropped on other threads and publishes every return
-            // with one tail store, before the kernel is entered.
-            pool.maintain();
-            if pool.available() > 0 {
-                wakers.append(&mut self.buffer_waiters.borrow_mut());
-                self.wake_all(&mut wakers);
-            }
-        }
+        self.maintain_pools(&mut wakers);
 
         let mut wait = self.run_queue.borrow().is_empty() && !busy();
         if wait {
@@ -266,6 +312,81 @@ impl Core {
         self.wake_all(&mut wakers);
         self.wakers.set(wakers);
         res
+    }
+
+    /// The datagram pool, registered with this worker's ring on first use.
+    pub(crate) fn udp_pool(&self) -> io::Result<Rc<CopyPool>> {
+        if let Some(pool) = self.udp_pool.get() {
+            return Ok(pool.clone());
+        }
+        let Some(config) = &self.udp_pool_config else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the runtime has no datagram pool (Builder::udp_pool(None))",
+            ));
+        };
+        // SAFETY: the pool lives in `Core::udp_pool`, declared after `driver`, so the
+        // ring is closed first; ops hold clones until their final completion.
+        let pool = self
+            .driver
+            .borrow_mut()
+            .with_submitter(|s| unsafe { CopyPool::register(s, config) })
+            .map_err(|e| io::Error::other(format!("datagram pool: {e}")))?;
+        let weak = Arc::downgrade(&self.shared);
+        pool.set_return_notifier(Arc::new(move || {
+            if let Some(shared) = weak.upgrade() {
+                shared.unpark();
+            }
+        }));
+        let _ = self.shared.udp_pool_stats.set(pool.stats_handle());
+        tracing::debug!(
+            worker = self.shared.index,
+            buffers = config.buffers,
+            buffer_size = config.buffer_size,
+            "datagram pool registered"
+        );
+        let pool = Rc::new(pool);
+        Ok(self.udp_pool.get_or_init(|| pool).clone())
+    }
+
+    /// `returned_to_kernel` of the zero-copy pool this worker receives into.
+    pub(crate) fn zc_returned(&self) -> Option<u64> {
+        self.zc_stats.as_ref().map(|s| s.returned_to_kernel())
+    }
+
+    /// Publishes buffer returns to the kernel (one tail store per pool, before the
+    /// kernel is entered) and wakes receives that waited for buffers.
+    fn maintain_pools(&self, wakers: &mut Vec<Waker>) {
+        if let Some(pool) = &self.pool {
+            // Takes back buffers dropped on other threads, too.
+            pool.maintain();
+            if pool.available() > 0 && !self.copy_waiters.borrow().is_empty() {
+                wakers.append(&mut self.copy_waiters.borrow_mut());
+            }
+        }
+        if let Some(pool) = self.udp_pool.get() {
+            pool.maintain();
+            if pool.available() > 0 && !self.udp_waiters.borrow().is_empty() {
+                wakers.append(&mut self.udp_waiters.borrow_mut());
+            }
+        }
+        if let ZcWorker::Local {
+            ring, importers, ..
+        } = &self.zc
+        {
+            ring.maintain();
+            let returned = self.zc_returned().unwrap_or(0);
+            if returned != self.zc_seen.replace(returned) {
+                wakers.append(&mut self.zc_waiters.borrow_mut());
+                self.shared.zc_waiting.store(false, Ordering::SeqCst);
+                for importer in importers {
+                    if importer.zc_waiting.swap(false, Ordering::SeqCst) {
+                        importer.unpark();
+                    }
+                }
+            }
+        }
+        self.wake_all(wakers);
     }
 
     /// Drops every task's future on this thread, then cancels and drains the ring
@@ -294,11 +415,19 @@ impl Core {
         }
         let timers = std::mem::take(&mut *self.timers.borrow_mut());
         drop(timers);
-        self.buffer_waiters.borrow_mut().clear();
+        self.copy_waiters.borrow_mut().clear();
+        self.zc_waiters.borrow_mut().clear();
+        self.udp_waiters.borrow_mut().clear();
         let leaked = self.driver.borrow_mut().shutdown(deadline);
         if leaked > 0 {
+            // A leaked receive may still write into the pools after the ring closes.
             if let Some(pool) = &self.pool {
-                // A leaked receive may still write into the pool after the ring closes.
+                std::mem::forget(pool.clone());
+            }
+            if let ZcWorker::Local { ring, .. } = &self.zc {
+                std::mem::forget(ring.clone());
+            }
+            if let Some(pool) = self.udp_pool.get() {
                 std::mem::forget(pool.clone());
             }
         }
@@ -312,9 +441,10 @@ pub(crate) fn run_background(
     shared: Arc<WorkerShared>,
     handle: Handle,
     cfg: WorkerConfig,
+    links: ZcLinks,
     ready: std::sync::mpsc::Sender<io::Result<()>>,
 ) -> io::Result<()> {
-    let core = match Core::new(shared, handle.clone(), &cfg) {
+    let core = match Core::new(shared, handle.clone(), &cfg, links) {
         Ok(core) => Rc::new(core),
         Err(e) => {
             let msg = e.to_string();

@@ -168,8 +168,9 @@ impl Recycler for BufRingRecycler {
             .collect()
     }
 
-    fn publish(&mut self, _stats: &PoolStats) {
+    fn publish(&mut self, stats: &PoolStats) {
         if self.tail != self.published {
+            stats.returned(self.tail.wrapping_sub(self.published) as u64);
             self.ring.publish(self.tail);
             self.published = self.tail;
         }
@@ -451,6 +452,15 @@ impl StatsHandle {
     /// Copies every counter.
     pub fn snapshot(&self) -> PoolStatsSnapshot {
         self.0.stats.snapshot()
+    }
+
+    /// Ring entries made visible to the kernel so far (see
+    /// [`PoolStatsSnapshot::returned_to_kernel`]); one load.
+    pub fn returned_to_kernel(&self) -> u64 {
+        self.0
+            .stats
+            .returned_to_kernel
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Counts a terminal receive result (`-ENOBUFS`, `-ENOSPC`, `-ENOMEM`, `-EFAULT`).

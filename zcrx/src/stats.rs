@@ -25,6 +25,7 @@ pub struct PoolStats {
     pub(crate) flushes: AtomicU64,
     pub(crate) flush_errors: AtomicU64,
     pub(crate) remote_returns: AtomicU64,
+    pub(crate) returned_to_kernel: AtomicU64,
 }
 
 /// A point-in-time copy of [`PoolStats`].
@@ -64,6 +65,10 @@ pub struct PoolStatsSnapshot {
     pub flush_errors: u64,
     /// Buffers dropped on a thread other than the pool's owner.
     pub remote_returns: u64,
+    /// Ring entries made visible to the kernel again (buffer-ring or refill entries,
+    /// after the initial fill). Grows whenever the kernel has buffers back: a receive
+    /// that ended for lack of buffers can be re-armed once this moved.
+    pub returned_to_kernel: u64,
 }
 
 impl PoolStats {
@@ -87,6 +92,7 @@ impl PoolStats {
             flushes: self.flushes.load(Relaxed),
             flush_errors: self.flush_errors.load(Relaxed),
             remote_returns: self.remote_returns.load(Relaxed),
+            returned_to_kernel: self.returned_to_kernel.load(Relaxed),
         }
     }
 
@@ -113,6 +119,11 @@ impl PoolStats {
             _ => return,
         };
         counter.fetch_add(1, Relaxed);
+    }
+
+    /// Counts entries published to the kernel.
+    pub(crate) fn returned(&self, n: u64) {
+        self.returned_to_kernel.fetch_add(n, Relaxed);
     }
 
     /// Counts a receive re-armed after a recoverable end.

@@ -198,6 +198,15 @@ impl UringEndpoint {
         keys: Rc<RefCell<KeyTable>>,
         max_msg: usize,
     ) -> Result<UringEndpoint, FabricError> {
+        // Every connection receives through the worker's pool (TcpStream::recv).
+        if crate::runtime::context::with_core(|c| c.pool.is_none()).unwrap_or(true) {
+            return Err(FabricError::invalid(
+                "Builder::copy_pool",
+                "None",
+                "the uring-tcp provider receives into the worker's receive pool; build the \
+                 runtime with one (the default)",
+            ));
+        }
         let bind = cfg
             .bind
             .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));

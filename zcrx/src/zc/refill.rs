@@ -55,8 +55,9 @@ impl RefillRecycler {
         }
     }
 
-    fn publish_tail(&mut self) {
+    fn publish_tail(&mut self, stats: &PoolStats) {
         if self.tail != self.published {
+            stats.returned(self.tail.wrapping_sub(self.published) as u64);
             self.rq.publish(self.tail);
             self.published = self.tail;
             self.unflushed = true;
@@ -86,7 +87,7 @@ impl Recycler for RefillRecycler {
 
     fn publish(&mut self, stats: &PoolStats) {
         self.drain_pending(stats);
-        self.publish_tail();
+        self.publish_tail(stats);
         for _ in 0..MAX_FLUSH_ROUNDS {
             if !self.needs_flush() {
                 break;
@@ -105,7 +106,7 @@ impl Recycler for RefillRecycler {
             }
             self.unflushed = false;
             self.drain_pending(stats);
-            self.publish_tail();
+            self.publish_tail(stats);
         }
     }
 }

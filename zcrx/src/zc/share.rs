@@ -102,4 +102,14 @@ impl ZcImport {
     pub fn stats(&self) -> crate::PoolStatsSnapshot {
         self.decoder.core.stats.snapshot()
     }
+
+    /// The exporting pool's live counters, to read from other threads.
+    pub fn stats_handle(&self) -> crate::StatsHandle {
+        crate::StatsHandle::new(self.decoder.core.clone())
+    }
+
+    /// Chunk size of the exporting pool.
+    pub fn chunk_size(&self) -> u64 {
+        self.decoder.chunk_size
+    }
 }

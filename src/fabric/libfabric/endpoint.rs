@@ -1,0 +1,671 @@
+//! A libfabric RDM endpoint under the API: peers, posting with the backlog and the RMA
+//! fence, cancel, peer removal and close. Completions are handled in [`super::progress`].
+
+use super::errors;
+use super::info::Info;
+use super::local;
+use super::ops::{context_of, OpTable, Phase, Record};
+use super::order::TxOrder;
+use super::peers::{check_name, PeerTable};
+use super::post;
+use super::res::{DomainRes, EpRes};
+use super::wait::Kick;
+use crate::fabric::provider::{EndpointProvider, LocalFuture, PostRequest, RecvTarget};
+use crate::fabric::{
+    CompletionSink, EndpointConfig, EpAddr, FabricError, Level, OpError, OpId, OpOutcome, PeerId,
+    PostError,
+};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zerorx_libfabric_sys as fi;
+
+/// Smallest buffer a lease receive is posted with.
+const LEASE_MIN: usize = 4096;
+
+/// How often shm peer processes with operations waiting are checked for life.
+const LIVENESS_PERIOD: Duration = Duration::from_millis(500);
+
+/// Bytes of detached sends an endpoint may hold (as the io_uring provider's default
+/// bound on unexpected bytes at a receiver).
+const DETACH_BUDGET: usize = 16 << 20;
+
+/// Everything an endpoint and its progress task share.
+pub(super) struct EpState {
+    /// The API's provider name (`libfabric:<prov>`).
+    pub(super) name: String,
+    /// This endpoint's address.
+    pub(super) address: EpAddr,
+    /// The libfabric objects; `None` once closed.
+    pub(super) res: RefCell<Option<EpRes>>,
+    /// The domain (policy and traits).
+    pub(super) domain: Arc<DomainRes>,
+    /// Where completions go.
+    pub(super) sink: CompletionSink,
+    /// Peers.
+    pub(super) peers: RefCell<PeerTable>,
+    /// Operations.
+    pub(super) ops: RefCell<OpTable>,
+    /// How long `FI_EAGAIN` may last before the peer counts as unreachable.
+    pub(super) connect_timeout: Duration,
+    /// Set by close.
+    pub(super) closed: Cell<bool>,
+    /// Wakes the progress task.
+    pub(super) kick: Kick,
+    /// Operations the last CQ drain completed as cancelled (for `cancel`'s answer).
+    pub(super) canceled: RefCell<Vec<OpId>>,
+    /// Transmit completions held back until the earlier ones to the same peer.
+    pub(super) order: RefCell<TxOrder>,
+    /// Bytes of detached sends libfabric still holds.
+    pub(super) detached: Cell<usize>,
+    /// [`local::closings`] when the peers were last looked at.
+    pub(super) seen_closings: Cell<u64>,
+    /// When shm peer processes were last checked for life.
+    pub(super) last_liveness: Cell<Instant>,
+}
+
+/// The endpoint handed to the generic layer.
+pub(super) struct LfEndpoint(pub(super) Rc<EpState>);
+
+impl EpState {
+    /// Opens the libfabric endpoint for `cfg` and starts its progress task.
+    pub(super) fn open(
+        domain: &Arc<DomainRes>,
+        name: &str,
+        cfg: &EndpointConfig,
+        sink: CompletionSink,
+    ) -> Result<Rc<EpState>, FabricError> {
+        let prov = domain.prov();
+        let mut info: Info = domain.info.dup_first(prov)?;
+        info.set_queue_sizes(cfg.tx_depth, cfg.rx_depth);
+        if let Some(bind) = cfg.bind {
+            let s = socket2::SockAddr::from(bind);
+            // SAFETY: SockAddr holds `len()` initialised bytes of a sockaddr.
+            let bytes =
+                unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), s.len() as usize) };
+            let format = if bind.is_ipv4() {
+                fi::FI_SOCKADDR_IN
+            } else {
+                fi::FI_SOCKADDR_IN6
+            };
+            if domain.traits.addr_format == fi::FI_SOCKADDR_IN
+                || domain.traits.addr_format == fi::FI_SOCKADDR_IN6
+            {
+                info.set_src_addr(bytes, format)?;
+            }
+        }
+        let cq_size = cfg.tx_depth + cfg.rx_depth + 64;
+        let res = EpRes::open(domain, &info, cq_size)?;
+        let address = EpAddr {
+            provider: name.to_string(),
+            bytes: res.name()?,
+        };
+        let state = Rc::new(EpState {
+            name: name.to_string(),
+            address,
+            res: RefCell::new(Some(res)),
+            domain: domain.clone(),
+            sink,
+            peers: RefCell::new(PeerTable::default()),
+            ops: RefCell::new(OpTable::default()),
+            connect_timeout: cfg.connect_timeout,
+            closed: Cell::new(false),
+            kick: Kick::default(),
+            canceled: RefCell::new(Vec::new()),
+            order: RefCell::new(TxOrder::default()),
+            detached: Cell::new(0),
+            seen_closings: Cell::new(local::closings()),
+            last_liveness: Cell::new(Instant::now()),
+        });
+        if domain.profile.local_peers {
+            local::opened(&state.address.bytes);
+        }
+        crate::spawn(super::progress::run(state.clone()));
+        Ok(state)
+    }
+
+    /// Whether an operation of `lane` must wait in the backlog rather than go now.
+    fn must_queue(&self, rec: &Record) -> bool {
+        let lane = rec.lane();
+        if self.ops.borrow().lane_queued(lane) {
+            return true;
+        }
+        self.fenced(lane)
+    }
+
+    /// Marks `peer` down if it is an shm endpoint of this process that was closed.
+    fn check_local_peer(&self, peer: PeerId) {
+        let gone = self.peers.borrow().get(peer).is_some_and(|p| {
+            p.down.is_none()
+                && p.local
+                    .as_ref()
+                    .is_some_and(|f| f.load(std::sync::atomic::Ordering::Acquire))
+        });
+        if gone {
+            self.peer_down(
+                peer,
+                &format!(
+                    "{}: the peer endpoint (in this process) was closed",
+                    self.name
+                ),
+            );
+        }
+    }
+
+    /// Marks down the shm peers that are gone: endpoints of this process that closed
+    /// (when any closed since the last look), and, every half second, peer processes that
+    /// exited while operations to them wait. Returns whether any was marked.
+    pub(super) fn check_peers(&self) -> bool {
+        if !self.domain.profile.local_peers {
+            return false;
+        }
+        let mut gone = Vec::new();
+        let closings = local::closings();
+        if closings != self.seen_closings.replace(closings) {
+            gone.extend(self.peers.borrow().iter().filter_map(|(id, p)| {
+                let closed = p.local.as_ref()?.load(std::sync::atomic::Ordering::Acquire);
+                (closed && p.down.is_none()).then(|| {
+                    (
+                        id,
+                        format!(
+                            "{}: the peer endpoint (in this process) was closed",
+                            self.name
+                        ),
+                    )
+                })
+            }));
+        }
+        if self.last_liveness.get().elapsed() >= LIVENESS_PERIOD {
+            self.last_liveness.set(Instant::now());
+            let waiting: Vec<PeerId> = {
+                let ops = self.ops.borrow();
+                ops.keys()
+                    .into_iter()
+                    .filter_map(|k| ops.get(k).filter(|r| !r.reported).and_then(|r| r.peer))
+                    .collect()
+            };
+            let me = std::process::id() as i32;
+            gone.extend(self.peers.borrow().iter().filter_map(|(id, p)| {
+                let pid = p.pid.filter(|&pid| pid != me)?;
+                (p.down.is_none() && waiting.contains(&id) && !local::alive(pid))
+                    .then(|| (id, format!("{}: the peer process {pid} exited", self.name)))
+            }));
+        }
+        let any = !gone.is_empty();
+        for (peer, cause) in gone {
+            self.peer_down(peer, &cause);
+        }
+        any
+    }
+
+    /// Whether `lane` waits for RMAs in flight to its peer (the rxm fence).
+    pub(super) fn fenced(&self, lane: Option<PeerId>) -> bool {
+        if !self.domain.profile.rma_fence {
+            return false;
+        }
+        lane.and_then(|p| self.peers.borrow().get(p).map(|p| p.rma_in_flight > 0))
+            .unwrap_or(false)
+    }
+
+    /// Hands record `key` to libfabric. Returns libfabric's result.
+    pub(super) fn start(&self, key: usize) -> isize {
+        let res = self.res.borrow();
+        let Some(res) = res.as_ref() else {
+            return -(fi::FI_ECANCELED as isize);
+        };
+        let mut ops = self.ops.borrow_mut();
+        let Some(rec) = ops.get_mut(key) else {
+            return -(fi::FI_EINVAL as isize);
+        };
+        let peers = self.peers.borrow();
+        let dest = match rec.peer {
+            Some(p) => match peers.get(p) {
+                Some(peer) => peer.fi_addr,
+                None => return -(fi::FI_EINVAL as isize),
+            },
+            None => fi::FI_ADDR_UNSPEC,
+        };
+        // SAFETY: the record stays in the table (its memory with it) until libfabric
+        // completes it or the endpoint is closed: records are removed only by the CQ
+        // handler, by close after fi_close, or here below before libfabric accepted them.
+        let rc = unsafe { post::start(res, rec, context_of(key), dest) };
+        if rc == 0 {
+            rec.phase = Phase::Posted;
+            let rma_peer = rec.rma_key().and(rec.peer);
+            drop(peers);
+            if let Some(p) = rma_peer {
+                if let Some(peer) = self.peers.borrow_mut().get_mut(p) {
+                    peer.rma_in_flight += 1;
+                }
+            }
+        }
+        rc
+    }
+
+    /// Reports `op`'s outcome: at once for receives (`lane` `None`), in post order per
+    /// peer for transmits.
+    pub(super) fn report(&self, lane: Option<PeerId>, op: OpId, outcome: OpOutcome) {
+        let ready = match lane {
+            Some(peer) => self.order.borrow_mut().finish(peer, op, outcome),
+            None => vec![(op, outcome)],
+        };
+        for (op, outcome) in ready {
+            self.sink.complete(op, outcome);
+        }
+    }
+
+    /// Marks `peer` unreachable: every operation to it still outstanding completes with
+    /// `ConnectionLost`, and posts to it are refused with `PeerDown`.
+    pub(super) fn peer_down(&self, peer: PeerId, cause: &str) {
+        {
+            let mut peers = self.peers.borrow_mut();
+            let Some(p) = peers.get_mut(peer) else {
+                return;
+            };
+            if p.down.is_some() {
+                return;
+            }
+            p.down = Some(cause.to_string());
+        }
+        self.finish_peer_ops(peer, &|| OpError::ConnectionLost {
+            peer: Some(peer),
+            cause: cause.to_string(),
+        });
+    }
+
+    /// Completes every outstanding operation to (or directed from) `peer` with `err()`.
+    /// Queued ones are dropped; posted ones are marked reported (directed receives are
+    /// also cancelled in libfabric) until libfabric releases them.
+    fn finish_peer_ops(&self, peer: PeerId, err: &dyn Fn() -> OpError) {
+        let mut done = Vec::new();
+        {
+            let mut ops = self.ops.borrow_mut();
+            for key in ops.keys() {
+                let Some(rec) = ops.get(key) else { continue };
+                if rec.peer != Some(peer) {
+                    continue;
+                }
+                let (lane, op, reported) = (rec.lane(), rec.op, rec.reported);
+                match rec.phase {
+                    Phase::Queued { .. } => {
+                        ops.unqueue(key);
+                        if let Some(rec) = ops.remove(key) {
+                            self.release(&rec);
+                        }
+                    }
+                    Phase::Posted => {
+                        let is_recv = rec.dir() == errors::Dir::Recv;
+                        if let Some(rec) = ops.get_mut(key) {
+                            rec.reported = true;
+                        }
+                        if is_recv && !reported {
+                            self.fi_cancel(key);
+                        }
+                    }
+                }
+                if !reported {
+                    done.push((lane, op));
+                }
+            }
+        }
+        done.sort_by_key(|(_, op)| *op);
+        for (lane, op) in done {
+            self.report(lane, op, OpOutcome::err(err()));
+        }
+    }
+
+    /// `fi_cancel` of record `key` (its completion comes through the CQ).
+    fn fi_cancel(&self, key: usize) {
+        if let Some(res) = self.res.borrow().as_ref() {
+            // SAFETY: the endpoint is open; the context identifies one of its posted ops.
+            unsafe { fi::fi_cancel(&mut (*res.ep()).fid, context_of(key)) };
+        }
+    }
+
+    /// Forgets what a record held in counters (the detached bytes).
+    pub(super) fn release(&self, rec: &Record) {
+        if let Some(n) = rec.bounce.as_ref().map(Vec::len) {
+            self.detached.set(self.detached.get().saturating_sub(n));
+        }
+    }
+
+    /// Detaches a send from the program's memory when the provider would otherwise
+    /// complete it only after the receiver took it (shm has the receiver copy messages
+    /// above its inject size out of the sender; rxm has it pull messages above the SAR
+    /// limit): the data is copied aside, posted from there, and the send reported
+    /// complete at once, within a budget of bytes held, as the io_uring provider
+    /// completes sends the receiver has not asked for yet.
+    fn detach(&self, rec: &mut Record) -> bool {
+        let PostRequest::Send { src, level, .. } = &rec.req else {
+            return false;
+        };
+        let len = src.len();
+        let t = &self.domain.traits;
+        let Some(above) = self.domain.profile.detach_above else {
+            return false;
+        };
+        if *level != Level::Sent
+            || t.mr_local
+            || len <= above.bytes(t.inject_size)
+            || self.detached.get() + len > DETACH_BUDGET
+        {
+            return false;
+        }
+        let mut copy = vec![0u8; len];
+        if src.memory().read_at(src.offset(), &mut copy).is_err() {
+            return false;
+        }
+        self.detached.set(self.detached.get() + len);
+        rec.bounce = Some(copy);
+        rec.reported = true;
+        true
+    }
+}
+
+impl EndpointProvider for LfEndpoint {
+    fn address(&self) -> EpAddr {
+        self.0.address.clone()
+    }
+
+    fn insert_peer(&self, addr: &EpAddr) -> Result<PeerId, FabricError> {
+        let s = &self.0;
+        if s.closed.get() {
+            return Err(FabricError::Closed);
+        }
+        if let Some(id) = s.peers.borrow().find_addr(&addr.bytes) {
+            return Ok(id);
+        }
+        let traits = &s.domain.traits;
+        check_name(&addr.bytes, traits.addr_format, s.address.bytes.len())?;
+        let res = s.res.borrow();
+        let res = res.as_ref().ok_or(FabricError::Closed)?;
+        let mut fi_addr = fi::FI_ADDR_NOTAVAIL;
+        // SAFETY: the AV is open; the name was checked to be complete for the format.
+        let n = unsafe {
+            fi::fi_av_insert(
+                res.av(),
+                addr.bytes.as_ptr().cast(),
+                1,
+                &mut fi_addr,
+                0,
+                std::ptr::null_mut(),
+            )
+        };
+        if n != 1 || fi_addr == fi::FI_ADDR_NOTAVAIL {
+            return Err(FabricError::BadAddress {
+                reason: format!(
+                    "{}: fi_av_insert did not accept the address ({})",
+                    s.name,
+                    if n < 0 {
+                        errors::strerror(n.into())
+                    } else {
+                        "0 inserted".into()
+                    }
+                ),
+            });
+        }
+        let id = s.peers.borrow_mut().add(addr.bytes.clone(), fi_addr);
+        if s.domain.profile.local_peers {
+            if let Some(p) = s.peers.borrow_mut().get_mut(id) {
+                p.local = local::attach(&addr.bytes);
+                p.pid = local::pid_of(&addr.bytes);
+            }
+        }
+        Ok(id)
+    }
+
+    fn remove_peer(&self, peer: PeerId) -> Result<(), FabricError> {
+        let s = &self.0;
+        if s.peers.borrow().get(peer).is_none() {
+            return Err(FabricError::UnknownPeer(peer));
+        }
+        s.finish_peer_ops(peer, &|| OpError::Canceled);
+        let removed = s.peers.borrow_mut().remove(peer)?;
+        let rc = match s.res.borrow().as_ref() {
+            Some(res) => {
+                let mut a = removed.fi_addr;
+                // SAFETY: the AV is open and holds this index.
+                unsafe { fi::fi_av_remove(res.av(), &mut a, 1, 0) }
+            }
+            None => 0,
+        };
+        if removed.local.is_some() {
+            local::detach(&removed.addr);
+        }
+        errors::check(s.domain.prov(), "fi_av_remove", rc)
+    }
+
+    fn connect(&self, peer: PeerId) -> LocalFuture<'_, Result<(), FabricError>> {
+        // RDM endpoints connect lazily on the first operation; a post that cannot reach
+        // the peer within `connect_timeout` completes with ConnectionLost.
+        let known = self.0.peers.borrow().get(peer).map(|p| p.down.clone());
+        Box::pin(async move {
+            match known {
+                None => Err(FabricError::UnknownPeer(peer)),
+                Some(Some(cause)) => Err(FabricError::Provider {
+                    provider: self.0.name.clone(),
+                    call: "connect",
+                    code: libc::ENOTCONN,
+                    text: cause,
+                }),
+                Some(None) => Ok(()),
+            }
+        })
+    }
+
+    fn accept(&self) -> LocalFuture<'_, Result<PeerId, FabricError>> {
+        let name = self.0.name.clone();
+        Box::pin(async move {
+            Err(FabricError::Unsupported {
+                cap: crate::fabric::Cap::Accept,
+                provider: name,
+                reason: super::discovery::ACCEPT_MISSING.to_string(),
+                available_in: Vec::new(),
+            })
+        })
+    }
+
+    fn post(&self, op: OpId, req: PostRequest) -> Result<(), PostError> {
+        let s = &self.0;
+        if s.closed.get() {
+            return Err(PostError::Closed);
+        }
+        let peer = match &req {
+            PostRequest::Send { peer, .. }
+            | PostRequest::Write { peer, .. }
+            | PostRequest::Read { peer, .. } => Some(*peer),
+            PostRequest::Recv { from, .. } => *from,
+        };
+        if let Some(p) = peer {
+            s.check_local_peer(p);
+            match s.peers.borrow().get(p) {
+                None => return Err(PostError::UnknownPeer(p)),
+                Some(info) => {
+                    if let Some(cause) = &info.down {
+                        return Err(PostError::PeerDown {
+                            peer: p,
+                            cause: cause.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        // A lease buffer of at least LEASE_MIN bytes: a short message that does not fit
+        // the asked length still arrives whole, so its length can be reported (shm
+        // reports no length for a truncated receive).
+        let lease = match &req {
+            PostRequest::Recv {
+                target: RecvTarget::Lease { max_len },
+                ..
+            } => Some(vec![0u8; (*max_len).max(LEASE_MIN)]),
+            _ => None,
+        };
+        let rec = Record {
+            op,
+            peer,
+            req,
+            lease,
+            bounce: None,
+            phase: Phase::Queued { eagain_since: None },
+            reported: false,
+        };
+        let mut rec = rec;
+        let queue = s.must_queue(&rec);
+        if let Some(p) = rec.lane() {
+            s.order.borrow_mut().push(p, op);
+        }
+        if s.detach(&mut rec) {
+            let len = rec.posted_len();
+            s.ops
+                .borrow_mut()
+                .ready
+                .push_back((rec.lane(), op, OpOutcome::ok(len)));
+        }
+        let key = s.ops.borrow_mut().insert(rec);
+        if queue {
+            s.ops.borrow_mut().backlog.push_back(key);
+        } else {
+            let rc = s.start(key);
+            if rc == -(fi::FI_EAGAIN as isize) {
+                let mut ops = s.ops.borrow_mut();
+                if let Some(r) = ops.get_mut(key) {
+                    r.phase = Phase::Queued {
+                        eagain_since: Some(Instant::now()),
+                    };
+                }
+                ops.backlog.push_back(key);
+            } else if rc != 0 {
+                s.refused(key, rc);
+            }
+        }
+        s.kick.kick();
+        Ok(())
+    }
+
+    fn cancel(&self, op: OpId) -> bool {
+        let s = &self.0;
+        let Some(key) = s.ops.borrow().key_of(op) else {
+            return false;
+        };
+        let (phase, dir, reported) = match s.ops.borrow().get(key) {
+            Some(r) => (r.phase, r.dir(), r.reported),
+            None => return false,
+        };
+        if dir != errors::Dir::Recv || reported {
+            return false;
+        }
+        match phase {
+            Phase::Queued { .. } => {
+                let mut ops = s.ops.borrow_mut();
+                ops.unqueue(key);
+                ops.remove(key);
+                drop(ops);
+                s.report(None, op, OpOutcome::err(OpError::Canceled));
+                true
+            }
+            Phase::Posted => {
+                s.canceled.borrow_mut().clear();
+                s.fi_cancel(key);
+                // rxm and shm write the cancellation into the CQ within fi_cancel; drain
+                // it now so the answer is known before returning.
+                s.drain_cq();
+                let canceled = s.canceled.borrow().contains(&op);
+                s.kick.kick();
+                canceled
+            }
+        }
+    }
+
+    fn close(&self) {
+        let s = &self.0;
+        if s.closed.replace(true) {
+            return;
+        }
+        let mut pending = Vec::new();
+        {
+            let ops = s.ops.borrow();
+            for key in ops.keys() {
+                if let Some(r) = ops.get(key) {
+                    if !r.reported {
+                        pending.push(r.op);
+                    }
+                }
+            }
+            pending.extend(ops.ready.iter().map(|(_, op, _)| *op));
+        }
+        pending.sort();
+        s.order.borrow_mut().clear();
+        for op in pending {
+            s.report(None, op, OpOutcome::err(OpError::Canceled));
+        }
+        // Closing the endpoint ends libfabric's use of every posted buffer; only then may
+        // the records (and the memory they hold) go. An shm endpoint other endpoints of
+        // the process still reference is parked instead: its receives are cancelled
+        // first, and nothing progresses it, so libfabric touches no record's memory.
+        let res = s.res.borrow_mut().take();
+        if let Some(res) = res {
+            if s.domain.profile.local_peers {
+                let receives: Vec<_> = {
+                    let ops = s.ops.borrow();
+                    ops.keys()
+                        .into_iter()
+                        .filter(|&k| {
+                            ops.get(k).is_some_and(|r| {
+                                r.dir() == errors::Dir::Recv && r.phase == Phase::Posted
+                            })
+                        })
+                        .map(context_of)
+                        .collect()
+                };
+                res.cancel_all_receives(receives.into_iter());
+                local::closed(&s.address.bytes, res);
+            } else {
+                drop(res);
+            }
+        }
+        let locals: Vec<Vec<u8>> = s
+            .peers
+            .borrow()
+            .iter()
+            .filter(|(_, p)| p.local.is_some())
+            .map(|(_, p)| p.addr.clone())
+            .collect();
+        for addr in locals {
+            local::detach(&addr);
+        }
+        s.ops.borrow_mut().clear();
+        s.detached.set(0);
+        s.kick.kick();
+    }
+}
+
+impl EpState {
+    /// libfabric refused a post outright: the operation completes with the classified
+    /// error from the progress task.
+    pub(super) fn refused(&self, key: usize, rc: isize) {
+        let mut ops = self.ops.borrow_mut();
+        ops.unqueue(key);
+        let Some(rec) = ops.remove(key) else { return };
+        self.release(&rec);
+        if rec.reported {
+            return;
+        }
+        let e = errors::ErrCompletion {
+            err: rc as i32,
+            prov_errno: 0,
+            olen: 0,
+            text: String::new(),
+        };
+        let err = errors::op_error(
+            &self.name,
+            rec.dir(),
+            rec.peer,
+            rec.rma_key(),
+            rec.posted_len(),
+            &e,
+        );
+        ops.ready
+            .push_back((rec.lane(), rec.op, OpOutcome::err(err)));
+    }
+}

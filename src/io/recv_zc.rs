@@ -1,0 +1,105 @@
+//! Multishot RECV_ZC into the worker's zero-copy pool (owned, or imported from the
+//! worker that owns it).
+
+use super::recv::Decoded;
+use super::SharedFd;
+use crate::driver::{Completion, OpCode};
+use io_uring::squeue;
+use std::os::fd::{AsRawFd, RawFd};
+use std::rc::Rc;
+use zcrx::{PoolError, RxBuf, StatsHandle, ZcImport, ZcPool};
+
+/// The zero-copy instance a worker's ring receives with.
+#[derive(Debug)]
+pub(crate) enum ZcRing {
+    /// This worker registered the instance (and maintains its refill ring).
+    Owner(ZcPool),
+    /// Imported from the owning worker; chunks return through the owner.
+    Import(ZcImport),
+}
+
+impl ZcRing {
+    fn entry(&self, fd: RawFd, budget: u32) -> squeue::Entry {
+        match self {
+            ZcRing::Owner(p) => p.recv_zc(fd, budget),
+            ZcRing::Import(i) => i.recv_zc(fd, budget),
+        }
+    }
+
+    fn take(&self, res: i32, big_cqe: [u64; 2]) -> Result<RxBuf, PoolError> {
+        match self {
+            ZcRing::Owner(p) => p.take(res, big_cqe),
+            ZcRing::Import(i) => i.take(res, big_cqe),
+        }
+    }
+
+    /// The pool's live counters (the owner's, for an import).
+    pub(crate) fn stats_handle(&self) -> StatsHandle {
+        match self {
+            ZcRing::Owner(p) => p.stats_handle(),
+            ZcRing::Import(i) => i.stats_handle(),
+        }
+    }
+
+    /// Owner only, once per loop turn: takes back chunks, publishes and flushes the
+    /// refill ring.
+    pub(crate) fn maintain(&self) {
+        if let ZcRing::Owner(p) = self {
+            p.maintain();
+        }
+    }
+}
+
+/// A multishot RECV_ZC on `socket` with a byte budget (`0` = unlimited). Data
+/// completions (32-byte CQEs) are decoded into buffers as they are reaped.
+pub(crate) struct RecvZcMulti {
+    socket: SharedFd,
+    ring: Rc<ZcRing>,
+    budget: u32,
+    pub(crate) decoded: Decoded,
+}
+
+impl RecvZcMulti {
+    pub(crate) fn new(socket: SharedFd, ring: Rc<ZcRing>, budget: u32) -> RecvZcMulti {
+        RecvZcMulti {
+            socket,
+            ring,
+            budget,
+            decoded: Decoded::default(),
+        }
+    }
+
+    fn decode(&self, c: &Completion) -> Result<RxBuf, PoolError> {
+        if !c.more() {
+            // The tail of a terminal completion is not a ZCRX CQE: never read it.
+            return Err(PoolError::BadCompletion(format!(
+                "terminal RECV_ZC completion with result {}",
+                c.res
+            )));
+        }
+        self.ring.take(c.res, c.big_cqe)
+    }
+}
+
+// SAFETY: the entry names the fd `socket` keeps open and the ZCRX instance whose area
+// and refill ring the pool core owns; the `Rc` keeps the pool (and its core) alive for
+// as long as this op exists, and the worker closes the ring before dropping its pool.
+// Chunks delivered to nobody are handed back in `release` (one refill entry each).
+unsafe impl OpCode for RecvZcMulti {
+    fn create_entry(&mut self) -> squeue::Entry {
+        self.ring.entry(self.socket.as_raw_fd(), self.budget)
+    }
+
+    fn on_complete(&mut self, c: &Completion) {
+        if c.res > 0 {
+            let buf = self.decode(c).map(|b| vec![b]);
+            self.decoded.push(buf);
+        }
+    }
+
+    fn release(&mut self, c: &Completion) {
+        if c.res > 0 && !self.decoded.discard(c.res) {
+            drop(self.decode(c));
+        }
+    }
+}

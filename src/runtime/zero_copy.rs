@@ -1,0 +1,170 @@
+//! Attaching a worker to its zero-copy pool, on the worker's own thread: register the
+//! instance (owner) and export it to each importer, or import the owner's export, or
+//! note which worker serves this one's receives (handover).
+
+use super::receive_mode::ZeroCopyTarget;
+use super::receive_plan::ReceiveRole;
+use super::worker::WorkerShared;
+use crate::driver::Driver;
+use crate::io::recv_zc::ZcRing;
+use std::io;
+use std::rc::Rc;
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+use zcrx::{ExportedZcrx, ZcPool, ZcPoolConfig, ZcTarget};
+
+/// How long an importer waits for its owner's export.
+const EXPORT_WAIT: Duration = Duration::from_secs(30);
+
+/// An owner's export on its way to an importer, or why there is none.
+pub(crate) type ExportMsg = Result<ExportedZcrx, String>;
+
+/// Where zero-copy pools are bound and how large they are (same for every worker).
+#[derive(Clone, Debug)]
+pub(crate) struct ZcSetup {
+    pub(crate) target: ZeroCopyTarget,
+    pub(crate) area_bytes: usize,
+    pub(crate) chunk_size: u32,
+}
+
+/// The per-worker wiring between owners and importers (not `Clone`: channel ends).
+#[derive(Default)]
+pub(crate) struct ZcLinks {
+    /// Owner: one export per importer.
+    pub(crate) export_to: Vec<(usize, Sender<ExportMsg>)>,
+    /// Importer: where the owner's export arrives.
+    pub(crate) import_from: Option<Receiver<ExportMsg>>,
+    /// Owner: importers to wake when chunks go back to the kernel.
+    pub(crate) importers: Vec<Arc<WorkerShared>>,
+}
+
+/// What a worker receives zero-copy with.
+pub(crate) enum ZcWorker {
+    /// Copy mode.
+    None,
+    /// RECV_ZC on this worker's ring.
+    Local {
+        ring: Rc<ZcRing>,
+        /// Owner: importing workers to unpark when chunks return.
+        importers: Vec<Arc<WorkerShared>>,
+        /// Device-less instance: loopback flows are received zero-copy too.
+        loopback: bool,
+    },
+    /// Receives run on `owner`'s ring and are handed over.
+    Handover { owner: usize, loopback: bool },
+}
+
+fn zc_error(worker: usize, what: &str, e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(format!("worker {worker}: {what}: {e}"))
+}
+
+/// Attaches worker `shared.index` in `role`; runs on the worker's thread after its
+/// ring exists.
+pub(crate) fn attach(
+    role: ReceiveRole,
+    setup: Option<&ZcSetup>,
+    links: ZcLinks,
+    driver: &mut Driver,
+    shared: &Arc<WorkerShared>,
+) -> io::Result<ZcWorker> {
+    let index = shared.index;
+    let (setup, loopback) = match (role, setup) {
+        (ReceiveRole::Copy, _) => return Ok(ZcWorker::None),
+        (_, None) => {
+            return Err(zc_error(
+                index,
+                "zero-copy role without a target",
+                format!("{role}"),
+            ))
+        }
+        (_, Some(s)) => (s, matches!(s.target, ZeroCopyTarget::DeviceLess { .. })),
+    };
+    if let ReceiveRole::Handover { owner } = role {
+        return Ok(ZcWorker::Handover { owner, loopback });
+    }
+    if !driver.ring_flags().defer_taskrun || !driver.ring_flags().cqe32 {
+        return Err(zc_error(
+            index,
+            "zero-copy receive needs a ring with DEFER_TASKRUN and CQE32",
+            format!("this ring has {:?}", driver.ring_flags()),
+        ));
+    }
+    let features = zcrx::probe::capabilities().zcrx.clone();
+    let ring = match role {
+        ReceiveRole::Owner { instance } => {
+            let target = match &setup.target {
+                ZeroCopyTarget::Device {
+                    ifindex, queues, ..
+                } => ZcTarget::Device {
+                    ifindex: *ifindex,
+                    queue: queues[instance],
+                },
+                ZeroCopyTarget::DeviceLess { .. } => ZcTarget::NoDev,
+            };
+            let config = ZcPoolConfig {
+                area_bytes: setup.area_bytes,
+                chunk_size: setup.chunk_size,
+                ..ZcPoolConfig::new(target)
+            };
+            let _span = tracing::info_span!("zerorx_zc_pool", worker = index, ?target).entered();
+            // SAFETY: the pool ends up in `Core::zc`, declared after `Core::driver`, so
+            // the ring is closed before the pool drops; ops hold clones and are freed
+            // only after their final completion, or leaked with their clone.
+            let pool = unsafe { ZcPool::register(driver.ring_fd(), &features, &config) }
+                .map_err(|e| zc_error(index, "registering the zero-copy pool", e))?;
+            let weak = Arc::downgrade(shared);
+            pool.set_return_notifier(Arc::new(move || {
+                if let Some(shared) = weak.upgrade() {
+                    shared.unpark();
+                }
+            }));
+            tracing::info!(
+                zcrx_id = pool.zcrx_id(),
+                chunk = pool.chunk_size(),
+                area = setup.area_bytes,
+                importers = links.export_to.len(),
+                "zero-copy pool registered"
+            );
+            for (importer, tx) in links.export_to {
+                let export = pool.export().map_err(|e| e.to_string());
+                if let Err(e) = &export {
+                    tracing::error!(importer, error = %e, "exporting the zero-copy pool failed");
+                }
+                // A dropped receiver means the importer already failed; build() reports it.
+                let _ = tx.send(export);
+            }
+            ZcRing::Owner(pool)
+        }
+        ReceiveRole::Import { owner } => {
+            let rx = links.import_from.ok_or_else(|| {
+                zc_error(
+                    index,
+                    "importer without a channel from",
+                    format!("worker {owner}"),
+                )
+            })?;
+            let export = rx
+                .recv_timeout(EXPORT_WAIT)
+                .map_err(|e| zc_error(index, &format!("no export from worker {owner}"), e))?
+                .map_err(|e| zc_error(index, &format!("worker {owner} could not export"), e))?;
+            // SAFETY: as for the owner: `Core::zc` drops after the ring is closed.
+            let import = unsafe { export.import(driver.ring_fd(), &features) }
+                .map_err(|e| zc_error(index, &format!("importing worker {owner}'s pool"), e))?;
+            tracing::info!(
+                worker = index,
+                owner,
+                zcrx_id = import.zcrx_id(),
+                "zero-copy pool imported"
+            );
+            ZcRing::Import(import)
+        }
+        ReceiveRole::Copy | ReceiveRole::Handover { .. } => return Ok(ZcWorker::None),
+    };
+    let _ = shared.zc_pool_stats.set(ring.stats_handle());
+    Ok(ZcWorker::Local {
+        ring: Rc::new(ring),
+        importers: links.importers,
+        loopback,
+    })
+}

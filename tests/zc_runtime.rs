@@ -1,0 +1,281 @@
+//! The runtime's zero-copy receive path against a real kernel.
+//!
+//! - `nodev_*`: device-less ZCRX instances (`ZCRX_REG_NODEV`, Linux 7.1+) drive the
+//!   whole runtime path (CQE32 rings, RECV_ZC ops, refill returns, export/import,
+//!   handover) on loopback TCP. They run whenever the probe reports NODEV; otherwise
+//!   they are listed as ignored and the reason is printed. Select them with
+//!   `cargo test --test zc_runtime -- nodev`.
+//! - `hw_*`: a ZCRX-capable NIC queue named by `ZERORX_ZCRX_IF` and
+//!   `ZERORX_ZCRX_QUEUE`; ignored, with the reason, otherwise.
+
+mod common;
+
+use bytes::Bytes;
+use common::Rng;
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::rc::Rc;
+use std::time::Duration;
+use zcrx::probe::capabilities;
+use zerorx::net::{TcpListener, TcpStream};
+use zerorx::runtime::{ReceiveRole, ResolvedMode, ZeroCopySharing};
+use zerorx::{spawn, timeout, Builder, ReceiveMode, Runtime};
+
+type Case = fn() -> Result<(), Failed>;
+
+fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Failed> {
+    if cond {
+        Ok(())
+    } else {
+        Err(msg().into())
+    }
+}
+
+async fn echo(stream: TcpStream) {
+    while let Ok(Some(buf)) = stream.recv().await {
+        if stream.send(buf.into_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// `conns` echo clients on `worker` against a listener on the same worker; every byte
+/// verified. Returns the bytes echoed.
+fn echo_on(rt: &Runtime, worker: usize, conns: u64, len: usize) -> Result<usize, Failed> {
+    let h = rt.handle().clone();
+    let job = h.spawn_on_with(worker, move || async move {
+        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let addr = l.local_addr().expect("addr");
+        spawn(async move {
+            while let Ok((s, _)) = l.accept().await {
+                spawn(echo(s));
+            }
+        });
+        let joins: Vec<_> = (0..conns)
+            .map(|i| {
+                spawn(async move {
+                    let mut rng = Rng(i * 13 + 5);
+                    let data = Bytes::from((0..len).map(|_| rng.next() as u8).collect::<Vec<_>>());
+                    let s = Rc::new(TcpStream::connect(addr).await.expect("connect"));
+                    let writer = {
+                        let (s, data) = (s.clone(), data.clone());
+                        spawn(async move {
+                            for chunk in data.chunks(3000 + i as usize * 100) {
+                                s.send(data.slice_ref(chunk)).await.expect("send");
+                            }
+                        })
+                    };
+                    let mut got = 0;
+                    while got < len {
+                        let buf = s.recv().await.expect("recv").expect("no early EOF");
+                        assert_eq!(&buf[..], &data[got..got + buf.len()], "conn {i} at {got}");
+                        got += buf.len();
+                    }
+                    writer.await.expect("writer");
+                    got
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for j in joins {
+            total += j.await.expect("client");
+        }
+        total
+    });
+    rt.block_on(async { timeout(Duration::from_secs(60), job).await })
+        .map_err(|_| Failed::from("echo did not finish in 60 s"))?
+        .map_err(|e| Failed::from(format!("echo task failed: {e:?}")))
+}
+
+fn device_less(threads: usize, instances: usize) -> Builder {
+    let mut b = Runtime::builder();
+    b.threads(threads)
+        .receive_mode(ReceiveMode::DeviceLess { instances })
+        .pool_size(1 << 20)
+        .chunk_size(4096);
+    b
+}
+
+fn nodev_echo_every_byte_through_recv_zc() -> Result<(), Failed> {
+    let rt = device_less(1, 1).build().map_err(|e| e.to_string())?;
+    let report = rt.handle().receive_mode().clone();
+    check(report.mode == ResolvedMode::ZeroCopy, || {
+        format!("{report}")
+    })?;
+    let total = echo_on(&rt, 0, 16, 200_000)?;
+    check(total == 16 * 200_000, || format!("echoed {total}"))?;
+    let zc = rt.handle().zc_pool_stats()[0].ok_or("worker 0 has no zero-copy pool")?;
+    // Both directions are received on this worker: the server's receives and the
+    // clients' receives of the echo.
+    check(zc.bytes == 2 * total as u64, || format!("{zc:?}"))?;
+    check(zc.copied_bytes == zc.bytes, || {
+        format!("device-less instances copy: {zc:?}")
+    })?;
+    check(zc.returned_to_kernel > 0, || format!("{zc:?}"))?;
+    let copy = rt.handle().pool_stats()[0].ok_or("copy pool")?;
+    check(copy.bytes == 0, || {
+        format!("nothing went through the copy pool: {copy:?}")
+    })
+}
+
+fn nodev_small_area_runs_dry_and_recovers_without_loss() -> Result<(), Failed> {
+    let rt = device_less(1, 1)
+        .pool_size(16 * 4096)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let total = echo_on(&rt, 0, 8, 400_000)?;
+    check(total == 8 * 400_000, || format!("echoed {total}"))?;
+    let m = rt.handle().metrics()[0];
+    check(m.rearms.no_free_chunk > 0, || {
+        format!("a 16-chunk area under 8 streams runs dry (ENOMEM): {m:?}")
+    })
+}
+
+fn nodev_import_shares_the_owners_pool() -> Result<(), Failed> {
+    if !capabilities().zcrx.import {
+        return Err("the kernel has NODEV but not ZCRX_REG_IMPORT".into());
+    }
+    let rt = device_less(2, 1).build().map_err(|e| e.to_string())?;
+    let roles = rt.handle().receive_mode().roles.clone();
+    check(
+        roles
+            == vec![
+                ReceiveRole::Owner { instance: 0 },
+                ReceiveRole::Import { owner: 0 },
+            ],
+        || format!("{roles:?}"),
+    )?;
+    let total = echo_on(&rt, 1, 8, 200_000)?;
+    let pools = rt.handle().zc_pool_stats();
+    let (owner, importer) = (pools[0].ok_or("owner")?, pools[1].ok_or("importer")?);
+    check(owner.bytes >= 2 * total as u64, || {
+        format!("worker 1 received into worker 0's pool: {owner:?}")
+    })?;
+    check(
+        importer.bytes == owner.bytes || importer.bytes + 1 >= owner.bytes,
+        || "the importer reports the owner's counters".into(),
+    )?;
+    check(rt.handle().metrics()[1].recv_handovers == 0, || {
+        "no handover".into()
+    })
+}
+
+fn nodev_handover_serves_the_other_worker() -> Result<(), Failed> {
+    let rt = device_less(2, 1)
+        .zero_copy_sharing(ZeroCopySharing::Handover)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let roles = rt.handle().receive_mode().roles.clone();
+    check(roles[1] == ReceiveRole::Handover { owner: 0 }, || {
+        format!("{roles:?}")
+    })?;
+    let total = echo_on(&rt, 1, 8, 200_000)?;
+    let m = rt.handle().metrics();
+    check(m[1].recv_handovers >= 16, || format!("{:?}", m[1]))?;
+    let owner = rt.handle().zc_pool_stats()[0].ok_or("owner")?;
+    check(owner.bytes >= 2 * total as u64, || format!("{owner:?}"))?;
+    check(owner.remote_returns > 0, || {
+        format!("buffers dropped on worker 1 went back to worker 0: {owner:?}")
+    })
+}
+
+fn nodev_one_instance_per_worker() -> Result<(), Failed> {
+    let rt = device_less(2, 2).build().map_err(|e| e.to_string())?;
+    echo_on(&rt, 0, 4, 100_000)?;
+    echo_on(&rt, 1, 4, 100_000)?;
+    let pools = rt.handle().zc_pool_stats();
+    let (a, b) = (pools[0].ok_or("pool 0")?, pools[1].ok_or("pool 1")?);
+    check(a.bytes > 0 && b.bytes > 0 && a != b, || {
+        format!("{a:?} / {b:?}")
+    })
+}
+
+fn hw_target() -> Result<(String, u32), String> {
+    let name = std::env::var("ZERORX_ZCRX_IF")
+        .map_err(|_| "set ZERORX_ZCRX_IF and ZERORX_ZCRX_QUEUE".to_string())?;
+    let queue = std::env::var("ZERORX_ZCRX_QUEUE")
+        .ok()
+        .and_then(|q| q.parse().ok())
+        .ok_or("ZERORX_ZCRX_QUEUE must be a queue number")?;
+    Ok((name, queue))
+}
+
+fn hw_runtime_binds_the_queue_and_keeps_loopback_on_copy() -> Result<(), Failed> {
+    let (interface, queue) = hw_target()?;
+    let rt = Runtime::builder()
+        .threads(2)
+        .receive_mode(ReceiveMode::ZeroCopy {
+            interface,
+            queues: vec![queue],
+        })
+        .build()
+        .map_err(|e| e.to_string())?;
+    let report = rt.handle().receive_mode().clone();
+    check(report.mode == ResolvedMode::ZeroCopy, || {
+        format!("{report}")
+    })?;
+    let zc = rt.handle().zc_pool_stats()[0].ok_or("worker 0 owns a pool")?;
+    check(zc.chunks_total > 0, || format!("{zc:?}"))?;
+    // Loopback never crosses the NIC queue: it must use the copy pool.
+    echo_on(&rt, 0, 4, 50_000)?;
+    let zc = rt.handle().zc_pool_stats()[0].ok_or("pool")?;
+    let copy = rt.handle().pool_stats()[0].ok_or("copy pool")?;
+    check(zc.bytes == 0 && copy.bytes > 0, || {
+        format!("{zc:?} / {copy:?}")
+    })
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let caps = capabilities();
+    let nodev_reason = (!caps.zcrx.nodev).then(|| {
+        format!(
+            "kernel {} lacks ZCRX_REG_NODEV (device-less ZCRX, Linux 7.1+)",
+            caps.kernel_release
+        )
+    });
+    let hw_reason = hw_target().err();
+    if let Some(r) = &nodev_reason {
+        println!(
+            "nodev_* tests not run: {r}; run them on a 7.1+ kernel with \
+             `cargo test --test zc_runtime -- nodev`"
+        );
+    }
+    if let Some(r) = &hw_reason {
+        println!("hw_* tests not run: no ZCRX-capable NIC queue configured ({r})");
+    }
+    let nodev: [(&str, Case); 5] = [
+        (
+            "nodev_echo_every_byte_through_recv_zc",
+            nodev_echo_every_byte_through_recv_zc,
+        ),
+        (
+            "nodev_small_area_runs_dry_and_recovers_without_loss",
+            nodev_small_area_runs_dry_and_recovers_without_loss,
+        ),
+        (
+            "nodev_import_shares_the_owners_pool",
+            nodev_import_shares_the_owners_pool,
+        ),
+        (
+            "nodev_handover_serves_the_other_worker",
+            nodev_handover_serves_the_other_worker,
+        ),
+        (
+            "nodev_one_instance_per_worker",
+            nodev_one_instance_per_worker,
+        ),
+    ];
+    let hw: [(&str, Case); 1] = [(
+        "hw_runtime_binds_the_queue_and_keeps_loopback_on_copy",
+        hw_runtime_binds_the_queue_and_keeps_loopback_on_copy,
+    )];
+    let trials: Vec<Trial> = nodev
+        .into_iter()
+        .map(|(n, f)| Trial::test(n, f).with_ignored_flag(nodev_reason.is_some()))
+        .chain(
+            hw.into_iter()
+                .map(|(n, f)| Trial::test(n, f).with_ignored_flag(hw_reason.is_some())),
+        )
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}

@@ -165,7 +165,7 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
 
     // Transport and protocol from the first bytes (or checked against the settings).
     let detected = {
-        let detect = pin!(detect_stream(&mut reader));
+        let detect = pin!(detect_stream(&mut reader, cfg.max_frame));
         let mut detect = detect;
         poll_fn(|cx| {
             if let Poll::Ready(r) = detect.as_mut().poll(cx) {

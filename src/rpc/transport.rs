@@ -120,8 +120,8 @@ impl std::error::Error for ReadError {}
 pub struct Incoming {
     /// The message (without a frame prefix).
     pub bytes: Bytes,
-    /// True when it was copied together from several received buffers (or the reader
-    /// copied it because it exceeded the reader's hold limit).
+    /// True when it was copied: together from several received buffers, or by the
+    /// reader (past its hold limit, or because the receive pool ran low).
     pub copied: bool,
 }
 
@@ -233,7 +233,7 @@ impl MessageStream {
     }
 
     fn incoming(&self, chain: BytesChain) -> Incoming {
-        let copied = !chain.is_contiguous() || chain.len() > self.reader.hold_limit();
+        let copied = self.reader.last_copied() || !chain.is_contiguous();
         Incoming {
             bytes: chain.into_contiguous(),
             copied,

@@ -349,7 +349,9 @@ fn dispatch(
         protocol: r.protocol(),
         framed,
         max_frame: cfg.max_frame,
-        name: header.name.clone(),
+        // A copy: the name is a view of the request, whose receive buffer would stay
+        // busy for as long as the call runs.
+        name: bytes::Bytes::copy_from_slice(&header.name),
         seqid: header.seqid,
     };
     let exception = |to: &ReplyTo, kind, message: String| -> bool {

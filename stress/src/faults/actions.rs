@@ -290,22 +290,13 @@ async fn burst(cx: &Ctx) -> Step<Outcome> {
     }
     let size = cx.plan.burst_size.min(cx.load.max_frame as usize / 2);
     let end = deadline(cx);
-    // Every connection sends at once; the replies are read only after all sent.
-    let mut sent = Vec::with_capacity(conns.len());
+    // Every connection sends at once, then reads its own reply: no connection waits
+    // for another.
+    let mut tasks = Vec::with_capacity(conns.len());
     for mut c in conns {
         let (segs, _) = c.wire.good(&cx.load, size);
-        sent.push(zerorx::spawn(async move {
-            c.send(&segs).await?;
-            Ok::<Conn, Outcome>(c)
-        }));
-    }
-    let mut tasks = Vec::with_capacity(sent.len());
-    for s in sent {
-        let c = s
-            .await
-            .map_err(|e| unexpected(format!("burst task: {e:?}")))??;
         tasks.push(zerorx::spawn(async move {
-            let mut c = c;
+            c.send(&segs).await?;
             c.half_close().await?;
             all_ok(&c.replies(1, end).await?)?;
             c.expect_close(end, "answering a half-closed connection")

@@ -199,6 +199,8 @@ impl EpState {
                     .is_some_and(|f| f.load(std::sync::atomic::Ordering::Acquire))
         });
         if gone {
+            // What the peer answered before it closed is already in the queue.
+            self.drain_cq();
             self.peer_down(
                 peer,
                 &format!(
@@ -249,6 +251,12 @@ impl EpState {
             }));
         }
         let any = !gone.is_empty();
+        if any {
+            // Completions the peers produced before they went are in the queue already
+            // (a closing endpoint stops touching ours before it is flagged): take them
+            // first, so only what was really cut off is reported lost.
+            self.drain_cq();
+        }
         for (peer, cause) in gone {
             self.peer_down(peer, &cause);
         }

@@ -10,11 +10,13 @@ bin=target/debug/zerorx-stress
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-for scenario in stream churn; do
+for scenario in rpc stream churn; do
   echo "-- zerorx-stress --scenario ${scenario}"
   "$bin" --scenario "$scenario" --duration 3s --connections 8 --json "$out/$scenario.json"
 done
-echo "-- zerorx-stress --scenario stream --faults all:2/s"
-"$bin" --scenario stream --duration 3s --connections 8 --faults all:2/s --fault-hold 300ms \
-  --burst-conns 64 --json "$out/faults.json"
-"$bin" --compare "$out/stream.json" "$out/churn.json"
+for scenario in rpc stream; do
+  echo "-- zerorx-stress --scenario ${scenario} --faults all:2/s"
+  "$bin" --scenario "$scenario" --duration 3s --connections 8 --faults all:2/s --fault-hold 300ms \
+    --burst-conns 40 --json "$out/$scenario-faults.json"
+done
+"$bin" --compare "$out/rpc.json" "$out/stream.json"

@@ -274,3 +274,64 @@ fn pool_size_and_chunk_size_size_the_copy_pool() {
     let stats = rt.handle().pool_stats()[0].expect("pool");
     assert_eq!(stats.chunks_total, 16);
 }
+
+#[test]
+fn busy_poll_is_registered_or_refused_with_a_named_error() {
+    // What the kernel says to a plain ring, to hold the runtime to the same answer.
+    let ring = io_uring::IoUring::new(8).expect("io_uring");
+    let mut napi = io_uring::types::Napi::new().set_busy_poll_timeout(50);
+    let kernel = ring.submitter().register_napi(&mut napi);
+    drop(ring);
+    let built = Runtime::builder()
+        .threads(2)
+        .receive_mode(ReceiveMode::Copy)
+        .busy_poll(std::time::Duration::from_micros(50), true)
+        .build();
+    match (kernel, built) {
+        (Ok(()), Ok(rt)) => {
+            let flags = rt.handle().ring_flags();
+            assert!(
+                flags.iter().all(|f| f.is_some_and(|f| f.napi_busy_poll)),
+                "every worker's ring busy-polls: {flags:?}"
+            );
+            // And receiving still works.
+            let got = rt.block_on(async {
+                let l = zerorx::net::TcpListener::bind("127.0.0.1:0".parse().expect("addr"))
+                    .expect("bind");
+                let c = zerorx::net::TcpStream::connect(l.local_addr().expect("addr"))
+                    .await
+                    .expect("connect");
+                let (s, _) = l.accept().await.expect("accept");
+                c.send(bytes::Bytes::from_static(b"polled"))
+                    .await
+                    .expect("send");
+                s.recv().await.expect("recv").expect("data").to_vec()
+            });
+            assert_eq!(got, b"polled");
+        }
+        (Err(k), Err(e)) => {
+            let msg = e.to_string();
+            assert!(msg.contains("IORING_REGISTER_NAPI"), "{msg}");
+            assert!(msg.contains("CONFIG_NET_RX_BUSY_POLL"), "{msg}");
+            assert_eq!(e.kind(), k.kind(), "{msg}");
+        }
+        (k, b) => panic!(
+            "the runtime disagrees with the kernel: kernel {k:?}, build {:?}",
+            b.map(|_| "ok")
+        ),
+    }
+    // Nonsense is refused before the kernel is asked.
+    let e = Runtime::builder()
+        .threads(1)
+        .busy_poll(std::time::Duration::ZERO, false)
+        .build()
+        .expect_err("zero timeout");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("busy-poll timeout"), "{e}");
+    // Off by default.
+    let rt = Runtime::builder().threads(1).build().expect("runtime");
+    assert_eq!(
+        rt.handle().ring_flags()[0].map(|f| f.napi_busy_poll),
+        Some(false)
+    );
+}

@@ -403,3 +403,101 @@ fn slow_reader_exhausts_an_incremental_pool_without_losing_bytes() {
     let _g = common::fd_lock();
     slow_reader(true);
 }
+
+fn udp_rt(pool: Option<CopyPoolConfig>) -> Runtime {
+    Runtime::builder()
+        .threads(1)
+        .udp_pool(pool)
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn udp_pooled_receive_gets_every_datagram_with_its_sender_despite_a_dry_pool() {
+    use zerorx::net::UdpSocket;
+    // 4 buffers: holding them starves the multishot RECVMSG (ENOBUFS); the rest of
+    // the burst waits in the socket buffer until buffers come back.
+    let rt = udp_rt(Some(CopyPoolConfig {
+        buffers: 4,
+        buffer_size: 2048,
+        group_id: 1,
+        ..CopyPoolConfig::default()
+    }));
+    let h = rt.handle().clone();
+    rt.block_on(async move {
+        let rx = UdpSocket::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let tx = UdpSocket::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let to = rx.local_addr().expect("addr");
+        let from = tx.local_addr().expect("addr");
+        let payload = |i: u32| -> Vec<u8> {
+            let mut v = i.to_le_bytes().to_vec();
+            v.extend((0..(i * 37 % 1400)).map(|k| (k ^ i) as u8));
+            v
+        };
+        for i in 0..40u32 {
+            tx.send_to(Bytes::from(payload(i)), to).await.expect("send");
+        }
+        let mut held = Vec::new();
+        for i in 0..40u32 {
+            let d = timeout(Duration::from_secs(5), rx.recv_pooled())
+                .await
+                .expect("in time")
+                .expect("datagram");
+            assert_eq!(d.from, from);
+            assert!(!d.truncated);
+            assert_eq!(&d.data[..], &payload(i)[..], "datagram {i}");
+            held.push(d);
+            if held.len() == 4 {
+                // The pool is dry: let the armed receive hit ENOBUFS, then give back.
+                zerorx::sleep(Duration::from_millis(5)).await;
+                held.clear();
+            }
+        }
+        let m = h.metrics()[0];
+        assert!(m.rearms.no_buffers > 0, "{m:?}");
+        let st = h.udp_pool_stats()[0].expect("datagram pool");
+        assert_eq!(st.completions, 40, "{st:?}");
+        assert!(st.enobufs > 0, "{st:?}");
+        drop(held);
+    });
+}
+
+#[test]
+fn udp_datagram_larger_than_a_buffer_arrives_truncated_and_says_so() {
+    use zerorx::net::UdpSocket;
+    let rt = udp_rt(Some(CopyPoolConfig {
+        buffers: 8,
+        buffer_size: 1024,
+        group_id: 1,
+        ..CopyPoolConfig::default()
+    }));
+    rt.block_on(async {
+        let rx = UdpSocket::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let tx = UdpSocket::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let big: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+        tx.send_to(Bytes::from(big.clone()), rx.local_addr().expect("addr"))
+            .await
+            .expect("send");
+        tx.send_to(Bytes::from_static(b"small"), rx.local_addr().expect("addr"))
+            .await
+            .expect("send");
+        let d = rx.recv_pooled().await.expect("datagram");
+        assert!(d.truncated);
+        assert!(!d.data.is_empty() && d.data.len() < 1024);
+        assert_eq!(&d.data[..], &big[..d.data.len()]);
+        let d = rx.recv_pooled().await.expect("datagram");
+        assert!(!d.truncated);
+        assert_eq!(&d.data[..], b"small");
+    });
+}
+
+#[test]
+fn udp_pooled_receive_without_a_pool_is_unsupported() {
+    let rt = udp_rt(None);
+    rt.block_on(async {
+        let rx = zerorx::net::UdpSocket::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let e = rx.recv_pooled().await.expect_err("no pool");
+        assert_eq!(e.kind(), std::io::ErrorKind::Unsupported);
+        assert!(e.to_string().contains("udp_pool"), "{e}");
+    });
+}

@@ -87,9 +87,9 @@ impl ServerProcess {
         self.child.id()
     }
 
-    /// CPU seconds it has used so far.
-    pub fn cpu_secs(&self) -> io::Result<f64> {
-        procfs::process_cpu_secs(self.pid())
+    /// CPU seconds it has used so far: (user, system).
+    pub fn cpu_secs(&self) -> io::Result<(f64, f64)> {
+        procfs::process_cpu_split(self.pid())
     }
 
     /// Asks the server for its runtime counters.
@@ -214,7 +214,11 @@ fn control(stats: StatsFn) -> ! {
             Ok(_) => {}
         }
         if line.trim() == "stats" {
-            let json = serde_json::to_string(&stats()).unwrap_or_else(|_| "{}".into());
+            let s = ServerStats {
+                heap_bytes: Some(servers::heap_in_use()),
+                ..stats()
+            };
+            let json = serde_json::to_string(&s).unwrap_or_else(|_| "{}".into());
             let mut out = io::stdout().lock();
             if writeln!(out, "{json}").and_then(|_| out.flush()).is_err() {
                 std::process::exit(0);

@@ -33,6 +33,12 @@ fn clock_ticks() -> f64 {
 
 /// CPU seconds (user + system) used so far by every thread of process `pid`.
 pub fn process_cpu_secs(pid: u32) -> io::Result<f64> {
+    let (user, system) = process_cpu_split(pid)?;
+    Ok(user + system)
+}
+
+/// CPU seconds used so far by every thread of process `pid`: (user, system).
+pub fn process_cpu_split(pid: u32) -> io::Result<(f64, f64)> {
     let path = format!("/proc/{pid}/stat");
     let text = read(&path)?;
     // The command name may contain spaces and parentheses: fields start after the last ')'.
@@ -48,7 +54,8 @@ pub fn process_cpu_secs(pid: u32) -> io::Result<f64> {
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| bad(&path, "utime/stime"))
     };
-    Ok((field(11)? + field(12)?) as f64 / clock_ticks())
+    let hz = clock_ticks();
+    Ok((field(11)? as f64 / hz, field(12)? as f64 / hz))
 }
 
 /// Voluntary plus involuntary context switches of every live thread of `pid`: each time

@@ -217,6 +217,15 @@ impl Workload {
                         Count,
                         Some(AtMost(0.0)),
                     ),
+                    m("client_us_per_op", "client CPU us/req", Micros, None),
+                    m(
+                        "server_user_share_pct",
+                        "server user-space share",
+                        Percent,
+                        None,
+                    ),
+                    m("enters_per_op", "zerorx io_uring_enter/req", Ratio, None),
+                    m("cqes_per_op", "zerorx CQEs/req", Ratio, None),
                 ];
                 M
             }
@@ -290,6 +299,19 @@ impl Workload {
                         Count,
                         Some(AtMost(0.0)),
                     ),
+                    m(
+                        "server_user_share_pct",
+                        "server user-space share",
+                        Percent,
+                        None,
+                    ),
+                    m(
+                        "enters_per_op",
+                        "zerorx enters per client recv",
+                        Ratio,
+                        None,
+                    ),
+                    m("cqes_per_op", "zerorx CQEs per client recv", Ratio, None),
                 ];
                 M
             }
@@ -319,6 +341,7 @@ impl Workload {
                     ),
                     m("p99_us", "p99 connect+RPC+close us", Micros, None),
                     RR_COMMON[1],
+                    m("enters_per_op", "zerorx io_uring_enter/conn", Ratio, None),
                     m("cqes_per_op", "zerorx CQEs/conn", Ratio, None),
                 ];
                 M
@@ -332,6 +355,7 @@ impl Workload {
                         Some(AtMost(256.0)),
                     ),
                     m("anon_per_conn", "server RssAnon B/conn", Bytes, None),
+                    m("heap_per_conn", "server malloc'd B/conn", Bytes, None),
                     m(
                         "wakeups_per_s",
                         "wake-ups/s while idle",
@@ -457,6 +481,7 @@ struct ServerProbe<'a> {
 struct Sample {
     at: Instant,
     cpu_secs: f64,
+    user_secs: f64,
     ctx_switches: u64,
     machine: MachineCpu,
     stats: ServerStats,
@@ -473,9 +498,11 @@ impl ServerProbe<'_> {
 
     fn sample(&mut self) -> io::Result<Sample> {
         let pid = self.server.pid();
+        let (user_secs, sys_secs) = self.server.cpu_secs()?;
         Ok(Sample {
             at: Instant::now(),
-            cpu_secs: self.server.cpu_secs()?,
+            cpu_secs: user_secs + sys_secs,
+            user_secs,
             ctx_switches: procfs::context_switches(pid)?,
             machine: MachineCpu::now()?,
             stats: self.server.stats()?,
@@ -502,6 +529,12 @@ impl ServerProbe<'_> {
         };
         put("window_s", secs);
         put("server_core_pct", 100.0 * cpu / wall);
+        if cpu > 0.0 {
+            put(
+                "server_user_share_pct",
+                100.0 * (b.user_secs - a.user_secs).max(0.0) / cpu,
+            );
+        }
         put("client_core_pct", 100.0 * r.client_cpu.as_secs_f64() / secs);
         put(
             "ctx_switches_per_s",
@@ -515,6 +548,9 @@ impl ServerProbe<'_> {
         }
         // zerorx's own counters per completed operation: where its CPU goes.
         let ops = (r.rr.ops + r.churn.ops + r.stream.ops).max(1) as f64;
+        // The same client for every server: its cost per operation should not depend
+        // on the server.
+        put("client_us_per_op", r.client_cpu.as_secs_f64() * 1e6 / ops);
         let delta = |f: fn(&ServerStats) -> Option<u64>| match (f(&a.stats), f(&b.stats)) {
             (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64),
             _ => None,
@@ -597,9 +633,11 @@ fn idle_cell(server: &mut ServerProcess, cfg: &CellConfig) -> io::Result<CellMet
     let warm = IdleConns::open(server.addr(), 1, 1)?;
     std::thread::sleep(cfg.idle_settle / 4);
     let (rss0, anon0) = procfs::rss_bytes(pid)?;
+    let heap0 = server.stats()?.heap_bytes;
     let conns = IdleConns::open(server.addr(), cfg.idle_conns, 256)?;
     std::thread::sleep(cfg.idle_settle);
     let (rss1, anon1) = procfs::rss_bytes(pid)?;
+    let heap1 = server.stats()?.heap_bytes;
     let machine0 = MachineCpu::now()?;
     let (cs0, t0) = (procfs::context_switches(pid)?, Instant::now());
     std::thread::sleep(cfg.measure);
@@ -613,6 +651,9 @@ fn idle_cell(server: &mut ServerProcess, cfg: &CellConfig) -> io::Result<CellMet
         "anon_per_conn".into(),
         anon1.saturating_sub(anon0) as f64 / n,
     );
+    if let (Some(a), Some(b)) = (heap0, heap1) {
+        v.insert("heap_per_conn".into(), b.saturating_sub(a) as f64 / n);
+    }
     v.insert(
         "wakeups_per_s".into(),
         cs1.saturating_sub(cs0) as f64 / (t1 - t0).as_secs_f64().max(1e-9),

@@ -66,6 +66,9 @@ pub(crate) struct RingConfig {
     /// Blocking waits collect up to `.0` completions, returning early with fewer once
     /// `.1` has passed since the first (`IORING_FEAT_MIN_TIMEOUT`, Linux 6.12).
     pub(crate) wait_batch: Option<(u32, Duration)>,
+    /// NAPI busy polling while waiting: timeout and prefer-busy-poll
+    /// (`IORING_REGISTER_NAPI`, Linux 6.9).
+    pub(crate) busy_poll: Option<(Duration, bool)>,
 }
 
 /// Which setup flags the kernel accepted for this ring.
@@ -77,6 +80,8 @@ pub struct RingFlags {
     pub coop_taskrun: bool,
     /// 32-byte CQEs.
     pub cqe32: bool,
+    /// NAPI busy polling registered (`IORING_REGISTER_NAPI`).
+    pub napi_busy_poll: bool,
 }
 
 /// The ring, with its CQE size chosen at runtime. An enum rather than a type parameter
@@ -151,15 +156,20 @@ impl Ring {
                             d.as_micros().clamp(1, u32::MAX as u128) as u32,
                         )),
                     };
-                    return Ok(Ring {
+                    let mut ring = Ring {
                         inner,
                         flags: RingFlags {
                             defer_taskrun: defer,
                             coop_taskrun: coop,
                             cqe32: cfg.cqe32,
+                            napi_busy_poll: false,
                         },
                         wait_batch,
-                    });
+                    };
+                    if let Some((timeout, prefer)) = cfg.busy_poll {
+                        ring.register_napi(timeout, prefer)?;
+                    }
+                    return Ok(ring);
                 }
                 // EINVAL is how an older kernel refuses an unknown flag; anything else
                 // (ENOMEM, EPERM, ENOSYS) will not be cured by fewer flags.
@@ -175,6 +185,38 @@ impl Ring {
 
     pub(crate) fn flags(&self) -> RingFlags {
         self.flags
+    }
+
+    /// Turns on NAPI busy polling for this ring's waits (dynamic tracking: the NAPI
+    /// instances of the sockets the ring receives on).
+    fn register_napi(&mut self, timeout: Duration, prefer: bool) -> io::Result<()> {
+        let us = u32::try_from(timeout.as_micros())
+            .ok()
+            .filter(|&us| us > 0)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("busy-poll timeout must be from 1 µs to u32::MAX µs, got {timeout:?}"),
+                )
+            })?;
+        let mut napi = types::Napi::new()
+            .set_busy_poll_timeout(us)
+            .set_prefer_busy_poll(prefer);
+        let res = with_ring!(self, r => r.submitter().register_napi(&mut napi));
+        res.map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "busy polling was refused: IORING_REGISTER_NAPI failed with {} ({e}); it \
+                     needs Linux 6.9+ built with CONFIG_NET_RX_BUSY_POLL=y (and, to do \
+                     anything, NIC queues with NAPI: loopback has none); leave \
+                     Builder::busy_poll unset to run without it",
+                    zcrx::probe::errno_name(e.raw_os_error().unwrap_or(0))
+                ),
+            )
+        })?;
+        self.flags.napi_busy_poll = true;
+        Ok(())
     }
 
     pub(crate) fn fd(&self) -> RawFd {
@@ -287,6 +329,7 @@ mod tests {
             cq_entries: 16,
             cqe32,
             wait_batch: None,
+            busy_poll: None,
         })
         .expect("ring");
         assert!(ring.flags().defer_taskrun, "6.18 accepts DEFER_TASKRUN");
@@ -323,6 +366,7 @@ mod tests {
             cq_entries: 16,
             cqe32: false,
             wait_batch: None,
+            busy_poll: None,
         })
         .expect("ring");
         let t = std::time::Instant::now();

@@ -6,6 +6,7 @@
 pub(crate) mod accept;
 pub(crate) mod connect;
 pub(crate) mod recv;
+pub(crate) mod recv_msg;
 pub(crate) mod recv_zc;
 pub(crate) mod send;
 pub(crate) mod shutdown;

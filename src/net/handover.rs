@@ -63,10 +63,12 @@ impl HandoverRx {
         // pull the socket from under the other's op.
         let dup = fd.try_clone()?;
         let chan = Arc::new(Channel::default());
-        let server = chan.clone();
+        // Made here, so that a server that never starts (the owner already stopped)
+        // still ends the stream when its closure is dropped.
+        let guard = ServerGuard(chan.clone());
         drop(
             core.handle
-                .spawn_on_with(owner, move || serve(Rc::new(dup), server)),
+                .spawn_on_with(owner, move || serve(Rc::new(dup), guard)),
         );
         Ok(HandoverRx { chan })
     }
@@ -147,8 +149,7 @@ impl Drop for ServerGuard {
 
 /// Runs on the owner: receives `fd` with the owner's pool until the stream ends or the
 /// consumer goes away.
-async fn serve(fd: SharedFd, chan: Arc<Channel>) {
-    let guard = ServerGuard(chan);
+async fn serve(fd: SharedFd, guard: ServerGuard) {
     let Some(core) = crate::runtime::context::current() else {
         guard.push(Item::Failed(crate::driver::op::not_in_runtime()));
         return;
@@ -265,6 +266,32 @@ mod tests {
             0,
             "worker 1 received nothing itself"
         );
+    }
+
+    #[test]
+    fn a_server_that_never_ran_ends_the_stream_instead_of_hanging() {
+        use super::{Channel, HandoverRx, Item, ServerGuard};
+        use std::sync::Arc;
+        use std::task::{Context, Poll, Waker};
+        let chan = Arc::new(Channel::default());
+        let mut rx = HandoverRx { chan: chan.clone() };
+        let guard = ServerGuard(chan.clone());
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(rx.poll_recv(&mut cx).is_pending());
+        // The owner dropped the server's closure without running it.
+        drop(guard);
+        match rx.poll_recv(&mut cx) {
+            Poll::Ready(Err(e)) => assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe),
+            other => panic!("expected an error, got {other:?}"),
+        }
+        // A server that said its last word is heard first.
+        let chan = Arc::new(Channel::default());
+        let mut rx = HandoverRx { chan: chan.clone() };
+        let guard = ServerGuard(chan);
+        guard.push(Item::Eof);
+        drop(guard);
+        assert!(matches!(rx.poll_recv(&mut cx), Poll::Ready(Ok(None))));
+        assert!(matches!(rx.poll_recv(&mut cx), Poll::Ready(Ok(None))));
     }
 
     #[test]

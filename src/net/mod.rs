@@ -16,11 +16,11 @@ mod udp;
 
 pub use chain::BytesChain;
 pub use compat::Compat;
-pub use frame::FrameReader;
+pub use frame::{CopyStats, FrameReader};
 pub use recv_stream::RecvStream;
 pub use tcp_listener::TcpListener;
 pub use tcp_stream::TcpStream;
-pub use udp::UdpSocket;
+pub use udp::{Datagram, UdpSocket};
 
 use crate::io::SharedFd;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};

@@ -32,7 +32,9 @@ pub struct Builder {
     incremental: Option<bool>,
     recv_bundles: bool,
     wait_batch: Option<(u32, Duration)>,
+    busy_poll: Option<(Duration, bool)>,
     zero_copy_sharing: ZeroCopySharing,
+    udp_pool: Option<CopyPoolConfig>,
 }
 
 /// How workers without a zero-copy pool of their own share one (fewer queues than
@@ -63,6 +65,15 @@ enum CopyPoolChoice {
 const DEFAULT_POOL_BYTES: usize = 4 << 20;
 /// Bytes per pool buffer / chunk by default.
 const DEFAULT_CHUNK_SIZE: u32 = 64 * 1024;
+/// Datagram pool of each worker, registered when a UDP socket first receives from it:
+/// 64 buffers of 2 KiB (an Ethernet-MTU datagram plus the kernel's header), 128 KiB.
+const DEFAULT_UDP_POOL: CopyPoolConfig = CopyPoolConfig {
+    buffers: 64,
+    buffer_size: 2048,
+    group_id: 1,
+    backing: zcrx::Backing::Anonymous,
+    incremental: false,
+};
 
 impl Default for Builder {
     fn default() -> Self {
@@ -81,7 +92,9 @@ impl Default for Builder {
             incremental: None,
             recv_bundles: false,
             wait_batch: None,
+            busy_poll: None,
             zero_copy_sharing: ZeroCopySharing::Auto,
+            udp_pool: Some(DEFAULT_UDP_POOL),
         }
     }
 }
@@ -191,6 +204,27 @@ impl Builder {
         self
     }
 
+    /// NAPI busy polling (`IORING_REGISTER_NAPI`, Linux 6.9+ with
+    /// `CONFIG_NET_RX_BUSY_POLL`): when a worker waits, the kernel polls the NIC queues
+    /// of the sockets it receives on for up to `timeout` before sleeping, trading CPU
+    /// for latency; `prefer` also defers the NIC's interrupts while busy polling. Off by
+    /// default; `build()` fails with the kernel's refusal named when it is not
+    /// available. Whether it is on shows in [`Handle::ring_flags`](crate::Handle::ring_flags).
+    pub fn busy_poll(&mut self, timeout: Duration, prefer: bool) -> &mut Self {
+        self.busy_poll = Some((timeout, prefer));
+        self
+    }
+
+    /// The pool [`UdpSocket::recv_pooled`](crate::net::UdpSocket::recv_pooled)
+    /// receives datagrams into, registered by each worker at first use (default 64 ×
+    /// 2 KiB; larger datagrams arrive truncated and say so). Its `group_id` must differ
+    /// from the copy pool's (0); `incremental` is ignored (datagrams take whole
+    /// buffers). `None`: no pooled datagram receives.
+    pub fn udp_pool(&mut self, config: Option<CopyPoolConfig>) -> &mut Self {
+        self.udp_pool = config;
+        self
+    }
+
     /// Sets each worker's copy pool exactly, overriding [`pool_size`](Self::pool_size)
     /// and [`chunk_size`](Self::chunk_size) for it. `None` registers no copy pool; copy
     /// receives then fail with `Unsupported` (`recv_into` still works).
@@ -268,11 +302,16 @@ impl Builder {
                 cq_entries,
                 cqe32: self.cqe32,
                 wait_batch: self.wait_batch,
+                busy_poll: self.busy_poll,
             },
             pool: self.copy_pool_config()?,
             role: ReceiveRole::Copy,
             recv_bundles: self.recv_bundles,
             zc: None,
+            udp_pool: self.udp_pool.clone().map(|c| CopyPoolConfig {
+                incremental: false,
+                ..c
+            }),
         };
         let report = receive_mode::resolve(
             &self.receive_mode,

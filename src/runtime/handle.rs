@@ -150,6 +150,16 @@ impl Handle {
             .collect()
     }
 
+    /// Counters of each worker's datagram pool (`None` until a UDP socket on that
+    /// worker received from it).
+    pub fn udp_pool_stats(&self) -> Vec<Option<zcrx::PoolStatsSnapshot>> {
+        self.inner
+            .workers
+            .iter()
+            .map(|w| w.udp_pool_stats.get().map(|s| s.snapshot()))
+            .collect()
+    }
+
     /// Counters of the zero-copy pool each worker receives into (`None` in copy mode
     /// and for workers served by handover). Importers report their owner's pool.
     pub fn zc_pool_stats(&self) -> Vec<Option<zcrx::PoolStatsSnapshot>> {

@@ -3,6 +3,7 @@
 
 use super::context;
 use super::handle::Handle;
+use super::pressure::Holders;
 use super::receive_plan::ReceiveRole;
 pub(crate) use super::zero_copy::ZcWorker;
 use super::zero_copy::{ZcLinks, ZcSetup};
@@ -34,6 +35,8 @@ pub(crate) struct WorkerConfig {
     pub(crate) recv_bundles: bool,
     /// Zero-copy target and pool size (zero-copy modes).
     pub(crate) zc: Option<ZcSetup>,
+    /// The pool UDP sockets receive datagrams into, registered at first use.
+    pub(crate) udp_pool: Option<CopyPoolConfig>,
 }
 
 impl WorkerConfig {
@@ -67,6 +70,8 @@ pub(crate) struct WorkerShared {
     pub(crate) metrics: Arc<WorkerMetrics>,
     pub(crate) ring_flags: OnceLock<RingFlags>,
     pub(crate) pool_stats: OnceLock<StatsHandle>,
+    /// Counters of the datagram pool, once a UDP socket used it.
+    pub(crate) udp_pool_stats: OnceLock<StatsHandle>,
     /// Counters of the zero-copy pool this worker receives into (the owner's, for an
     /// importer).
     pub(crate) zc_pool_stats: OnceLock<StatsHandle>,
@@ -89,6 +94,7 @@ impl WorkerShared {
             ring_flags: OnceLock::new(),
             pool_stats: OnceLock::new(),
             zc_pool_stats: OnceLock::new(),
+            udp_pool_stats: OnceLock::new(),
             zc_waiting: AtomicBool::new(false),
         }
     }
@@ -142,12 +148,20 @@ pub(crate) struct Core {
     /// The zero-copy pool this ring receives into, or the worker serving its
     /// receives. Declared after `driver` for the same reason as `pool`.
     pub(crate) zc: ZcWorker,
+    /// The datagram pool (registered with the ring at the first pooled UDP receive;
+    /// after `driver` for the same reason as `pool`).
+    udp_pool: std::cell::OnceCell<Rc<CopyPool>>,
+    udp_pool_config: Option<CopyPoolConfig>,
+    /// UDP receives waiting for the datagram pool (`ENOBUFS`).
+    pub(crate) udp_waiters: RefCell<Vec<Waker>>,
     /// Copy receives are armed as bundles.
     pub(crate) recv_bundles: bool,
     /// Receives waiting for the copy pool to have free buffers again (`ENOBUFS`).
     pub(crate) copy_waiters: RefCell<Vec<Waker>>,
     /// Receives waiting for zero-copy chunks to go back to the kernel (`ENOMEM`).
     pub(crate) zc_waiters: RefCell<Vec<Waker>>,
+    /// Readers holding receive buffers while they wait, woken when the pools run low.
+    pub(crate) holders: Rc<Holders>,
     /// `returned_to_kernel` of the zero-copy pool at the last turn.
     zc_seen: Cell<u64>,
     /// The zero-copy pool's counters (cheap reads of its return progress).
@@ -223,9 +237,13 @@ impl Core {
             driver: RefCell::new(driver),
             pool,
             zc,
+            udp_pool: std::cell::OnceCell::new(),
+            udp_pool_config: cfg.udp_pool.clone(),
+            udp_waiters: RefCell::new(Vec::new()),
             recv_bundles: cfg.recv_bundles,
             copy_waiters: RefCell::new(Vec::new()),
             zc_waiters: RefCell::new(Vec::new()),
+            holders: Rc::default(),
             zc_seen: Cell::new(zc_stats.as_ref().map_or(0, |s| s.returned_to_kernel())),
             zc_stats,
             steering_warned: Cell::new(false),
@@ -300,6 +318,41 @@ impl Core {
         res
     }
 
+    /// The datagram pool, registered with this worker's ring on first use.
+    pub(crate) fn udp_pool(&self) -> io::Result<Rc<CopyPool>> {
+        if let Some(pool) = self.udp_pool.get() {
+            return Ok(pool.clone());
+        }
+        let Some(config) = &self.udp_pool_config else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the runtime has no datagram pool (Builder::udp_pool(None))",
+            ));
+        };
+        // SAFETY: the pool lives in `Core::udp_pool`, declared after `driver`, so the
+        // ring is closed first; ops hold clones until their final completion.
+        let pool = self
+            .driver
+            .borrow_mut()
+            .with_submitter(|s| unsafe { CopyPool::register(s, config) })
+            .map_err(|e| io::Error::other(format!("datagram pool: {e}")))?;
+        let weak = Arc::downgrade(&self.shared);
+        pool.set_return_notifier(Arc::new(move || {
+            if let Some(shared) = weak.upgrade() {
+                shared.unpark();
+            }
+        }));
+        let _ = self.shared.udp_pool_stats.set(pool.stats_handle());
+        tracing::debug!(
+            worker = self.shared.index,
+            buffers = config.buffers,
+            buffer_size = config.buffer_size,
+            "datagram pool registered"
+        );
+        let pool = Rc::new(pool);
+        Ok(self.udp_pool.get_or_init(|| pool).clone())
+    }
+
     /// `returned_to_kernel` of the zero-copy pool this worker receives into.
     pub(crate) fn zc_returned(&self) -> Option<u64> {
         self.zc_stats.as_ref().map(|s| s.returned_to_kernel())
@@ -313,6 +366,12 @@ impl Core {
             pool.maintain();
             if pool.available() > 0 && !self.copy_waiters.borrow().is_empty() {
                 wakers.append(&mut self.copy_waiters.borrow_mut());
+            }
+        }
+        if let Some(pool) = self.udp_pool.get() {
+            pool.maintain();
+            if pool.available() > 0 && !self.udp_waiters.borrow().is_empty() {
+                wakers.append(&mut self.udp_waiters.borrow_mut());
             }
         }
         if let ZcWorker::Local {
@@ -331,6 +390,7 @@ impl Core {
                 }
             }
         }
+        self.holders.take_if_low(self, wakers);
         self.wake_all(wakers);
     }
 
@@ -362,6 +422,7 @@ impl Core {
         drop(timers);
         self.copy_waiters.borrow_mut().clear();
         self.zc_waiters.borrow_mut().clear();
+        self.udp_waiters.borrow_mut().clear();
         let leaked = self.driver.borrow_mut().shutdown(deadline);
         if leaked > 0 {
             // A leaked receive may still write into the pools after the ring closes.
@@ -370,6 +431,9 @@ impl Core {
             }
             if let ZcWorker::Local { ring, .. } = &self.zc {
                 std::mem::forget(ring.clone());
+            }
+            if let Some(pool) = self.udp_pool.get() {
+                std::mem::forget(pool.clone());
             }
         }
         leaked

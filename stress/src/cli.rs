@@ -33,6 +33,9 @@ pub enum Command {
 /// What to load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Scenario {
+    /// Thrift `Bench` calls (bench.thrift): echo 64 B and 16 KiB, roundtrip, add,
+    /// oneway fire, pipelined on each connection.
+    Rpc,
     /// Raw TCP through the runtime: long-lived connections, pipelined verified frames.
     Stream,
     /// Connect, call, close, in a loop.
@@ -43,6 +46,7 @@ impl Scenario {
     /// Its name in reports.
     pub fn name(self) -> &'static str {
         match self {
+            Scenario::Rpc => "rpc",
             Scenario::Stream => "stream",
             Scenario::Churn => "churn",
         }
@@ -64,7 +68,7 @@ pub enum StreamMode {
 #[derive(Clone, Debug, Args)]
 pub struct RunArgs {
     /// What to run.
-    #[arg(short, long, value_enum, default_value = "stream")]
+    #[arg(short, long, value_enum, default_value = "rpc")]
     pub scenario: Scenario,
     /// Load a server that is already running instead of starting one.
     #[arg(long, value_name = "HOST:PORT")]
@@ -84,7 +88,7 @@ pub struct RunArgs {
     /// Stop after this many requests.
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
-    /// Payload sizes, cycled (default: stream 64,16K; churn 64).
+    /// Payload sizes, cycled (default: stream 64,16K; churn 64; rpc: the mix's own).
     #[arg(long, value_delimiter = ',', value_parser = parse::size)]
     pub sizes: Option<Vec<usize>>,
     /// Requests in flight per connection (pipelining).
@@ -149,9 +153,21 @@ pub struct RunArgs {
     pub seed: u64,
 }
 
+/// What the standalone server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ServiceArg {
+    /// The harness's frames (for --scenario stream / churn).
+    Frames,
+    /// Thrift bench.thrift (for --scenario rpc).
+    Rpc,
+}
+
 /// The standalone server.
 #[derive(Clone, Debug, Args)]
 pub struct ServeArgs {
+    /// What to serve.
+    #[arg(long, value_enum, default_value = "frames")]
+    pub service: ServiceArg,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:7420")]
     pub listen: std::net::SocketAddr,

@@ -6,10 +6,10 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use zerorx_stress::cli::{cpus, Cli, Command, RunArgs, ServeArgs};
+use zerorx_stress::cli::{cpus, Cli, Command, RunArgs, ServeArgs, ServiceArg};
 use zerorx_stress::report::{compare, plot, text, Report};
 use zerorx_stress::run::{run, RunError};
-use zerorx_stress::server::{serve, ServeConfig};
+use zerorx_stress::server::{serve, ServeConfig, Service};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -37,6 +37,10 @@ fn run_server(a: &ServeArgs) -> ExitCode {
         }
     };
     let cfg = ServeConfig {
+        service: match a.service {
+            ServiceArg::Frames => Service::Frames,
+            ServiceArg::Rpc => Service::Rpc,
+        },
         listen: a.listen,
         threads: a.threads.unwrap_or_else(cpus),
         max_frame,

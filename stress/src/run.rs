@@ -2,6 +2,7 @@
 //! the report.
 
 use crate::cli::{cpus, RunArgs, Scenario, StreamMode};
+use crate::client::rpc::run_rpc_slot;
 use crate::client::slot::run_slot;
 use crate::client::stats::WorkerStats;
 use crate::client::{LoadPlan, RunCtx};
@@ -9,8 +10,9 @@ use crate::embedded::EmbeddedServer;
 use crate::errors::ErrorKind;
 use crate::faults::actions::Ctx;
 use crate::faults::injector::run_injector;
+use crate::faults::wire::WireKind;
 use crate::faults::{self, FaultKind, FaultPlan, FaultSpec, FaultStats, KindCounts};
-use crate::report::checks::{server_checks, ClientCloses};
+use crate::report::checks::{rpc_checks, server_checks, ClientCloses, ServerCheck};
 use crate::report::verdict::{decide, REQUEST_KINDS};
 use crate::report::{
     imbalance, shares, ConnectionFigures, FaultFigures, LatencySummary, LoadInfo, Report,
@@ -24,6 +26,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use zerorx::rpc::bench::BenchClient;
 use zerorx::{JoinHandle, Runtime};
 
 /// Why a run could not produce a report.
@@ -99,7 +102,7 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
         return usage("--max-frame must be below 4 GiB");
     };
     let default_sizes = match a.scenario {
-        Scenario::Stream => vec![64, 16 * 1024],
+        Scenario::Stream | Scenario::Rpc => vec![64, 16 * 1024],
         Scenario::Churn => vec![64],
     };
     let sizes = a.sizes.clone().unwrap_or(default_sizes);
@@ -121,7 +124,7 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
     let per_conn = (a.scenario == Scenario::Churn).then_some(a.calls_per_conn);
     let depth = match a.scenario {
         Scenario::Churn => a.depth.min(a.calls_per_conn as usize).max(1),
-        Scenario::Stream => a.depth,
+        Scenario::Stream | Scenario::Rpc => a.depth,
     };
     let pacing = a.rate.map(|r| {
         (
@@ -181,7 +184,13 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
 
 /// The server arguments for the embedded server.
 fn server_args(a: &RunArgs, p: &RunPlan) -> Vec<String> {
+    let service = match p.scenario {
+        Scenario::Rpc => "rpc",
+        Scenario::Stream | Scenario::Churn => "frames",
+    };
     let mut v = vec![
+        "--service".to_owned(),
+        service.to_owned(),
         "--listen".to_owned(),
         "127.0.0.1:0".to_owned(),
         "--threads".to_owned(),
@@ -259,6 +268,21 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     )
     .map_err(|e| RunError::Setup(format!("cannot start the sampler: {e}")))?;
     let mut notes = Vec::new();
+    // An external Thrift server's `fire` count is read through `fired()` before and after.
+    let external_rpc = a.connect.is_some() && p.scenario == Scenario::Rpc;
+    let fired_before = if external_rpc {
+        match rt.block_on(fired(&p.load)) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                notes.push(format!(
+                    "cannot ask the server how many fire calls it processed: {e}"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let fault_stats = Arc::new(FaultStats::default());
     let elapsed = rt.block_on(drive(
         &rt,
@@ -292,7 +316,8 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     let mut snapshot = None;
     if let Some(mut s) = server.take() {
         if s.exited().is_none() {
-            match settled_stats(&mut s, connects) {
+            let fires = workers.iter().map(|w| w.fires.load(Relaxed)).sum();
+            match settled_stats(&mut s, connects, fires) {
                 Ok(snap) => snapshot = Some(snap),
                 Err(e) => notes.push(format!("no server figures: {e}")),
             }
@@ -301,6 +326,27 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
             notes.push(e);
         }
     }
+    let fires: u64 = workers.iter().map(|w| w.fires.load(Relaxed)).sum();
+    let external_fired = fired_before.and_then(|before| {
+        // Oneway calls may still be on their way: wait (3 s at most) for all of them.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            match rt.block_on(fired(&p.load)) {
+                Ok(now)
+                    if now.saturating_sub(before) >= fires as i64 || Instant::now() > deadline =>
+                {
+                    return Some(now.saturating_sub(before).max(0) as u64);
+                }
+                Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+                Err(e) => {
+                    notes.push(format!(
+                        "cannot ask the server how many fire calls it processed: {e}"
+                    ));
+                    return None;
+                }
+            }
+        }
+    });
     if let Err(e) = rt.shutdown(Duration::from_secs(5)) {
         notes.push(format!("client runtime shutdown: {e}"));
     }
@@ -320,6 +366,7 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
             elapsed,
             sampled,
             server: snapshot,
+            external_fired,
             notes,
         },
     );
@@ -327,14 +374,32 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     Ok(report)
 }
 
+/// Asks a Thrift server how many `fire` calls it has processed.
+async fn fired(load: &LoadPlan) -> Result<i64, String> {
+    let c = BenchClient::connect(load.addr, crate::client::rpc::client_config(load))
+        .await
+        .map_err(|e| e.to_string())?;
+    c.fired().await.map_err(|e| e.to_string())
+}
+
 /// The server's figures once it has seen every connection the harness opened end
 /// (closes reach it a moment after the harness is done), or after 3 s.
-fn settled_stats(s: &mut EmbeddedServer, connects: u64) -> Result<ServerSnapshot, String> {
+fn settled_stats(
+    s: &mut EmbeddedServer,
+    connects: u64,
+    fires: u64,
+) -> Result<ServerSnapshot, String> {
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {
         let snap = s.stats(Duration::from_secs(5))?;
-        let t = snap.totals();
-        if (t.open == 0 && t.accepted >= connects) || Instant::now() > deadline {
+        let settled = match &snap.rpc {
+            Some(r) => r.get("connections_active") == 0 && r.fired.max(0) as u64 >= fires,
+            None => {
+                let t = snap.totals();
+                t.open == 0 && t.accepted >= connects
+            }
+        };
+        if settled || Instant::now() > deadline {
             return Ok(snap);
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -360,7 +425,14 @@ async fn drive(
         .map(|i| {
             let w = i % p.client_threads;
             let (plan, run, stats) = (plan.clone(), run.clone(), workers[w].clone());
-            handle.spawn_on_with(w, move || run_slot(i, plan, run, stats, start))
+            match p.scenario {
+                Scenario::Rpc => {
+                    handle.spawn_on_with(w, move || run_rpc_slot(i, plan, run, stats, start))
+                }
+                Scenario::Stream | Scenario::Churn => {
+                    handle.spawn_on_with(w, move || run_slot(i, plan, run, stats, start))
+                }
+            }
         })
         .collect();
     let fault_plan = Arc::new(p.fault_plan.clone());
@@ -374,6 +446,10 @@ async fn drive(
                 plan: fault_plan.clone(),
                 run: run.clone(),
                 stats: fault_stats.clone(),
+                wire: match p.scenario {
+                    Scenario::Rpc => WireKind::Thrift,
+                    Scenario::Stream | Scenario::Churn => WireKind::Frames,
+                },
             };
             handle.spawn_on_with(i % p.client_threads, move || run_injector(spec, cx))
         })
@@ -438,6 +514,8 @@ struct Collected {
     elapsed: Duration,
     sampled: Sampled,
     server: Option<ServerSnapshot>,
+    /// `fire` calls an external Thrift server processed during the run.
+    external_fired: Option<u64>,
     notes: Vec<String>,
 }
 
@@ -452,6 +530,7 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
         elapsed,
         sampled,
         server,
+        external_fired,
         mut notes,
     } = c;
     let workers = &workers[..];
@@ -510,17 +589,35 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
     };
     let kind_counts: Vec<(FaultKind, KindCounts)> =
         faults.iter().map(|(f, c)| (f.kind, *c)).collect();
+    let fires = sum(|w| w.fires.load(Relaxed));
     let checks = server
         .as_ref()
-        .map(|s| {
-            server_checks(
+        .map(|s| match &s.rpc {
+            Some(rpc) => rpc_checks(rpc, &closes, &kind_counts, fires),
+            None => server_checks(
                 &s.totals(),
                 &closes,
                 &kind_counts,
                 p.fault_plan.burst_conns as u64,
-            )
+            ),
         })
         .unwrap_or_default();
+    let mut checks = checks;
+    if let Some(n) = external_fired {
+        let exact = !closes.inexact;
+        checks.push(ServerCheck {
+            what: "oneway fire calls processed (fired() delta)".into(),
+            expected: fires,
+            observed: n,
+            rule: if exact { "exact" } else { "at most" }.into(),
+            ok: if exact { n == fires } else { n <= fires },
+        });
+        notes.push(
+            "the fire count comes from the server's fired(): exact only if no other client \
+             fires at the same time"
+                .into(),
+        );
+    }
     if closes.inexact && server.is_some() {
         notes.push(
             "some connections failed or faults went wrong, so the server's counts are checked \
@@ -529,7 +626,19 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
         );
     }
     let server_section = server.map(|s| {
-        let counts: Vec<u64> = s.workers.iter().map(|w| w.counters.requests).collect();
+        let (counts, share_of): (Vec<u64>, &str) = if s.rpc.is_some() {
+            let c = s
+                .workers
+                .iter()
+                .map(|w| w.pool.map_or(0, |p| p.completions))
+                .collect();
+            (c, "receive completions")
+        } else {
+            (
+                s.workers.iter().map(|w| w.counters.requests).collect(),
+                "requests",
+            )
+        };
         let sh = shares(&counts);
         let imb = imbalance(&sh);
         let leaked: u64 = s.workers.iter().map(|w| w.runtime.leaked_ops).sum();
@@ -548,6 +657,8 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
             ));
         }
         ServerSection {
+            share_of: share_of.to_owned(),
+            rpc: s.rpc.clone(),
             totals: s.totals(),
             shares: sh,
             imbalance: imb,
@@ -573,12 +684,17 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
             client_threads: p.client_threads,
             depth: p.load.depth,
             sizes: p.load.sizes.clone(),
-            kinds: p
-                .load
-                .kinds
-                .iter()
-                .map(|k| format!("{k:?}").to_lowercase())
-                .collect(),
+            kinds: match p.scenario {
+                Scenario::Rpc => ["echo", "roundtrip", "add", "fire"]
+                    .map(String::from)
+                    .to_vec(),
+                Scenario::Stream | Scenario::Churn => p
+                    .load
+                    .kinds
+                    .iter()
+                    .map(|k| format!("{k:?}").to_lowercase())
+                    .collect(),
+            },
             rate_per_s: p.rate,
             per_conn: p.load.per_conn,
             duration_s: p.duration.map(|d| d.as_secs_f64()),
@@ -587,7 +703,12 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
         },
         receive_mode,
         elapsed_s: secs,
-        requests: RequestCounts { sent, ok, failed },
+        requests: RequestCounts {
+            sent,
+            ok,
+            oneway: fires,
+            failed,
+        },
         throughput: Throughput {
             req_per_s: ok as f64 / secs,
             mb_per_s_sent: sum(|w| w.bytes_out.load(Relaxed)) as f64 / secs / 1e6,

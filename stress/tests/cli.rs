@@ -237,6 +237,8 @@ fn connect_loads_a_standalone_server() {
     let json = tmp("connect.json");
     let out = harness(
         &[
+            "-s",
+            "stream",
             "--connect",
             &addr,
             "-n",
@@ -303,4 +305,106 @@ fn bad_arguments_and_missing_files_are_named() {
         "{}",
         out.stdout
     );
+}
+
+#[test]
+fn the_default_rpc_run_checks_every_call_and_the_servers_counts() {
+    let json = tmp("rpc.json");
+    let mut args = vec!["-d", "2s", "-q", "--json", json.to_str().expect("path")];
+    args.extend(SMALL);
+    let out = harness(&args, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "rpc failed:\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    let r = load(&json);
+    assert_eq!(r.scenario, "rpc");
+    assert!(
+        r.requests.ok > 0 && r.requests.oneway > 0,
+        "{:?}",
+        r.requests
+    );
+    assert_eq!(r.requests.ok + r.requests.oneway, r.requests.sent);
+    let rpc = r
+        .server
+        .as_ref()
+        .and_then(|s| s.rpc.as_ref())
+        .expect("Thrift server counters");
+    assert_eq!(rpc.fired as u64, r.requests.oneway);
+    assert_eq!(rpc.get("requests"), r.requests.sent);
+    assert_eq!(rpc.get("replies"), r.requests.ok);
+    assert!(
+        r.server_checks.iter().all(|c| c.ok && c.rule == "exact"),
+        "{:?}",
+        r.server_checks
+    );
+    assert!(r.server_checks.iter().any(|c| c.what.contains("fire")));
+}
+
+#[test]
+fn connect_loads_any_bench_thrift_server() {
+    let mut server = Command::new(BIN)
+        .args([
+            "serve",
+            "--service",
+            "rpc",
+            "--listen",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+        ])
+        .args(["--duration", "60s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start server");
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("listening line");
+    let line: serde_json::Value = serde_json::from_str(&first).expect("json line");
+    let addr = line["addr"].as_str().expect("addr").to_owned();
+    let json = tmp("connect-rpc.json");
+    let out = harness(
+        &[
+            "--connect",
+            &addr,
+            "-n",
+            "1000",
+            "-q",
+            "-c",
+            "2",
+            "--client-threads",
+            "1",
+        ],
+        Duration::from_secs(60),
+    );
+    let out2 = harness(
+        &[
+            "--connect",
+            &addr,
+            "-n",
+            "500",
+            "-q",
+            "-c",
+            "1",
+            "--json",
+            json.to_str().expect("path"),
+        ],
+        Duration::from_secs(60),
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    assert!(out2.status.success(), "{}\n{}", out2.stdout, out2.stderr);
+    let r = load(&json);
+    assert_eq!(r.requests.sent, 500);
+    let fired = r
+        .server_checks
+        .iter()
+        .find(|c| c.what.contains("fired() delta"))
+        .expect("fire check through fired()");
+    assert!(fired.ok && fired.observed == r.requests.oneway, "{fired:?}");
 }

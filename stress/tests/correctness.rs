@@ -112,6 +112,8 @@ fn each_broken_reply_is_named_by_its_id() {
     let t0 = Instant::now();
     let out = Command::new(BIN)
         .args([
+            "-s",
+            "stream",
             "--connect",
             &addr,
             "-n",

@@ -8,12 +8,22 @@ use zerorx_stress::report::Report;
 
 const BIN: &str = env!("CARGO_BIN_EXE_zerorx-stress");
 
+/// Fault runs load two cores hard: one at a time, so a slow box does not turn into
+/// timeouts.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn every_fault_kind_is_injected_and_counted_server_side() {
+    let _serial = one_at_a_time();
     let json =
         std::env::temp_dir().join(format!("zerorx-stress-faults-{}.json", std::process::id()));
     let t0 = Instant::now();
     let out = Command::new(BIN)
+        .args(["-s", "stream"])
         .args([
             "-d",
             "3s",
@@ -91,4 +101,76 @@ fn every_fault_kind_is_injected_and_counted_server_side() {
     assert!(r.errors.is_empty(), "{:?}", r.error_samples);
     assert!(r.requests.ok > 0 && r.requests.ok == r.requests.sent);
     assert!(stdout.contains("each counted by the server"), "{stdout}");
+}
+
+#[test]
+fn thrift_faults_are_counted_by_the_rpc_server() {
+    let _serial = one_at_a_time();
+    let json = std::env::temp_dir().join(format!(
+        "zerorx-stress-rpc-faults-{}.json",
+        std::process::id()
+    ));
+    let out = Command::new(BIN)
+        .args([
+            "-s",
+            "rpc",
+            "-d",
+            "3s",
+            "-c",
+            "4",
+            "--client-threads",
+            "1",
+            "--server-threads",
+            "2",
+        ])
+        .args([
+            "--faults",
+            "all:3/s",
+            "--fault-hold",
+            "300ms",
+            "--burst-conns",
+            "40",
+        ])
+        .args(["--timeout", "5s", "-q", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run harness");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Report =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("report");
+    let done = |k: FaultKind| {
+        r.faults
+            .iter()
+            .find(|f| f.kind == k)
+            .map_or(0, |f| f.counts.as_expected)
+    };
+    for f in &r.faults {
+        assert!(
+            f.counts.as_expected >= 1,
+            "{:?} never injected: {:?}",
+            f.kind,
+            f.counts
+        );
+    }
+    let rpc = r
+        .server
+        .as_ref()
+        .and_then(|s| s.rpc.as_ref())
+        .expect("rpc counters");
+    assert_eq!(
+        rpc.get("protocol_errors"),
+        done(FaultKind::Malformed) + done(FaultKind::Corrupt)
+    );
+    assert_eq!(rpc.get("frames_too_large"), done(FaultKind::Oversized));
+    for c in &r.server_checks {
+        assert!(c.ok && c.rule == "exact", "{c:?}");
+    }
+    assert!(r.errors.is_empty(), "{:?}", r.error_samples);
 }

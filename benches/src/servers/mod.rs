@@ -115,6 +115,16 @@ pub struct ServerStats {
     pub cqes: Option<u64>,
     /// Event-loop turns.
     pub loop_turns: Option<u64>,
+    /// Bytes the process has allocated with `malloc` and not freed (all arenas),
+    /// filled in for every server by the child process itself.
+    pub heap_bytes: Option<u64>,
+}
+
+/// Bytes currently allocated through glibc's `malloc`, over all arenas.
+pub fn heap_in_use() -> u64 {
+    // SAFETY: mallinfo2 only reads the allocator's statistics.
+    let info = unsafe { libc::mallinfo2() };
+    (info.uordblks + info.hblkhd) as u64
 }
 
 /// Reads a server's counters from any thread.

@@ -88,5 +88,6 @@ fn stats(h: &Handle) -> ServerStats {
         enter_calls: Some(m.iter().map(|w| w.enter_calls).sum()),
         cqes: Some(m.iter().map(|w| w.cqes).sum()),
         loop_turns: Some(m.iter().map(|w| w.loop_turns).sum()),
+        heap_bytes: None,
     }
 }

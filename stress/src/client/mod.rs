@@ -3,6 +3,7 @@
 
 pub mod conn;
 pub mod ledger;
+pub mod rpc;
 pub mod slot;
 pub mod stats;
 pub mod window;

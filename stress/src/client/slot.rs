@@ -13,6 +13,30 @@ use zerorx::net::TcpStream;
 /// Consecutive failed connects after which the run is aborted.
 const MAX_CONNECT_FAILURES: u32 = 8;
 
+/// Records a failed connect; `true` (and the run is aborted) after too many in a row.
+pub fn connect_failed(
+    run: &RunCtx,
+    stats: &WorkerStats,
+    conn: u32,
+    addr: std::net::SocketAddr,
+    failures: u32,
+    err: &str,
+) -> bool {
+    stats.record_error(ErrorSample {
+        kind: ErrorKind::Connect,
+        id: None,
+        conn,
+        detail: format!("connect to {addr}: {err}"),
+    });
+    if failures >= MAX_CONNECT_FAILURES {
+        run.abort(format!(
+            "cannot connect to {addr} ({failures} attempts in a row): {err}"
+        ));
+        return true;
+    }
+    false
+}
+
 /// Runs one slot until the run stops. `reconnect_always`: open a new connection after
 /// each finished one (churn); otherwise only after a failure.
 pub async fn run_slot(
@@ -32,17 +56,7 @@ pub async fn run_slot(
             Ok(s) => s,
             Err(e) => {
                 failures += 1;
-                stats.record_error(ErrorSample {
-                    kind: ErrorKind::Connect,
-                    id: None,
-                    conn,
-                    detail: format!("connect to {}: {e}", plan.addr),
-                });
-                if failures >= MAX_CONNECT_FAILURES {
-                    run.abort(format!(
-                        "cannot connect to {} ({failures} attempts in a row): {e}",
-                        plan.addr
-                    ));
+                if connect_failed(&run, &stats, conn, plan.addr, failures, &e.to_string()) {
                     return;
                 }
                 zerorx::sleep(Duration::from_millis(50 << failures.min(4))).await;

@@ -39,6 +39,8 @@ pub struct WorkerStats {
     pub bytes_out: AtomicU64,
     /// Bytes of correct replies.
     pub bytes_in: AtomicU64,
+    /// Oneway requests sent (no reply; the server's count is checked at the end).
+    pub fires: AtomicU64,
     /// Connections established.
     pub connects: AtomicU64,
     /// Connections closed by the harness after at least one request.
@@ -60,6 +62,7 @@ impl Default for WorkerStats {
             ok: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
             bytes_in: AtomicU64::new(0),
+            fires: AtomicU64::new(0),
             connects: AtomicU64::new(0),
             closed_clean: AtomicU64::new(0),
             closed_silent: AtomicU64::new(0),

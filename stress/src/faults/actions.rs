@@ -1,11 +1,10 @@
-//! The fault actions: each opens its own connection, misbehaves in one way, and checks
-//! how the server reacted. Every wait is bounded by the plan's timeout.
+//! The fault actions: each opens its own connection, misbehaves in one way (in the
+//! server's language, see [`super::wire`]), and checks how the server reacted. Every
+//! wait is bounded by the plan's timeout.
 
+use super::wire::{Reply, Wire, WireKind};
 use super::{FaultKind, FaultPlan, FaultStats, Outcome};
-use crate::client::ledger::{Judgement, Ledger, Pending};
 use crate::client::{LoadPlan, RunCtx};
-use crate::framer::Framer;
-use crate::wire::{request, Header, Kind};
 use bytes::Bytes;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -27,6 +26,8 @@ pub struct Ctx {
     pub run: std::sync::Arc<RunCtx>,
     /// Where outcomes go.
     pub stats: std::sync::Arc<FaultStats>,
+    /// The language the server speaks.
+    pub wire: WireKind,
 }
 
 /// Runs one action of `kind`.
@@ -53,8 +54,7 @@ fn unexpected(s: String) -> Outcome {
 /// One fault connection and the requests it sent.
 struct Conn {
     stream: TcpStream,
-    ledger: Ledger,
-    framer: Framer,
+    wire: Wire,
 }
 
 async fn connect(cx: &Ctx, kind: FaultKind) -> Step<Conn> {
@@ -65,37 +65,15 @@ async fn connect(cx: &Ctx, kind: FaultKind) -> Step<Conn> {
     let _ = stream.set_nodelay(true);
     Ok(Conn {
         stream,
-        ledger: Ledger::new(cx.run.next_conn()),
-        framer: Framer::new(cx.load.max_frame),
+        wire: Wire::new(cx.wire, cx.run.next_conn(), cx.load.max_frame),
     })
 }
 
 impl Conn {
-    /// A well-formed echo request of `size` bytes: (header, payload, id, crc).
-    fn request(&mut self, cx: &Ctx, size: usize) -> (Bytes, Bytes, u64, u32) {
-        let id = self.ledger.next_id();
-        let payload = cx.load.payloads.payload(id, size);
-        let (header, crc) = request(Kind::Echo, self.ledger.conn(), id, &payload);
-        (header, payload, id, crc)
-    }
-
-    fn remember(&mut self, id: u64, len: usize, crc: u32) {
-        self.ledger.sent(
-            id,
-            Pending {
-                intended: Instant::now(),
-                kind: Kind::Echo,
-                len: len as u32,
-                crc,
-            },
-        );
-    }
-
-    /// Sends a correct echo request and remembers it.
+    /// Sends a correct echo request; its id.
     async fn send_good(&mut self, cx: &Ctx, size: usize) -> Step<u64> {
-        let (h, p, id, crc) = self.request(cx, size);
-        self.remember(id, p.len(), crc);
-        self.send(&[h, p]).await?;
+        let (segs, id) = self.wire.good(&cx.load, size);
+        self.send(&segs).await?;
         Ok(id)
     }
 
@@ -106,8 +84,15 @@ impl Conn {
             .map_err(|e| unexpected(format!("send failed: {e}")))
     }
 
-    /// Reads until `n` replies were judged; all must be correct.
-    async fn expect_replies(&mut self, n: usize, deadline: Instant) -> Step<Vec<Judgement>> {
+    async fn half_close(&self) -> Step<()> {
+        self.stream
+            .shutdown(std::net::Shutdown::Write)
+            .await
+            .map_err(|e| unexpected(format!("shutdown: {e}")))
+    }
+
+    /// Reads until `n` replies arrived.
+    async fn replies(&mut self, n: usize, deadline: Instant) -> Step<Vec<Reply>> {
         let mut got = Vec::new();
         while got.len() < n {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -127,30 +112,35 @@ impl Conn {
                 }
                 Ok(Err(e)) => return Err(unexpected(format!("receive failed: {e}"))),
             };
-            self.framer.push(buf.into_bytes());
-            loop {
-                match self.framer.next_frame() {
-                    Ok(Some(f)) => got.push(self.ledger.judge(&f)),
-                    Ok(None) => break,
-                    Err(e) => return Err(unexpected(format!("reply stream: {e}"))),
-                }
-            }
+            got.extend(
+                self.wire
+                    .replies(buf.into_bytes())
+                    .map_err(|e| unexpected(format!("reply stream: {e}")))?,
+            );
         }
         Ok(got)
     }
 
-    /// Waits for the server to close the connection without sending anything more.
-    async fn expect_close(&self, deadline: Instant, after: &str) -> Step<()> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match zerorx::timeout(left, self.stream.recv()).await {
-            Err(_) => Err(unexpected(format!(
-                "the server kept the connection open after {after}"
-            ))),
-            Ok(Ok(Some(b))) => Err(unexpected(format!(
-                "the server sent {} bytes after {after}",
-                b.len()
-            ))),
-            Ok(Ok(None)) | Ok(Err(_)) => Ok(()),
+    /// Waits for the server to close the connection; it may refuse requests on the way
+    /// (a Thrift server names a broken request in an exception before closing), but
+    /// must send nothing else.
+    async fn expect_close(&mut self, deadline: Instant, after: &str) -> Step<()> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match zerorx::timeout(left, self.stream.recv()).await {
+                Err(_) => {
+                    return Err(unexpected(format!(
+                        "the server kept the connection open after {after}"
+                    )))
+                }
+                Ok(Ok(Some(b))) => {
+                    let got = self.wire.replies(b.into_bytes()).unwrap_or_default();
+                    if let Some(r) = got.iter().find(|r| !matches!(r, Reply::Refused(_))) {
+                        return Err(unexpected(format!("after {after} the server sent {r:?}")));
+                    }
+                }
+                Ok(Ok(None)) | Ok(Err(_)) => return Ok(()),
+            }
         }
     }
 
@@ -160,17 +150,11 @@ impl Conn {
     }
 }
 
-fn all_ok(js: &[Judgement]) -> Step<()> {
-    for j in js {
-        if let Judgement::Bad {
-            kind, id, detail, ..
-        } = j
-        {
-            let id = id.map_or_else(|| "?".to_owned(), |i| format!("{i:#x}"));
-            return Err(unexpected(format!("reply to id {id} was {kind}: {detail}")));
-        }
+fn all_ok(rs: &[Reply]) -> Step<()> {
+    match rs.iter().find(|r| !matches!(r, Reply::Ok(_))) {
+        Some(r) => Err(unexpected(format!("a reply was {r:?}"))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn deadline(cx: &Ctx) -> Instant {
@@ -183,9 +167,8 @@ fn small(cx: &Ctx) -> usize {
 
 async fn reset(cx: &Ctx) -> Step<Outcome> {
     let mut c = connect(cx, FaultKind::Reset).await?;
-    let size = 8192;
-    let (h, p, _, _) = c.request(cx, size);
-    c.send(&[h, p.slice(..size / 2)]).await?;
+    let segs = c.wire.cut(&cx.load, 8192);
+    c.send(&segs).await?;
     c.reset();
     Ok(Outcome::AsExpected)
 }
@@ -195,12 +178,9 @@ async fn half_close(cx: &Ctx) -> Step<Outcome> {
     for _ in 0..4 {
         c.send_good(cx, small(cx)).await?;
     }
-    c.stream
-        .shutdown(std::net::Shutdown::Write)
-        .await
-        .map_err(|e| unexpected(format!("shutdown: {e}")))?;
+    c.half_close().await?;
     let end = deadline(cx);
-    all_ok(&c.expect_replies(4, end).await?)?;
+    all_ok(&c.replies(4, end).await?)?;
     c.expect_close(end, "answering a half-closed connection")
         .await?;
     Ok(Outcome::AsExpected)
@@ -208,7 +188,7 @@ async fn half_close(cx: &Ctx) -> Step<Outcome> {
 
 async fn slow_read(cx: &Ctx) -> Step<Outcome> {
     let mut c = connect(cx, FaultKind::SlowRead).await?;
-    let size = 64 * 1024;
+    let size = (64 * 1024).min(cx.load.max_frame as usize / 2);
     let mut sent = 0;
     loop {
         if sent >= SLOW_READ_LIMIT {
@@ -217,9 +197,9 @@ async fn slow_read(cx: &Ctx) -> Step<Outcome> {
                 sent >> 20
             )));
         }
-        let (h, p, _, _) = c.request(cx, size.min(cx.load.max_frame as usize));
-        let n = h.len() + p.len();
-        match zerorx::timeout(SEND_STALL, c.stream.send_vectored(&[h, p])).await {
+        let (segs, _) = c.wire.good(&cx.load, size);
+        let n: usize = segs.iter().map(Bytes::len).sum();
+        match zerorx::timeout(SEND_STALL, c.stream.send_vectored(&segs)).await {
             Ok(Ok(())) => sent += n,
             Ok(Err(e)) => return Err(Outcome::NotInjected(format!("send failed: {e}"))),
             // The server stopped reading: it is stuck sending to us.
@@ -247,30 +227,21 @@ async fn malformed(cx: &Ctx) -> Step<Outcome> {
     let mut c = connect(cx, FaultKind::Malformed).await?;
     c.send_good(cx, small(cx)).await?;
     let end = deadline(cx);
-    all_ok(&c.expect_replies(1, end).await?)?;
-    c.send(&[Bytes::from_static(b"GARBAGE!GARBAGE!GARBAGE!GARBAGE!")])
-        .await?;
+    all_ok(&c.replies(1, end).await?)?;
+    let garbage = c.wire.garbage();
+    c.send(&[garbage]).await?;
     c.expect_close(end, "a malformed frame").await?;
     Ok(Outcome::AsExpected)
 }
 
 async fn oversized(cx: &Ctx) -> Step<Outcome> {
     let mut c = connect(cx, FaultKind::Oversized).await?;
-    let Some(len) = cx.plan.max_frame.checked_add(1) else {
+    let Some(header) = c.wire.oversized(cx.plan.max_frame) else {
         return Err(Outcome::NotInjected(
             "the frame limit is the largest length".into(),
         ));
     };
-    let h = Header {
-        kind: Kind::Echo,
-        conn: c.ledger.conn(),
-        len,
-        id: c.ledger.next_id(),
-        crc: 0,
-        aux: 0,
-    };
-    let (bytes, _) = h.encode(&[]);
-    c.send(&[Bytes::copy_from_slice(&bytes)]).await?;
+    c.send(&[header]).await?;
     c.expect_close(deadline(cx), "a frame over the limit")
         .await?;
     Ok(Outcome::AsExpected)
@@ -285,32 +256,26 @@ async fn idle(cx: &Ctx) -> Step<Outcome> {
 
 async fn corrupt(cx: &Ctx) -> Step<Outcome> {
     let mut c = connect(cx, FaultKind::Corrupt).await?;
-    let (h, p, id, crc) = c.request(cx, small(cx).max(1));
-    c.remember(id, p.len(), crc);
-    let mut bad = p.to_vec();
-    bad[0] ^= 0x01;
-    c.send(&[h, Bytes::from(bad)]).await?;
-    let good = c.send_good(cx, small(cx)).await?;
-    c.stream
-        .shutdown(std::net::Shutdown::Write)
-        .await
-        .map_err(|e| unexpected(format!("shutdown: {e}")))?;
+    let (segs, bad) = c.wire.corrupt(&cx.load, small(cx));
+    c.send(&segs).await?;
     let end = deadline(cx);
-    let js = c.expect_replies(2, end).await?;
-    let rejected = js.iter().any(|j| {
-        matches!(j, Judgement::Bad { kind: crate::errors::ErrorKind::Rejected, id: Some(i), .. } if *i == id)
-    });
-    if !rejected {
+    if cx.wire == WireKind::Thrift {
+        // Not valid Thrift: the server names the request in an exception, then closes.
+        c.expect_close(end, "a request that is not valid Thrift")
+            .await?;
+        return Ok(Outcome::AsExpected);
+    }
+    let good = c.send_good(cx, small(cx)).await?;
+    c.half_close().await?;
+    let rs = c.replies(2, end).await?;
+    if !rs.contains(&Reply::Refused(bad)) {
         return Err(unexpected(format!(
-            "request {id:#x} with a wrong CRC was not rejected: {js:?}"
+            "request {bad:#x} with a wrong CRC was not rejected: {rs:?}"
         )));
     }
-    let answered = js
-        .iter()
-        .any(|j| matches!(j, Judgement::Ok { id: i, .. } if *i == good));
-    if !answered {
+    if !rs.contains(&Reply::Ok(good)) {
         return Err(unexpected(format!(
-            "the correct request {good:#x} after a rejected one was not answered: {js:?}"
+            "the correct request {good:#x} after a rejected one was not answered: {rs:?}"
         )));
     }
     c.expect_close(end, "answering a half-closed connection")
@@ -323,30 +288,17 @@ async fn burst(cx: &Ctx) -> Step<Outcome> {
     for _ in 0..cx.plan.burst_conns {
         conns.push(connect(cx, FaultKind::Burst).await?);
     }
-    let size = cx.plan.burst_size.min(cx.load.max_frame as usize);
+    let size = cx.plan.burst_size.min(cx.load.max_frame as usize / 2);
     let end = deadline(cx);
-    // Every connection sends at once; the replies are read only after all sent.
-    let mut sent = Vec::with_capacity(conns.len());
+    // Every connection sends at once, then reads its own reply: no connection waits
+    // for another.
+    let mut tasks = Vec::with_capacity(conns.len());
     for mut c in conns {
-        let (h, p, id, crc) = c.request(cx, size);
-        c.remember(id, p.len(), crc);
-        sent.push(zerorx::spawn(async move {
-            c.send(&[h, p]).await?;
-            Ok::<Conn, Outcome>(c)
-        }));
-    }
-    let mut tasks = Vec::with_capacity(sent.len());
-    for s in sent {
-        let c = s
-            .await
-            .map_err(|e| unexpected(format!("burst task: {e:?}")))??;
+        let (segs, _) = c.wire.good(&cx.load, size);
         tasks.push(zerorx::spawn(async move {
-            let mut c = c;
-            c.stream
-                .shutdown(std::net::Shutdown::Write)
-                .await
-                .map_err(|e| unexpected(format!("shutdown: {e}")))?;
-            all_ok(&c.expect_replies(1, end).await?)?;
+            c.send(&segs).await?;
+            c.half_close().await?;
+            all_ok(&c.replies(1, end).await?)?;
             c.expect_close(end, "answering a half-closed connection")
                 .await
         }));

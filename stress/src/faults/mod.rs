@@ -5,6 +5,7 @@
 
 pub mod actions;
 pub mod injector;
+pub mod wire;
 
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -73,7 +74,9 @@ impl FaultKind {
             FaultKind::Oversized => "close without allocating for the announced length",
             FaultKind::Idle => "hold the connection without cost; count it silent",
             FaultKind::Burst => "answer every request once buffers come back",
-            FaultKind::Corrupt => "reject the bad request by id and keep serving the connection",
+            FaultKind::Corrupt => {
+                "refuse the bad request by id (frames: and keep serving; Thrift: then close)"
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 //! exactly what it was.
 
 use crate::faults::{FaultKind, KindCounts};
-use crate::server::stats::CounterSnapshot;
+use crate::server::stats::{CounterSnapshot, RpcFigures};
 use serde::{Deserialize, Serialize};
 
 /// One counter compared.
@@ -119,6 +119,91 @@ pub fn server_checks(
             t.accepted + t.aborted_before_accept,
             closes.connects,
             0,
+        );
+    }
+    out
+}
+
+/// Compares the Thrift server's counters with the harness's accounting.
+pub fn rpc_checks(
+    r: &RpcFigures,
+    closes: &ClientCloses,
+    faults: &[(FaultKind, KindCounts)],
+    fires_sent: u64,
+) -> Vec<ServerCheck> {
+    let sum = |k: FaultKind, f: fn(&KindCounts) -> u64| {
+        faults
+            .iter()
+            .filter(|(x, _)| *x == k)
+            .map(|(_, c)| f(c))
+            .sum::<u64>()
+    };
+    let done = |k| sum(k, |c| c.as_expected);
+    let tried = |k| sum(k, |c| c.attempted);
+    let exact = !closes.inexact;
+    let mut out = Vec::new();
+    let mut check = |what: &str, observed: u64, expected: u64, upper: u64, always_exact: bool| {
+        let (rule, ok, shown) = if exact || always_exact {
+            ("exact", observed == expected, expected)
+        } else {
+            ("at most", observed <= upper, upper)
+        };
+        out.push(ServerCheck {
+            what: what.to_owned(),
+            expected: shown,
+            observed,
+            rule: rule.to_owned(),
+            ok,
+        });
+    };
+    use FaultKind::*;
+    check(
+        "oneway fire calls processed",
+        r.fired.max(0) as u64,
+        fires_sent,
+        fires_sent,
+        false,
+    );
+    check(
+        "Thrift protocol errors",
+        r.get("protocol_errors"),
+        done(Malformed) + done(Corrupt),
+        tried(Malformed) + tried(Corrupt),
+        false,
+    );
+    check(
+        "frames over the limit",
+        r.get("frames_too_large"),
+        done(Oversized),
+        tried(Oversized),
+        false,
+    );
+    check(
+        "connections reset by the harness",
+        r.get("truncated") + r.get("io_errors") + r.get("write_timeouts") + r.get("accept_errors"),
+        done(Reset) + done(SlowRead),
+        tried(Reset) + tried(SlowRead),
+        false,
+    );
+    check(
+        "unknown methods, bad args, handler errors",
+        r.get("unknown_method")
+            + r.get("bad_args")
+            + r.get("invalid_message_type")
+            + r.get("handler_errors")
+            + r.get("handler_panics")
+            + r.get("reply_too_large"),
+        0,
+        0,
+        true,
+    );
+    if exact {
+        check(
+            "connections accepted or reset before accept",
+            r.get("connections_accepted") + r.get("accept_errors"),
+            closes.connects,
+            0,
+            true,
         );
     }
     out

@@ -11,7 +11,7 @@ use crate::errors::ErrorSample;
 use crate::faults::{FaultKind, KindCounts};
 use crate::rss::RssSeries;
 use crate::sampler::TimelinePoint;
-use crate::server::stats::{CounterSnapshot, ModeInfo, PoolFigures, RuntimeFigures};
+use crate::server::stats::{CounterSnapshot, ModeInfo, PoolFigures, RpcFigures, RuntimeFigures};
 use checks::ServerCheck;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -127,6 +127,9 @@ pub struct RequestCounts {
     pub sent: u64,
     /// Answered correctly.
     pub ok: u64,
+    /// Oneway requests among those sent (no reply; counted by the server).
+    #[serde(default)]
+    pub oneway: u64,
     /// Wrong or missing (lost, duplicate, corrupted, misrouted, unknown id, rejected,
     /// server error).
     pub failed: u64,
@@ -252,6 +255,13 @@ pub fn imbalance(shares: &[Share]) -> f64 {
 /// What the server counted.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerSection {
+    /// What the shares count: `requests` (harness frames) or `receive completions`
+    /// (Thrift, whose server counts requests only in total).
+    #[serde(default)]
+    pub share_of: String,
+    /// The Thrift server's counters (rpc scenario).
+    #[serde(default)]
+    pub rpc: Option<RpcFigures>,
     /// Sums over workers.
     pub totals: CounterSnapshot,
     /// Requests per worker.

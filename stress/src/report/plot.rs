@@ -56,7 +56,7 @@ fn draw(path: &Path, runs: &[(&str, &Report)]) -> Result<(), Box<dyn std::error:
         .build_cartesian_2d((1f64..xmax).log_scale(), (ymin..ymax).log_scale())?;
     lat.configure_mesh()
         .x_desc("percentile")
-        .y_desc("latency (µs)")
+        .y_desc("latency")
         .x_label_formatter(&|x| percentile_label(*x))
         .y_label_formatter(&|v| super::text::us(*v))
         .draw()?;

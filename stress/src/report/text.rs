@@ -162,28 +162,53 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
             .collect();
         writeln!(
             o,
-            "server workers   {}   (busiest/mean {:.2})",
+            "server workers   {}   (share of {}; busiest/mean {:.2})",
             sw.join("  "),
+            if s.share_of.is_empty() {
+                "requests"
+            } else {
+                &s.share_of
+            },
             s.imbalance
         )?;
-        writeln!(
-            o,
-            "  worker   requests   conns  assembled  enters/req  CQEs/enter  sq_full  cq_overflow"
-        )?;
-        for w in &s.workers {
-            let req = w.counters.requests.max(1) as f64;
+        if s.rpc.is_some() {
             writeln!(
                 o,
-                "  {:>6} {:>10} {:>7} {:>10} {:>11.3} {:>11.1} {:>8} {:>12}",
-                w.worker,
-                count(w.counters.requests),
-                count(w.counters.accepted),
-                count(w.counters.assembled),
-                w.runtime.enter_calls as f64 / req,
-                w.runtime.cqes as f64 / w.runtime.enter_calls.max(1) as f64,
-                w.runtime.sq_full,
-                w.runtime.cq_overflows
+                "  worker   receives  enters/receive  CQEs/enter  sq_full  cq_overflow"
             )?;
+            for w in &s.workers {
+                let recv = w.pool.map_or(0, |p| p.completions);
+                writeln!(
+                    o,
+                    "  {:>6} {:>10} {:>15.3} {:>11.1} {:>8} {:>12}",
+                    w.worker,
+                    count(recv),
+                    w.runtime.enter_calls as f64 / recv.max(1) as f64,
+                    w.runtime.cqes as f64 / w.runtime.enter_calls.max(1) as f64,
+                    w.runtime.sq_full,
+                    w.runtime.cq_overflows
+                )?;
+            }
+        } else {
+            writeln!(
+                o,
+                "  worker   requests   conns  assembled  enters/req  CQEs/enter  sq_full  cq_overflow"
+            )?;
+            for w in &s.workers {
+                let req = w.counters.requests.max(1) as f64;
+                writeln!(
+                    o,
+                    "  {:>6} {:>10} {:>7} {:>10} {:>11.3} {:>11.1} {:>8} {:>12}",
+                    w.worker,
+                    count(w.counters.requests),
+                    count(w.counters.accepted),
+                    count(w.counters.assembled),
+                    w.runtime.enter_calls as f64 / req,
+                    w.runtime.cqes as f64 / w.runtime.enter_calls.max(1) as f64,
+                    w.runtime.sq_full,
+                    w.runtime.cq_overflows
+                )?;
+            }
         }
         writeln!(o, "receive pool (server, per worker)")?;
         writeln!(
@@ -209,20 +234,71 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
                 None => writeln!(o, "  {:>6}  no receive pool", w.worker)?,
             }
         }
-        let t = &s.totals;
         writeln!(
             o,
-            "server closes    {} clean, {} truncated, {} reset, {} silent, {} idle timeout, {} send failed, \
-             {} reset before accept, {} accept errors",
-            t.clean_closes,
-            t.truncated,
-            t.resets,
-            t.silent,
-            t.idle_timeouts,
-            t.send_errors,
-            t.aborted_before_accept,
-            t.accept_errors
+            "receive re-arms  (per worker: ENOBUFS / ENOSPC / ENOMEM / EINTR / ended / budget; \
+             steering fall-backs, hand-overs)"
         )?;
+        for w in &s.workers {
+            let r = &w.runtime.rearms;
+            writeln!(
+                o,
+                "  {:>6}  {} / {} / {} / {} / {} / {};  {}, {}",
+                w.worker,
+                count(r.no_buffers),
+                count(r.cq_full),
+                count(r.no_free_chunk),
+                count(r.interrupted),
+                count(r.ended),
+                count(r.budget),
+                w.runtime.recv_steering_fallbacks,
+                w.runtime.recv_handovers
+            )?;
+        }
+        match &s.rpc {
+            Some(rpc) => {
+                let g = |k: &str| count(rpc.get(k));
+                writeln!(
+                    o,
+                    "thrift server    {} requests ({} oneway, {} fire processed), {} replies, {} connections",
+                    g("requests"),
+                    g("oneway_requests"),
+                    count(rpc.fired.max(0) as u64),
+                    g("replies"),
+                    g("connections_accepted")
+                )?;
+                writeln!(
+                    o,
+                    "  copied frames {} ({}), in-flight waits {}, protocol errors {}, too large {}, \
+                     truncated {}, io errors {}, write timeouts {}, idle timeouts {}",
+                    g("frames_copied"),
+                    size(rpc.get("bytes_copied")),
+                    g("in_flight_waits"),
+                    g("protocol_errors"),
+                    g("frames_too_large"),
+                    g("truncated"),
+                    g("io_errors"),
+                    g("write_timeouts"),
+                    g("idle_timeouts")
+                )?;
+            }
+            None => {
+                let t = &s.totals;
+                writeln!(
+                    o,
+                    "server closes    {} clean, {} truncated, {} reset, {} silent, {} idle timeout, \
+                     {} send failed, {} reset before accept, {} accept errors",
+                    t.clean_closes,
+                    t.truncated,
+                    t.resets,
+                    t.silent,
+                    t.idle_timeouts,
+                    t.send_errors,
+                    t.aborted_before_accept,
+                    t.accept_errors
+                )?;
+            }
+        }
     }
     if !r.faults.is_empty() {
         writeln!(o, "faults injected")?;

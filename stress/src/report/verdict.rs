@@ -80,7 +80,7 @@ pub fn decide(r: &Report) -> Verdict {
     let injected: u64 = r.faults.iter().map(|f| f.counts.as_expected).sum();
     let faults = if r.faults.is_empty() {
         String::new()
-    } else if r.server_checks.is_empty() {
+    } else if r.server.is_none() {
         format!(" through {injected} injected faults")
     } else {
         format!(" through {injected} injected faults, each counted by the server")

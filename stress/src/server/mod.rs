@@ -1,6 +1,6 @@
-//! The harness's own server (`zerorx-stress serve`): frames of [`crate::wire`] over
-//! TCP on every worker of a zerorx runtime, answering echo and sink requests and
-//! counting every way a connection can go wrong. The harness starts it as a child
+//! The harness's server (`zerorx-stress serve`) on every worker of a zerorx runtime:
+//! either its own frames ([`crate::wire`]: echo and sink, counting every way a
+//! connection can go wrong) or the Thrift `Bench` service of `zerorx::rpc`. The harness starts it as a child
 //! process (so its memory is measured apart and a crash cannot take the harness down)
 //! and talks to it over stdin/stdout: it prints one `listening` line, then answers
 //! each `stats` line with one JSON snapshot, and exits when stdin closes.
@@ -9,18 +9,32 @@ mod conn;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};
-use stats::{Counters, ModeInfo, ServerSnapshot, WorkerFigures};
+use stats::{Counters, ModeInfo, RpcFigures, ServerSnapshot, WorkerFigures};
 use std::io::{self, BufRead, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use zerorx::net::TcpListener;
+use zerorx::rpc::bench::{self, BenchState};
+use zerorx::rpc::Server as RpcServer;
 use zerorx::{Handle, Runtime};
+
+/// What the server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Service {
+    /// The harness's own frames ([`crate::wire`]): echo, sink.
+    Frames,
+    /// Apache Thrift: the `Bench` service of `bench.thrift` from `zerorx::rpc` (what
+    /// `zerorx serve` runs).
+    Rpc,
+}
 
 /// How to run the server.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
+    /// What it speaks.
+    pub service: Service,
     /// Address to listen on (port 0: any free port).
     pub listen: SocketAddr,
     /// Worker threads.
@@ -74,7 +88,19 @@ pub fn serve(cfg: &ServeConfig) -> io::Result<()> {
         }));
     }
     let rt = b.build()?;
+    match cfg.service {
+        Service::Frames => serve_frames(&rt, cfg)?,
+        Service::Rpc => serve_rpc(&rt, cfg)?,
+    }
+    rt.shutdown(Duration::from_secs(5))
+}
+
+/// Makes a snapshot of the server's figures, from the control thread.
+type Snapshotter = Box<dyn Fn() -> ServerSnapshot + Send>;
+
+fn serve_frames(rt: &Runtime, cfg: &ServeConfig) -> io::Result<()> {
     let handle = rt.handle().clone();
+    let threads = handle.threads();
     let counters: Arc<Vec<Counters>> =
         Arc::new((0..threads).map(|_| Counters::default()).collect());
     let stop = Arc::new(AtomicBool::new(false));
@@ -82,31 +108,92 @@ pub fn serve(cfg: &ServeConfig) -> io::Result<()> {
     let started = Instant::now();
     rt.block_on(async {
         let addr = start_listeners(&handle, cfg, &counters).await?;
-        let line = ControlLine::Listening(Listening {
-            addr,
-            pid: std::process::id(),
-            threads,
-            receive_mode: mode.clone(),
-        });
-        print_line(&line)?;
-        if cfg.control {
-            let (handle, counters, stop, mode) =
-                (handle.clone(), counters.clone(), stop.clone(), mode.clone());
-            std::thread::Builder::new()
-                .name("control".into())
-                .spawn(move || control(&handle, &counters, &stop, &mode))?;
-        } else {
-            eprintln!(
-                "zerorx-stress server: listening on {addr} with {threads} workers ({} receive: {})",
-                mode.mode, mode.reason
-            );
-        }
-        while !stop.load(Ordering::SeqCst) && cfg.duration.is_none_or(|d| started.elapsed() < d) {
-            zerorx::sleep(Duration::from_millis(50)).await;
-        }
+        let (h, c, m) = (handle.clone(), counters.clone(), mode.clone());
+        let snap: Snapshotter = Box::new(move || snapshot(&h, &c, &m, None));
+        announce(cfg, addr, threads, &mode, &stop, snap)?;
+        wait_for_stop(cfg, &stop, started).await;
         Ok::<(), io::Error>(())
-    })?;
-    rt.shutdown(Duration::from_secs(5))
+    })
+}
+
+fn serve_rpc(rt: &Runtime, cfg: &ServeConfig) -> io::Result<()> {
+    let handle = rt.handle().clone();
+    let threads = handle.threads();
+    let state = Arc::new(BenchState::default());
+    let mut builder = bench::register(RpcServer::builder(), state.clone())
+        .addr(cfg.listen)
+        .max_frame(cfg.max_frame as usize);
+    if cfg.idle.is_some() {
+        builder = builder.idle_timeout(cfg.idle);
+    }
+    let server = builder.start(&handle)?;
+    let addr = server.local_addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mode = receive_mode(&handle);
+    let started = Instant::now();
+    let counters: Arc<Vec<Counters>> =
+        Arc::new((0..threads).map(|_| Counters::default()).collect());
+    let (h, m, stats) = (handle.clone(), mode.clone(), server.stats_handle());
+    let snap: Snapshotter = Box::new(move || {
+        let rpc = RpcFigures {
+            counters: stats
+                .snapshot()
+                .fields()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+            fired: state.fired(),
+        };
+        snapshot(&h, &counters, &m, Some(rpc))
+    });
+    announce(cfg, addr, threads, &mode, &stop, snap)?;
+    let shutdown = server.shutdown_handle();
+    rt.block_on(async {
+        wait_for_stop(cfg, &stop, started).await;
+        shutdown.shutdown(Duration::from_secs(2));
+        server.stopped().await
+    })
+}
+
+/// Prints the `listening` line and starts the control thread (or says where it
+/// listens, standalone).
+fn announce(
+    cfg: &ServeConfig,
+    addr: SocketAddr,
+    threads: usize,
+    mode: &ModeInfo,
+    stop: &Arc<AtomicBool>,
+    snap: Snapshotter,
+) -> io::Result<()> {
+    let line = ControlLine::Listening(Listening {
+        addr,
+        pid: std::process::id(),
+        threads,
+        receive_mode: mode.clone(),
+    });
+    print_line(&line)?;
+    if cfg.control {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("control".into())
+            .spawn(move || control(&*snap, &stop))?;
+    } else {
+        let what = match cfg.service {
+            Service::Frames => "harness frames",
+            Service::Rpc => "Thrift (bench.thrift)",
+        };
+        eprintln!(
+            "zerorx-stress server: {what} on {addr} with {threads} workers ({} receive: {})",
+            mode.mode, mode.reason
+        );
+    }
+    Ok(())
+}
+
+async fn wait_for_stop(cfg: &ServeConfig, stop: &AtomicBool, started: Instant) {
+    while !stop.load(Ordering::SeqCst) && cfg.duration.is_none_or(|d| started.elapsed() < d) {
+        zerorx::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Binds the port on every worker (`SO_REUSEPORT`) and starts their accept loops.
@@ -179,17 +266,12 @@ async fn accept_loop(l: TcpListener, counters: Arc<Vec<Counters>>, w: usize, cfg
 }
 
 /// Answers `stats` lines until stdin closes or says `quit`.
-fn control(handle: &Handle, counters: &[Counters], stop: &AtomicBool, mode: &ModeInfo) {
+fn control(snap: &dyn Fn() -> ServerSnapshot, stop: &AtomicBool) {
     let stdin = io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         match line.trim() {
-            "stats" => {
-                let snap = snapshot(handle, counters, mode);
-                if print_line(&ControlLine::Stats(snap)).is_err() {
-                    break;
-                }
-            }
+            "stats" if print_line(&ControlLine::Stats(snap())).is_err() => break,
             "quit" => break,
             _ => {}
         }
@@ -205,12 +287,18 @@ fn print_line(line: &ControlLine) -> io::Result<()> {
 }
 
 /// The server's figures now.
-pub fn snapshot(handle: &Handle, counters: &[Counters], mode: &ModeInfo) -> ServerSnapshot {
+pub fn snapshot(
+    handle: &Handle,
+    counters: &[Counters],
+    mode: &ModeInfo,
+    rpc: Option<RpcFigures>,
+) -> ServerSnapshot {
     let metrics = handle.metrics();
     let pools = handle.pool_stats();
     ServerSnapshot {
         pid: std::process::id(),
         receive_mode: mode.clone(),
+        rpc,
         workers: counters
             .iter()
             .enumerate()

@@ -98,6 +98,33 @@ pub struct RuntimeFigures {
     pub recv_enobufs: u64,
     /// Operations leaked at shutdown.
     pub leaked_ops: u64,
+    /// Receives re-armed after a recoverable end, by reason.
+    #[serde(default)]
+    pub rearms: RearmFigures,
+    /// Streams that fell back to copy receives because their flow arrived on a queue
+    /// bound to another zero-copy instance (`EFAULT`).
+    #[serde(default)]
+    pub recv_steering_fallbacks: u64,
+    /// Streams whose receives another worker serves and hands over.
+    #[serde(default)]
+    pub recv_handovers: u64,
+}
+
+/// Receive re-arms by reason (`zerorx::metrics::RearmCounts`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RearmFigures {
+    /// `ENOBUFS`: the copy pool was empty.
+    pub no_buffers: u64,
+    /// `ENOSPC`: the completion queue was full.
+    pub cq_full: u64,
+    /// `ENOMEM`: the zero-copy copy fall-back found no free chunk.
+    pub no_free_chunk: u64,
+    /// `EINTR`.
+    pub interrupted: u64,
+    /// The kernel ended the multishot after data on its own.
+    pub ended: u64,
+    /// The byte budget was used up.
+    pub budget: u64,
 }
 
 impl From<zerorx::WorkerMetricsSnapshot> for RuntimeFigures {
@@ -110,6 +137,16 @@ impl From<zerorx::WorkerMetricsSnapshot> for RuntimeFigures {
             cq_overflows: m.cq_overflows,
             recv_enobufs: m.recv_enobufs,
             leaked_ops: m.leaked_ops,
+            rearms: RearmFigures {
+                no_buffers: m.rearms.no_buffers,
+                cq_full: m.rearms.cq_full,
+                no_free_chunk: m.rearms.no_free_chunk,
+                interrupted: m.rearms.interrupted,
+                ended: m.rearms.ended,
+                budget: m.rearms.budget,
+            },
+            recv_steering_fallbacks: m.recv_steering_fallbacks,
+            recv_handovers: m.recv_handovers,
         }
     }
 }
@@ -125,6 +162,9 @@ pub struct PoolFigures {
     pub high_water: u64,
     /// Buffers dropped but not yet handed back to the kernel.
     pub returns_pending: u64,
+    /// Data completions (received chunks).
+    #[serde(default)]
+    pub completions: u64,
     /// Bytes received through the pool.
     pub bytes: u64,
     /// Bytes placed by the NIC without a CPU copy.
@@ -148,6 +188,7 @@ impl From<zcrx::PoolStatsSnapshot> for PoolFigures {
             in_use: p.in_use,
             high_water: p.high_water,
             returns_pending: p.returns_pending,
+            completions: p.completions,
             bytes: p.bytes,
             zero_copy_bytes: p.zero_copy_bytes,
             copied_bytes: p.copied_bytes,
@@ -172,6 +213,23 @@ pub struct WorkerFigures {
     pub pool: Option<PoolFigures>,
 }
 
+/// The Thrift server's own counters (`zerorx::rpc::ServerStats`, by name) and the
+/// `fire` calls it processed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RpcFigures {
+    /// Every counter of `ServerStats::fields()`.
+    pub counters: std::collections::BTreeMap<String, u64>,
+    /// `fire` calls processed.
+    pub fired: i64,
+}
+
+impl RpcFigures {
+    /// A counter by name (0 if the server does not have it).
+    pub fn get(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+}
+
 /// Everything the server reports about itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerSnapshot {
@@ -179,6 +237,9 @@ pub struct ServerSnapshot {
     pub pid: u32,
     /// How received bytes reach the server.
     pub receive_mode: ModeInfo,
+    /// The Thrift server's counters (Thrift service only).
+    #[serde(default)]
+    pub rpc: Option<RpcFigures>,
     /// Per worker.
     pub workers: Vec<WorkerFigures>,
 }

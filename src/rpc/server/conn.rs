@@ -84,9 +84,6 @@ enum End {
 }
 
 pub(super) async fn serve(stream: TcpStream, w: Rc<WorkerCtx>, key: usize) {
-    // Replies go out as soon as they are written: with Nagle on, a small reply behind
-    // an unacknowledged one waits for the client's delayed ACK (~40 ms).
-    let _ = stream.set_nodelay(true);
     let stream = Rc::new(stream);
     let conn = Rc::new(Conn {
         out: OutQueue::default(),

@@ -10,12 +10,14 @@ use zcrx::probe::{Capabilities, ZcrxVerdict};
 /// Usage text, printed for `--help` and (on stderr) after a bad argument.
 pub const USAGE: &str = "\
 usage: zerorx doctor [--json] [--interface IF [--queue Q]]
+       zerorx serve --port P [--protocol binary|compact|auto] [--threads N] [...]
        zerorx --help
 
   doctor           report what io_uring and zero-copy receive (ZCRX) can do here
   --json           print the report as JSON instead of a table
   --interface IF   also try a ZCRX registration on interface IF (queue 0 by default)
   --queue Q        the receive queue to try on IF (needs --interface)
+  serve            run the reference Thrift service (bench.thrift); `zerorx serve --help`
 ";
 
 /// What the command line asks for.

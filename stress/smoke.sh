@@ -10,7 +10,7 @@ bin=target/debug/zerorx-stress
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-for scenario in rpc stream churn; do
+for scenario in rpc stream churn fabric; do
   echo "-- zerorx-stress --scenario ${scenario}"
   "$bin" --scenario "$scenario" --duration 3s --connections 8 --json "$out/$scenario.json"
 done

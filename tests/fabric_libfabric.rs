@@ -413,8 +413,20 @@ fn a_dead_shm_peer_process_is_connection_loss() {
                 .unwrap();
         zerorx::time::sleep(Duration::from_millis(100)).await;
         assert!(a.cq.try_next().is_none(), "nobody received it");
+        let pid = child.id();
         child.kill().expect("kill");
         child.wait().expect("reap");
+        // A killed process cannot unlink its shm region; do it for it.
+        if let Ok(dir) = std::fs::read_dir("/dev/shm") {
+            for e in dir.flatten() {
+                if e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{pid}:"))
+                {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
         let c = next(&a.cq, "send to the dead process").await;
         assert_eq!(c.op, op);
         match c.status {
@@ -432,4 +444,56 @@ fn a_dead_shm_peer_process_is_connection_loss() {
             Err(PostError::PeerDown { .. })
         ));
     });
+}
+
+/// A sender that closes (and whose runtime ends) right after its send reported `Sent`,
+/// before the receiver on another thread has even posted a receive.
+fn sender_closes_right_after_a_sent_send(provider: &'static str) {
+    let n = 1 << 20;
+    let data: Vec<u8> = (0..n).map(|i| (i * 7 % 253) as u8).collect();
+    let expect = data.clone();
+    let (to_sender, from_receiver) = std::sync::mpsc::channel::<EpAddr>();
+    let (to_receiver, from_sender) = std::sync::mpsc::channel::<EpAddr>();
+    let sender = std::thread::spawn(move || {
+        run(async move {
+            let d = domain(provider, &[Cap::Msg]);
+            let s = side(&d, EndpointConfig::default());
+            to_receiver.send(s.ep.address()).unwrap();
+            let peer = s.ep.connect(&from_receiver.recv().unwrap()).await.unwrap();
+            let src = d.register(n, Access::LOCAL).unwrap();
+            src.write(0, &data).unwrap();
+            s.ep.send(peer, &src.all()).post().unwrap();
+            assert!(next(&s.cq, "send").await.is_ok(), "{provider}");
+            src.write(0, &vec![0; n]).unwrap();
+            // The endpoint, the region and then the runtime go now.
+        });
+    });
+    run(async move {
+        let d = domain(provider, &[Cap::Msg]);
+        let r = side(&d, EndpointConfig::default());
+        to_sender.send(r.ep.address()).unwrap();
+        r.ep.connect(&from_sender.recv().unwrap()).await.unwrap();
+        zerorx::time::sleep(Duration::from_millis(100)).await;
+        let dst = d.register(n, Access::LOCAL).unwrap();
+        r.ep.recv(&dst.all()).post().unwrap();
+        let c = next(&r.cq, "recv after the sender closed").await;
+        assert_eq!((c.status, c.len), (Ok(()), n), "{provider}");
+        assert!(
+            dst.to_vec(0..n).unwrap() == expect,
+            "{provider}: the data as sent"
+        );
+    });
+    sender.join().expect("sender thread");
+}
+
+#[test]
+fn a_sent_rxm_message_survives_its_sender_closing() {
+    // 1 MiB goes by rendezvous: the receiver pulls it from the sender's endpoint.
+    sender_closes_right_after_a_sent_send(RXM);
+}
+
+#[test]
+fn a_sent_shm_message_survives_its_sender_closing() {
+    // shm has the receiver copy it out of the sender's memory.
+    sender_closes_right_after_a_sent_send(SHM);
 }

@@ -192,9 +192,13 @@ fn frame_larger_than_the_whole_pool_completes_by_copying() {
         let mut r = FrameReader::new(&s);
         r.set_hold_limit(16 * 1024);
         let f = frame(&mut r, LIMIT).await.expect("frame");
+        assert!(f.is_contiguous(), "copied into one heap buffer: {f:?}");
+        assert!(r.last_copied());
+        let copies = r.copy_stats();
+        assert_eq!(copies.frames, 1);
         assert!(
-            f.segments().len() <= 2,
-            "copied into one heap buffer plus the completing receive buffer: {f:?}"
+            copies.bytes >= body.len() as u64,
+            "every body byte was copied at least once: {copies:?}"
         );
         assert!(f.into_contiguous() == body, "1 MiB body differs");
         assert_eq!(
@@ -395,4 +399,221 @@ fn chain_reads_as_buf_across_receive_buffers() {
         assert_eq!(chain.get_u8(), 0xff);
         assert_eq!(chain.remaining(), 0);
     });
+}
+
+/// Body of connection `id`'s frame: its id first (accept order is not connect order),
+/// then bytes only that id produces.
+fn tagged_body(id: usize, len: usize) -> Vec<u8> {
+    let mut body = random(1000 + id as u64, len);
+    body[..8].copy_from_slice(&(id as u64).to_be_bytes());
+    body
+}
+
+/// `conns` connections each send the first `first` bytes of one frame with a `body`
+/// byte body, all pause, then all send the rest and close. Every frame must arrive
+/// intact within a bounded time; returns the readers' copy counts (frames, bytes).
+fn partial_frames_on_every_connection(
+    rt: &Runtime,
+    conns: usize,
+    first: usize,
+    body: usize,
+) -> (u64, u64) {
+    let listener =
+        zerorx::net::TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let client = std::thread::spawn(move || {
+        use std::io::Write;
+        let mut socks = Vec::new();
+        for id in 0..conns {
+            let mut s = std::net::TcpStream::connect(addr).expect("connect");
+            s.set_nodelay(true).expect("nodelay");
+            s.set_write_timeout(Some(Duration::from_secs(30)))
+                .expect("write timeout");
+            let wire = framed(&[tagged_body(id, body)]);
+            s.write_all(&wire[..first]).expect("first part");
+            socks.push((s, wire));
+        }
+        // Every server reader now sits on a partial frame.
+        std::thread::sleep(Duration::from_millis(300));
+        for (s, wire) in &mut socks {
+            s.write_all(&wire[first..]).expect("rest");
+            s.shutdown(std::net::Shutdown::Write).expect("shutdown");
+        }
+        socks
+    });
+    let arrived = Rc::new(std::cell::Cell::new(0usize));
+    let copies = rt.block_on({
+        let arrived = arrived.clone();
+        async move {
+            let all = async {
+                let mut tasks = Vec::new();
+                for _ in 0..conns {
+                    let (s, _) = listener.accept().await.expect("accept");
+                    let arrived = arrived.clone();
+                    tasks.push(spawn(async move {
+                        let mut r = FrameReader::new(s);
+                        let f = r.read_frame(LIMIT).await.expect("read_frame");
+                        let f = f.expect("a frame before EOF").into_contiguous();
+                        assert_eq!(f.len(), body, "body length");
+                        let id = u64::from_be_bytes(f[..8].try_into().expect("8 bytes"));
+                        assert!((id as usize) < conns, "bad id {id}");
+                        assert!(f == tagged_body(id as usize, body), "frame {id} differs");
+                        arrived.set(arrived.get() + 1);
+                        assert!(r.read_frame(LIMIT).await.expect("eof").is_none());
+                        (id, r.copy_stats())
+                    }));
+                }
+                let mut ids = Vec::new();
+                let (mut frames, mut bytes) = (0, 0);
+                for t in tasks {
+                    let (id, stats) = t.await.expect("reader task");
+                    ids.push(id);
+                    frames += stats.frames;
+                    bytes += stats.bytes;
+                }
+                ids.sort_unstable();
+                assert_eq!(ids, (0..conns as u64).collect::<Vec<_>>(), "every id once");
+                (frames, bytes)
+            };
+            match timeout(Duration::from_secs(30), all).await {
+                Ok(copies) => copies,
+                Err(_) => panic!(
+                    "worker wedged: {} of {conns} frames arrived in 30 s (readers on partial \
+                     frames hold the receive pool)",
+                    arrived.get()
+                ),
+            }
+        }
+    });
+    drop(client.join().expect("client"));
+    let stats = rt.handle().pool_stats()[0].expect("copy pool stats");
+    assert_eq!(stats.in_use, 0, "pool buffers still held: {stats:?}");
+    copies
+}
+
+#[test]
+fn partial_frames_on_more_connections_than_chunks_all_arrive() {
+    // 8 × 4 KiB of pool, 32 connections each holding 3000 bytes of a 10 KB frame: the
+    // partial frames alone need 3× the pool.
+    let rt = rt_with_pool(8, 4096);
+    let (frames, bytes) = partial_frames_on_every_connection(&rt, 32, 3000, 10_000);
+    assert!(
+        frames > 0 && bytes > 0,
+        "the pool ran low, so readers must have copied"
+    );
+}
+
+#[test]
+fn partial_frames_with_incremental_buffers_where_the_kernel_has_them() {
+    // The builder's default turns incremental consumption on where the kernel has it:
+    // then partial frames of several connections share one buffer, and all of them
+    // must let go of it.
+    let rt = Runtime::builder()
+        .threads(1)
+        .pool_size(8 * 4096)
+        .chunk_size(4096)
+        .shutdown_timeout(Duration::from_secs(5))
+        .build()
+        .expect("runtime");
+    let (frames, _) = partial_frames_on_every_connection(&rt, 32, 1500, 10_000);
+    assert!(frames > 0, "the pool ran low, so readers must have copied");
+}
+
+#[test]
+fn partial_frames_stay_zero_copy_while_the_pool_has_room() {
+    // 64 × 64 KiB: 4 partial frames take at most 4 buffers; nothing is copied.
+    let rt = rt();
+    let (frames, bytes) = partial_frames_on_every_connection(&rt, 4, 3000, 10_000);
+    assert_eq!((frames, bytes), (0, 0), "copied with the pool nearly empty");
+}
+
+#[test]
+fn waiting_readers_let_go_when_another_connection_drains_the_pool() {
+    // 8 × 4 KiB. Five readers each hold one buffer of a partial frame: 3 free, not
+    // low, so they wait holding. Then a sixth connection's consumer needs 4 buffers at
+    // once, and the readers' peers send the rest only after it got them. Only the
+    // worker waking the waiting readers when the pool runs low can make room.
+    const READERS: usize = 5;
+    const FIRST: usize = 3000;
+    const BODY: usize = 6000;
+    const BULK: usize = 4 * 4096;
+    let rt = rt_with_pool(8, 4096);
+    let listener =
+        zerorx::net::TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let client = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let connect = || {
+            let s = std::net::TcpStream::connect(addr).expect("connect");
+            s.set_nodelay(true).expect("nodelay");
+            s.set_read_timeout(Some(Duration::from_secs(30)))
+                .expect("read timeout");
+            s
+        };
+        let mut readers = Vec::new();
+        for id in 0..READERS {
+            let mut s = connect();
+            let wire = framed(&[tagged_body(id, BODY)]);
+            s.write_all(&wire[..FIRST]).expect("first part");
+            readers.push((s, wire));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let mut bulk = connect();
+        bulk.write_all(&random(77, BULK)).expect("bulk");
+        let mut ack = [0u8; 1];
+        let acked = bulk.read_exact(&mut ack).is_ok();
+        for (s, wire) in &mut readers {
+            s.write_all(&wire[FIRST..]).expect("rest");
+            s.shutdown(std::net::Shutdown::Write).expect("shutdown");
+        }
+        (acked, readers, bulk)
+    });
+    let spills = rt.block_on(async move {
+        let all = async {
+            let mut tasks = Vec::new();
+            for _ in 0..READERS {
+                let (s, _) = listener.accept().await.expect("accept");
+                tasks.push(spawn(async move {
+                    let mut r = FrameReader::new(s);
+                    let f = r.read_frame(LIMIT).await.expect("read_frame");
+                    let f = f.expect("a frame before EOF").into_contiguous();
+                    let id = u64::from_be_bytes(f[..8].try_into().expect("8 bytes")) as usize;
+                    assert!(
+                        id < READERS && f == tagged_body(id, BODY),
+                        "frame {id} differs"
+                    );
+                    assert!(r.read_frame(LIMIT).await.expect("eof").is_none());
+                    r.copy_stats().pressure_spills
+                }));
+            }
+            let (bulk, _) = listener.accept().await.expect("accept bulk");
+            let mut held = Vec::new();
+            let mut got = 0;
+            while got < BULK {
+                let b = bulk.recv().await.expect("recv").expect("bulk data");
+                got += b.len();
+                held.push(b);
+            }
+            let wire: Vec<u8> = held.iter().flat_map(|b| b.iter().copied()).collect();
+            assert!(wire == random(77, BULK), "bulk bytes differ");
+            bulk.send(Bytes::from_static(b"k")).await.expect("ack");
+            drop(held);
+            let mut spills = 0;
+            for t in tasks {
+                spills += t.await.expect("reader task");
+            }
+            spills
+        };
+        timeout(Duration::from_secs(30), all)
+            .await
+            .expect("worker wedged: the readers kept their buffers while the pool was dry")
+    });
+    let (acked, _, _) = client.join().expect("client");
+    assert!(acked, "the bulk connection was never served");
+    assert!(
+        spills > 0,
+        "the readers must have copied out their partial frames"
+    );
+    let stats = rt.handle().pool_stats()[0].expect("copy pool stats");
+    assert_eq!(stats.in_use, 0, "pool buffers still held: {stats:?}");
 }

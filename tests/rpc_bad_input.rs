@@ -145,6 +145,14 @@ fn broken_clients_get_exceptions_or_clean_closes_and_are_counted() {
     counted(&h, "over-limit frame", |s| s.frames_too_large == 1);
     w.check();
 
+    // Only an over-limit length and nothing after it: refused from those 4 bytes, not
+    // held open until the idle timeout waiting for a byte that tells the protocol.
+    let mut s = connect(&h);
+    s.write_all(&(1u32 << 30).to_be_bytes()).expect("send");
+    expect_closed(&mut s);
+    counted(&h, "lone over-limit length", |s| s.frames_too_large == 2);
+    w.check();
+
     // Disconnect in the middle of a frame.
     let mut s = connect(&h);
     let req = call(Protocol::Binary, "add", 1, &AddArgs { a: 1, b: 2 });

@@ -45,24 +45,30 @@ fn dropped_sleeps_never_fire() {
     let rt = rt(1, Default::default());
     let h = rt.handle().clone();
     rt.block_on(async move {
+        let started = Rc::new(Cell::new(0));
         let fired = Rc::new(Cell::new(0));
+        // Long enough that a loaded machine descheduling us between registration and
+        // abort cannot let a timer expire early; the test waits on `started`, not on time.
         let handles: Vec<_> = (0..1000)
             .map(|_| {
-                let fired = fired.clone();
+                let (started, fired) = (started.clone(), fired.clone());
                 spawn(async move {
-                    sleep(Duration::from_millis(30)).await;
+                    started.set(started.get() + 1);
+                    sleep(Duration::from_millis(300)).await;
                     fired.set(fired.get() + 1);
                 })
             })
             .collect();
-        yield_now().await; // every sleeper registered its timer
+        while started.get() < 1000 {
+            yield_now().await; // until every sleeper registered its timer
+        }
         let before = h.metrics()[0].timers_fired;
         for h in handles.iter().step_by(2) {
             h.abort();
         }
-        sleep(Duration::from_millis(60)).await;
+        sleep(Duration::from_millis(600)).await;
         assert_eq!(fired.get(), 500);
-        // 500 sleepers plus our own 60 ms sleep: the aborted timers never fired.
+        // 500 sleepers plus our own sleep: the aborted timers never fired.
         assert_eq!(h.metrics()[0].timers_fired - before, 501);
         for (i, h) in handles.into_iter().enumerate() {
             assert_eq!(h.await.is_err(), i % 2 == 0);

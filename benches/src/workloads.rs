@@ -217,6 +217,15 @@ impl Workload {
                         Count,
                         Some(AtMost(0.0)),
                     ),
+                    m("client_us_per_op", "client CPU us/req", Micros, None),
+                    m(
+                        "server_user_share_pct",
+                        "server user-space share",
+                        Percent,
+                        None,
+                    ),
+                    m("enters_per_op", "zerorx io_uring_enter/req", Ratio, None),
+                    m("cqes_per_op", "zerorx CQEs/req", Ratio, None),
                 ];
                 M
             }
@@ -290,6 +299,19 @@ impl Workload {
                         Count,
                         Some(AtMost(0.0)),
                     ),
+                    m(
+                        "server_user_share_pct",
+                        "server user-space share",
+                        Percent,
+                        None,
+                    ),
+                    m(
+                        "enters_per_op",
+                        "zerorx enters per client recv",
+                        Ratio,
+                        None,
+                    ),
+                    m("cqes_per_op", "zerorx CQEs per client recv", Ratio, None),
                 ];
                 M
             }
@@ -319,6 +341,7 @@ impl Workload {
                     ),
                     m("p99_us", "p99 connect+RPC+close us", Micros, None),
                     RR_COMMON[1],
+                    m("enters_per_op", "zerorx io_uring_enter/conn", Ratio, None),
                     m("cqes_per_op", "zerorx CQEs/conn", Ratio, None),
                 ];
                 M
@@ -525,6 +548,9 @@ impl ServerProbe<'_> {
         }
         // zerorx's own counters per completed operation: where its CPU goes.
         let ops = (r.rr.ops + r.churn.ops + r.stream.ops).max(1) as f64;
+        // The same client for every server: its cost per operation should not depend
+        // on the server.
+        put("client_us_per_op", r.client_cpu.as_secs_f64() * 1e6 / ops);
         let delta = |f: fn(&ServerStats) -> Option<u64>| match (f(&a.stats), f(&b.stats)) {
             (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64),
             _ => None,

@@ -16,7 +16,7 @@ mod udp;
 
 pub use chain::BytesChain;
 pub use compat::Compat;
-pub use frame::FrameReader;
+pub use frame::{CopyStats, FrameReader};
 pub use recv_stream::RecvStream;
 pub use tcp_listener::TcpListener;
 pub use tcp_stream::TcpStream;

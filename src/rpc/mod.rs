@@ -10,7 +10,7 @@
 //! - [`ApplicationException`] is `TApplicationException`.
 //! - [`transport`]: framed/unframed, detection, whole messages out of received buffers.
 //! - [`server`]: [`Server`] on every worker; [`client`]: [`Client`].
-//! - [`bench`]: the reference service (`bench.thrift`), its typed client, `zerorx serve`.
+//! - [`bench`](mod@bench): the reference service (`bench.thrift`), its typed client, `zerorx serve`.
 //!
 //! ```
 //! use zerorx::rpc::{bench, ApplicationException, Returns, Server, Void};

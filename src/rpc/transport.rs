@@ -120,8 +120,8 @@ impl std::error::Error for ReadError {}
 pub struct Incoming {
     /// The message (without a frame prefix).
     pub bytes: Bytes,
-    /// True when it was copied together from several received buffers (or the reader
-    /// copied it because it exceeded the reader's hold limit).
+    /// True when it was copied: together from several received buffers, or by the
+    /// reader (past its hold limit, or because the receive pool ran low).
     pub copied: bool,
 }
 
@@ -233,7 +233,7 @@ impl MessageStream {
     }
 
     fn incoming(&self, chain: BytesChain) -> Incoming {
-        let copied = !chain.is_contiguous() || chain.len() > self.reader.hold_limit();
+        let copied = self.reader.last_copied() || !chain.is_contiguous();
         Incoming {
             bytes: chain.into_contiguous(),
             copied,
@@ -241,10 +241,25 @@ impl MessageStream {
     }
 }
 
+/// The frame length a connection's first 4 bytes announce when they can only be a
+/// framed message: every unframed message starts with `0x80`, `0x82` or `0x00`, so a
+/// non-zero first byte (other than those) is the high byte of a frame length.
+fn framed_only_length(prefix: &[u8]) -> Option<usize> {
+    match *prefix {
+        [first, b1, b2, b3, ..] if !matches!(first, 0 | 0x80 | compact::PROTOCOL_ID) => {
+            Some(u32::from_be_bytes([first, b1, b2, b3]) as usize)
+        }
+        _ => None,
+    }
+}
+
 /// Waits for enough of a connection's first bytes to [`detect`] its transport and
-/// protocol. `Ok(None)` if the peer closed before sending anything.
+/// protocol. `Ok(None)` if the peer closed before sending anything. A frame length
+/// over `max_frame` that arrives alone is refused from its 4 bytes, so a client that
+/// sends only an oversized length is not held open waiting for a fifth byte.
 pub async fn detect_stream(
     reader: &mut FrameReader<Rc<TcpStream>>,
+    max_frame: usize,
 ) -> Result<Option<(Transport, Protocol)>, ReadError> {
     let mut want = 1;
     loop {
@@ -253,6 +268,19 @@ pub async fn detect_stream(
         let n = reader.buffered().copy_prefix(&mut prefix);
         if !got && n == 0 {
             return Ok(None);
+        }
+        // With 5 bytes `detect` decides (garbage is a protocol error); with exactly 4 an
+        // over-limit length is refused now rather than waiting for a fifth byte.
+        let early = if n == 4 {
+            framed_only_length(&prefix[..n])
+        } else {
+            None
+        };
+        if let Some(size) = early.filter(|&len| len > max_frame) {
+            return Err(ReadError::TooLarge {
+                size,
+                limit: max_frame,
+            });
         }
         match detect(&prefix[..n]) {
             Detected::Found(t, p) => return Ok(Some((t, p))),
@@ -266,6 +294,20 @@ pub async fn detect_stream(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nonzero_first_byte_can_only_be_a_frame_length() {
+        assert_eq!(
+            framed_only_length(&[0x7f, 0xff, 0xff, 0xff]),
+            Some(0x7fff_ffff)
+        );
+        assert_eq!(framed_only_length(&[1, 0, 0, 0, 0x80]), Some(1 << 24));
+        // Too short, or a start an unframed message can have: not decided here.
+        assert_eq!(framed_only_length(&[0x7f, 0xff, 0xff]), None);
+        assert_eq!(framed_only_length(&[0, 0xff, 0xff, 0xff]), None);
+        assert_eq!(framed_only_length(&[0x80, 1, 0, 1]), None);
+        assert_eq!(framed_only_length(&[0x82, 0x21, 0, 1]), None);
+    }
 
     #[test]
     fn detects_every_transport_and_protocol() {

@@ -3,6 +3,7 @@
 
 use super::context;
 use super::handle::Handle;
+use super::pressure::Holders;
 use super::receive_plan::ReceiveRole;
 pub(crate) use super::zero_copy::ZcWorker;
 use super::zero_copy::{ZcLinks, ZcSetup};
@@ -168,6 +169,8 @@ pub(crate) struct Core {
     pub(crate) copy_waiters: RefCell<Vec<(u64, Waker)>>,
     /// Receives waiting for zero-copy chunks to go back to the kernel (`ENOMEM`).
     pub(crate) zc_waiters: RefCell<Vec<Waker>>,
+    /// Readers holding receive buffers while they wait, woken when the pools run low.
+    pub(crate) holders: Rc<Holders>,
     /// `returned_to_kernel` of the zero-copy pool at the last turn.
     zc_seen: Cell<u64>,
     /// The zero-copy pool's counters (cheap reads of its return progress).
@@ -251,6 +254,7 @@ impl Core {
             recv_kernel_limit: Cell::new(true),
             copy_waiters: RefCell::new(Vec::new()),
             zc_waiters: RefCell::new(Vec::new()),
+            holders: Rc::default(),
             zc_seen: Cell::new(zc_stats.as_ref().map_or(0, |s| s.returned_to_kernel())),
             zc_stats,
             steering_warned: Cell::new(false),
@@ -422,6 +426,7 @@ impl Core {
                 }
             }
         }
+        self.holders.take_if_low(self, wakers);
         self.wake_all(wakers);
     }
 

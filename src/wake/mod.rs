@@ -1,7 +1,7 @@
 //! Waking a parked worker from another thread, by eventfd or by MSG_RING, behind one
-//! [`Unparker`].
+//! `Unparker`.
 //!
-//! Protocol (with [`WorkerShared::push_remote`](crate::runtime::worker::WorkerShared)):
+//! Protocol (with `WorkerShared::push_remote`):
 //! the worker stores `parked = true`, fences, re-checks its remote queue and only then
 //! blocks in `io_uring_enter`. A waker first enqueues, fences, then swaps `parked` to
 //! `false` and makes the syscall only if it was `true`. Either the worker sees the

@@ -40,6 +40,9 @@ pub enum Scenario {
     Stream,
     /// Connect, call, close, in a loop.
     Churn,
+    /// `zerorx::fabric` messages between endpoint pairs in the harness (uring-tcp
+    /// provider): one pair per connection, verified frames echoed or acked.
+    Fabric,
 }
 
 impl Scenario {
@@ -49,6 +52,7 @@ impl Scenario {
             Scenario::Rpc => "rpc",
             Scenario::Stream => "stream",
             Scenario::Churn => "churn",
+            Scenario::Fabric => "fabric",
         }
     }
 }
@@ -88,7 +92,8 @@ pub struct RunArgs {
     /// Stop after this many requests.
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
-    /// Payload sizes, cycled (default: stream 64,16K; churn 64; rpc: the mix's own).
+    /// Payload sizes, cycled (default: stream and fabric 64,16K; churn 64; rpc: the mix's
+    /// own).
     #[arg(long, value_delimiter = ',', value_parser = parse::size)]
     pub sizes: Option<Vec<usize>>,
     /// Requests in flight per connection (pipelining).

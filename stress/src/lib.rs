@@ -10,6 +10,7 @@ pub mod cli;
 pub mod client;
 pub mod embedded;
 pub mod errors;
+pub mod fabric;
 pub mod faults;
 pub mod framer;
 pub mod parse;

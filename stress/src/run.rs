@@ -8,6 +8,7 @@ use crate::client::stats::WorkerStats;
 use crate::client::{LoadPlan, RunCtx};
 use crate::embedded::EmbeddedServer;
 use crate::errors::ErrorKind;
+use crate::fabric::{self, run_fabric_slot};
 use crate::faults::actions::Ctx;
 use crate::faults::injector::run_injector;
 use crate::faults::wire::WireKind;
@@ -49,6 +50,9 @@ impl std::fmt::Display for RunError {
 /// The largest payload a fault action sends (slow readers), so the payload source
 /// covers it.
 const FAULT_PAYLOAD: usize = 64 * 1024;
+
+/// What the `fabric` scenario loads, in reports.
+const FABRIC_TARGET: &str = "uring-tcp endpoint pairs inside the harness";
 
 /// A run's settings, checked.
 #[derive(Clone, Debug)]
@@ -98,11 +102,19 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
     if a.timeout.is_zero() {
         return usage("--timeout must be above zero");
     }
+    if a.scenario == Scenario::Fabric && a.connect.is_some() {
+        return usage(
+            "--scenario fabric runs both endpoints in the harness; --connect does not apply",
+        );
+    }
+    if a.scenario == Scenario::Fabric && a.faults.is_some() {
+        return usage("--scenario fabric takes no --faults (they speak TCP frames to a server)");
+    }
     let Ok(max_frame) = u32::try_from(a.max_frame) else {
         return usage("--max-frame must be below 4 GiB");
     };
     let default_sizes = match a.scenario {
-        Scenario::Stream | Scenario::Rpc => vec![64, 16 * 1024],
+        Scenario::Stream | Scenario::Rpc | Scenario::Fabric => vec![64, 16 * 1024],
         Scenario::Churn => vec![64],
     };
     let sizes = a.sizes.clone().unwrap_or(default_sizes);
@@ -124,7 +136,7 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
     let per_conn = (a.scenario == Scenario::Churn).then_some(a.calls_per_conn);
     let depth = match a.scenario {
         Scenario::Churn => a.depth.min(a.calls_per_conn as usize).max(1),
-        Scenario::Stream | Scenario::Rpc => a.depth,
+        Scenario::Stream | Scenario::Rpc | Scenario::Fabric => a.depth,
     };
     let pacing = a.rate.map(|r| {
         (
@@ -186,7 +198,7 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
 fn server_args(a: &RunArgs, p: &RunPlan) -> Vec<String> {
     let service = match p.scenario {
         Scenario::Rpc => "rpc",
-        Scenario::Stream | Scenario::Churn => "frames",
+        Scenario::Stream | Scenario::Churn | Scenario::Fabric => "frames",
     };
     let mut v = vec![
         "--service".to_owned(),
@@ -219,6 +231,7 @@ fn resolve(target: &str) -> Result<SocketAddr, RunError> {
 pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     let mut p = plan(a)?;
     let mut server = match &a.connect {
+        _ if p.scenario == Scenario::Fabric => None,
         Some(t) => {
             p.load.addr = resolve(t)?;
             None
@@ -232,6 +245,7 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     };
     if !a.quiet {
         let who = match &server {
+            None if p.scenario == Scenario::Fabric => FABRIC_TARGET.to_owned(),
             Some(s) => format!(
                 "embedded server pid {} ({} workers) on {}",
                 s.pid(),
@@ -298,10 +312,28 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     if let Some(e) = sampled.hist_error.take() {
         notes.push(e);
     }
-    let started_mode = server.as_ref().map(|s| s.receive_mode().clone());
+    let started_mode = match &server {
+        None if p.scenario == Scenario::Fabric => {
+            notes.push(
+                "fabric latency is a round trip: A's send to A's receipt of B's answer".into(),
+            );
+            Some(ModeInfo {
+                mode: "fabric".into(),
+                reason: format!(
+                    "{} provider, lease receives from the harness workers' receive pools",
+                    fabric::PROVIDER
+                ),
+            })
+        }
+        _ => server.as_ref().map(|s| s.receive_mode().clone()),
+    };
     let target = TargetInfo {
         embedded: server.is_some(),
-        addr: p.load.addr.to_string(),
+        addr: if p.scenario == Scenario::Fabric {
+            FABRIC_TARGET.to_owned()
+        } else {
+            p.load.addr.to_string()
+        },
         server_pid: server.as_ref().map(EmbeddedServer::pid),
         server_threads: server.as_ref().map(EmbeddedServer::threads),
     };
@@ -432,6 +464,9 @@ async fn drive(
                 Scenario::Stream | Scenario::Churn => {
                     handle.spawn_on_with(w, move || run_slot(i, plan, run, stats, start))
                 }
+                Scenario::Fabric => {
+                    handle.spawn_on_with(w, move || run_fabric_slot(i, plan, run, stats, start))
+                }
             }
         })
         .collect();
@@ -448,7 +483,7 @@ async fn drive(
                 stats: fault_stats.clone(),
                 wire: match p.scenario {
                     Scenario::Rpc => WireKind::Thrift,
-                    Scenario::Stream | Scenario::Churn => WireKind::Frames,
+                    Scenario::Stream | Scenario::Churn | Scenario::Fabric => WireKind::Frames,
                 },
             };
             handle.spawn_on_with(i % p.client_threads, move || run_injector(spec, cx))
@@ -688,7 +723,7 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
                 Scenario::Rpc => ["echo", "roundtrip", "add", "fire"]
                     .map(String::from)
                     .to_vec(),
-                Scenario::Stream | Scenario::Churn => p
+                Scenario::Stream | Scenario::Churn | Scenario::Fabric => p
                     .load
                     .kinds
                     .iter()

@@ -408,3 +408,57 @@ fn connect_loads_any_bench_thrift_server() {
         .expect("fire check through fired()");
     assert!(fired.ok && fired.observed == r.requests.oneway, "{fired:?}");
 }
+
+#[test]
+fn a_fabric_run_checks_every_message_and_reports_it() {
+    let json = tmp("fabric.json");
+    let mut args = vec!["-s", "fabric", "-d", "2s", "--mode", "mixed", "--json"];
+    args.push(json.to_str().expect("utf-8 path"));
+    args.extend(SMALL);
+    let out = harness(&args, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "fabric failed:\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(out.stdout.contains("scenario fabric"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("errors           none"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("verdict          PASS"),
+        "{}",
+        out.stdout
+    );
+    let r = load(&json);
+    assert_eq!(r.scenario, "fabric");
+    assert!(r.verdict.pass, "{:?}", r.verdict);
+    assert!(
+        r.requests.ok > 0 && r.requests.ok == r.requests.sent,
+        "{:?}",
+        r.requests
+    );
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.load.kinds, ["echo", "sink"]);
+    assert_eq!(r.receive_mode.mode, "fabric");
+    assert!(!r.target.embedded && r.server.is_none());
+    assert_eq!(r.connections.opened, 4, "one endpoint pair per connection");
+    assert!(r.latency.p50_us > 0.0 && r.latency.p50_us <= r.latency.p99_us);
+    assert!(r.throughput.mb_per_s_sent > 0.0 && r.throughput.mb_per_s_received > 0.0);
+    assert!(!r.timeline.is_empty());
+
+    for (extra, why) in [
+        (["--connect", "127.0.0.1:1"], "--connect does not apply"),
+        (["--faults", "reset:1/s"], "takes no --faults"),
+    ] {
+        let out = harness(
+            &[&["-s", "fabric"][..], &extra].concat(),
+            Duration::from_secs(10),
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+        assert!(out.stderr.contains(why), "{}", out.stderr);
+    }
+}

@@ -2,7 +2,7 @@
 //! provided-buffer rings.
 //!
 //! A [`Mapping`] only owns the address range; reading or writing what the kernel shares
-//! through it is the job of [`crate::shm`].
+//! through it is the job of `shm` (the one module that touches kernel-shared memory).
 
 use std::io;
 use std::ptr::NonNull;

@@ -3,6 +3,7 @@
 
 use super::errors;
 use super::info::Info;
+use super::linger;
 use super::local;
 use super::ops::{context_of, OpTable, Phase, Record};
 use super::order::TxOrder;
@@ -134,6 +135,61 @@ impl EpState {
         self.fenced(lane)
     }
 
+    /// Lets go of the libfabric objects at close: receives are cancelled; operations
+    /// libfabric still has are waited for by a lingering task that keeps their memory
+    /// when a peer may still read it (shm receivers copy out of the sender's memory
+    /// even after it closed) or when the program was already told they succeeded
+    /// (detached sends); otherwise closing the endpoint ends them and the memory goes.
+    /// shm endpoints are then parked or closed through [`local`].
+    fn release_res(&self, res: EpRes) {
+        let park = self.domain.profile.local_peers;
+        let mut ops = self.ops.borrow_mut();
+        let posted: Vec<usize> = ops
+            .keys()
+            .into_iter()
+            .filter(|&k| ops.get(k).is_some_and(|r| r.phase == Phase::Posted))
+            .collect();
+        let receives = posted
+            .iter()
+            .copied()
+            .filter(|&k| ops.get(k).is_some_and(|r| r.dir() == errors::Dir::Recv));
+        res.cancel(receives.map(context_of));
+        let done = res.drain_contexts();
+        let waiting: Vec<(usize, Record)> = posted
+            .into_iter()
+            .filter(|&k| !done.contains(&context_of(k)))
+            .filter_map(|k| ops.remove(k).map(|r| (k, r)))
+            .collect();
+        drop(ops);
+        let must_wait = park || waiting.iter().any(|(_, r)| r.reported);
+        let deadline = Instant::now() + self.connect_timeout;
+        // shm peers of this process stay referenced until the endpoint stops touching
+        // their memory (see linger::Lingering::close).
+        let locals = self
+            .peers
+            .borrow()
+            .iter()
+            .filter(|(_, p)| p.local.is_some())
+            .map(|(_, p)| (p.fi_addr, p.addr.clone()))
+            .collect();
+        let guard = linger::Lingering::new(
+            res,
+            waiting,
+            linger::Closing {
+                addr: self.address.bytes.clone(),
+                park,
+                locals,
+                deadline,
+            },
+        );
+        if !must_wait || guard.is_done() {
+            guard.finish();
+        } else if crate::runtime::context::current().is_some() {
+            crate::spawn(linger::run(guard));
+        }
+        // Else (outside a worker) the guard's drop waits for them here.
+    }
+
     /// Marks `peer` down if it is an shm endpoint of this process that was closed.
     fn check_local_peer(&self, peer: PeerId) {
         let gone = self.peers.borrow().get(peer).is_some_and(|p| {
@@ -143,6 +199,8 @@ impl EpState {
                     .is_some_and(|f| f.load(std::sync::atomic::Ordering::Acquire))
         });
         if gone {
+            // What the peer answered before it closed is already in the queue.
+            self.drain_cq();
             self.peer_down(
                 peer,
                 &format!(
@@ -193,6 +251,12 @@ impl EpState {
             }));
         }
         let any = !gone.is_empty();
+        if any {
+            // Completions the peers produced before they went are in the queue already
+            // (a closing endpoint stops touching ours before it is flagged): take them
+            // first, so only what was really cut off is reported lost.
+            self.drain_cq();
+        }
         for (peer, cause) in gone {
             self.peer_down(peer, &cause);
         }
@@ -233,6 +297,15 @@ impl EpState {
         if rc == 0 {
             rec.phase = Phase::Posted;
             let rma_peer = rec.rma_key().and(rec.peer);
+            // A detached send is reported complete once libfabric has it (not before:
+            // one still queued when the endpoint closes is cancelled, never sent).
+            let early = (rec.bounce.is_some() && !rec.reported).then(|| {
+                rec.reported = true;
+                (rec.lane(), rec.op, OpOutcome::ok(rec.posted_len()))
+            });
+            if let Some(done) = early {
+                ops.ready.push_back(done);
+            }
             drop(peers);
             if let Some(p) = rma_peer {
                 if let Some(peer) = self.peers.borrow_mut().get_mut(p) {
@@ -334,32 +407,30 @@ impl EpState {
     /// complete it only after the receiver took it (shm has the receiver copy messages
     /// above its inject size out of the sender; rxm has it pull messages above the SAR
     /// limit): the data is copied aside, posted from there, and the send reported
-    /// complete at once, within a budget of bytes held, as the io_uring provider
-    /// completes sends the receiver has not asked for yet.
-    fn detach(&self, rec: &mut Record) -> bool {
+    /// complete as soon as libfabric has it, within a budget of bytes held, as the
+    /// io_uring provider completes sends the receiver has not asked for yet.
+    fn detach(&self, rec: &mut Record) {
         let PostRequest::Send { src, level, .. } = &rec.req else {
-            return false;
+            return;
         };
         let len = src.len();
         let t = &self.domain.traits;
         let Some(above) = self.domain.profile.detach_above else {
-            return false;
+            return;
         };
         if *level != Level::Sent
             || t.mr_local
             || len <= above.bytes(t.inject_size)
             || self.detached.get() + len > DETACH_BUDGET
         {
-            return false;
+            return;
         }
         let mut copy = vec![0u8; len];
         if src.memory().read_at(src.offset(), &mut copy).is_err() {
-            return false;
+            return;
         }
         self.detached.set(self.detached.get() + len);
         rec.bounce = Some(copy);
-        rec.reported = true;
-        true
     }
 }
 
@@ -515,13 +586,7 @@ impl EndpointProvider for LfEndpoint {
         if let Some(p) = rec.lane() {
             s.order.borrow_mut().push(p, op);
         }
-        if s.detach(&mut rec) {
-            let len = rec.posted_len();
-            s.ops
-                .borrow_mut()
-                .ready
-                .push_back((rec.lane(), op, OpOutcome::ok(len)));
-        }
+        s.detach(&mut rec);
         let key = s.ops.borrow_mut().insert(rec);
         if queue {
             s.ops.borrow_mut().backlog.push_back(key);
@@ -599,40 +664,11 @@ impl EndpointProvider for LfEndpoint {
         for op in pending {
             s.report(None, op, OpOutcome::err(OpError::Canceled));
         }
-        // Closing the endpoint ends libfabric's use of every posted buffer; only then may
-        // the records (and the memory they hold) go. An shm endpoint other endpoints of
-        // the process still reference is parked instead: its receives are cancelled
-        // first, and nothing progresses it, so libfabric touches no record's memory.
+        // The records (and the memory they hold) go only once libfabric is done with
+        // them: see release_res.
         let res = s.res.borrow_mut().take();
         if let Some(res) = res {
-            if s.domain.profile.local_peers {
-                let receives: Vec<_> = {
-                    let ops = s.ops.borrow();
-                    ops.keys()
-                        .into_iter()
-                        .filter(|&k| {
-                            ops.get(k).is_some_and(|r| {
-                                r.dir() == errors::Dir::Recv && r.phase == Phase::Posted
-                            })
-                        })
-                        .map(context_of)
-                        .collect()
-                };
-                res.cancel_all_receives(receives.into_iter());
-                local::closed(&s.address.bytes, res);
-            } else {
-                drop(res);
-            }
-        }
-        let locals: Vec<Vec<u8>> = s
-            .peers
-            .borrow()
-            .iter()
-            .filter(|(_, p)| p.local.is_some())
-            .map(|(_, p)| p.addr.clone())
-            .collect();
-        for addr in locals {
-            local::detach(&addr);
+            s.release_res(res);
         }
         s.ops.borrow_mut().clear();
         s.detached.set(0);

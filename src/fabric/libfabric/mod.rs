@@ -37,6 +37,7 @@ mod discovery;
 mod endpoint;
 mod errors;
 mod info;
+mod linger;
 mod local;
 mod ops;
 mod order;

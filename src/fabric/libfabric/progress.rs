@@ -66,8 +66,8 @@ impl EpState {
     /// whether anything happened.
     pub(super) fn progress_once(&self) -> bool {
         let mut worked = self.deliver_ready();
-        worked |= self.check_peers();
         worked |= self.drain_cq() > 0;
+        worked |= self.check_peers();
         worked |= self.retry_backlog();
         worked |= self.deliver_ready();
         worked

@@ -305,18 +305,29 @@ impl EpRes {
         self.av
     }
 
-    /// Cancels every operation still posted on the endpoint's receive side and reads the
-    /// cancellations, so no posted buffer is left with libfabric.
-    pub(super) fn cancel_all_receives(
-        &self,
-        contexts: impl Iterator<Item = *mut std::ffi::c_void>,
-    ) {
+    /// Removes peers from the address vector (failures ignored: the endpoint is being
+    /// let go).
+    pub(super) fn av_remove(&self, addrs: impl Iterator<Item = fi::fi_addr_t>) {
+        for mut a in addrs {
+            // SAFETY: the AV is open; removing an index it does not hold is an error
+            // libfabric reports, not undefined behaviour.
+            unsafe { fi::fi_av_remove(self.av, &mut a, 1, 0) };
+        }
+    }
+
+    /// `fi_cancel` of each posted operation named by its context.
+    pub(super) fn cancel(&self, contexts: impl Iterator<Item = *mut std::ffi::c_void>) {
         for ctx in contexts {
-            // SAFETY: the endpoint is open; the context names one of its posted receives.
+            // SAFETY: the endpoint is open; the context names one of its posted operations.
             unsafe { fi::fi_cancel(&mut (*self.ep).fid, ctx) };
         }
+    }
+
+    /// Reads every completion available (successes and errors alike) and returns their
+    /// op contexts; used once the endpoint no longer reports to anyone.
+    pub(super) fn drain_contexts(&self) -> Vec<*mut std::ffi::c_void> {
+        let mut out = Vec::new();
         let mut entry = fi::fi_cq_tagged_entry::default();
-        let mut err = fi::fi_cq_err_entry::default();
         loop {
             // SAFETY: the CQ is open; entry has room for one tagged-format entry.
             let n = unsafe {
@@ -326,11 +337,17 @@ impl EpRes {
                     1,
                 )
             };
-            if n == -(fi::FI_EAVAIL as isize) {
+            if n == 1 {
+                out.push(entry.op_context);
+            } else if n == -(fi::FI_EAVAIL as isize) {
+                let mut err = fi::fi_cq_err_entry::default();
                 // SAFETY: an error entry is queued; err is a valid out struct.
-                unsafe { fi::fi_cq_readerr(self.cq, &mut err, 0) };
-            } else if n != 1 {
-                return;
+                if unsafe { fi::fi_cq_readerr(self.cq, &mut err, 0) } != 1 {
+                    return out;
+                }
+                out.push(err.op_context);
+            } else {
+                return out;
             }
         }
     }

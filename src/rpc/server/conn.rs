@@ -84,9 +84,6 @@ enum End {
 }
 
 pub(super) async fn serve(stream: TcpStream, w: Rc<WorkerCtx>, key: usize) {
-    // Replies go out as soon as they are written: with Nagle on, a small reply behind
-    // an unacknowledged one waits for the client's delayed ACK (~40 ms).
-    let _ = stream.set_nodelay(true);
     let stream = Rc::new(stream);
     let conn = Rc::new(Conn {
         out: OutQueue::default(),
@@ -165,7 +162,7 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
 
     // Transport and protocol from the first bytes (or checked against the settings).
     let detected = {
-        let detect = pin!(detect_stream(&mut reader));
+        let detect = pin!(detect_stream(&mut reader, cfg.max_frame));
         let mut detect = detect;
         poll_fn(|cx| {
             if let Poll::Ready(r) = detect.as_mut().poll(cx) {
@@ -349,7 +346,9 @@ fn dispatch(
         protocol: r.protocol(),
         framed,
         max_frame: cfg.max_frame,
-        name: header.name.clone(),
+        // A copy: the name is a view of the request, whose receive buffer would stay
+        // busy for as long as the call runs.
+        name: bytes::Bytes::copy_from_slice(&header.name),
         seqid: header.seqid,
     };
     let exception = |to: &ReplyTo, kind, message: String| -> bool {

@@ -73,6 +73,8 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
             r.target.server_threads.unwrap_or(0),
             r.target.addr
         )
+    } else if r.scenario == "fabric" {
+        r.target.addr.clone()
     } else {
         format!("server at {}", r.target.addr)
     };

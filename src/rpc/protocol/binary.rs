@@ -402,10 +402,7 @@ pub fn decode_message(
     input: Bytes,
     limits: DecodeLimits,
 ) -> Result<(MessageHeader, Value), DecodeError> {
-    let mut r = BinaryReader::with_limits(input, limits);
-    let header = r.read_message_begin()?;
-    let body = Value::decode(&mut r, TType::Struct)?;
-    Ok((header, body))
+    super::decode_message_from(BinaryReader::with_limits(input, limits))
 }
 
 /// Decodes one value of type `ttype` from `input`.
@@ -421,9 +418,5 @@ pub fn decode_value(
 /// without building anything; `Truncated` when `input` ends first (an unframed
 /// transport then waits for more bytes).
 pub fn message_len<B: Buf>(input: B, limits: DecodeLimits) -> Result<usize, DecodeError> {
-    let total = input.remaining();
-    let mut r = BinaryReader::with_limits(input, limits);
-    r.read_message_begin()?;
-    r.skip(TType::Struct)?;
-    Ok(total - r.remaining())
+    super::message_len_from(BinaryReader::with_limits(input, limits))
 }

@@ -472,10 +472,7 @@ pub fn decode_message(
     input: Bytes,
     limits: DecodeLimits,
 ) -> Result<(MessageHeader, Value), DecodeError> {
-    let mut r = CompactReader::with_limits(input, limits);
-    let header = r.read_message_begin()?;
-    let body = Value::decode(&mut r, TType::Struct)?;
-    Ok((header, body))
+    super::decode_message_from(CompactReader::with_limits(input, limits))
 }
 
 /// Decodes one value of type `ttype` from `input`.
@@ -490,9 +487,5 @@ pub fn decode_value(
 /// The length of the message at the front of `input`, found by skipping over it;
 /// `Truncated` when `input` ends first.
 pub fn message_len<B: Buf>(input: B, limits: DecodeLimits) -> Result<usize, DecodeError> {
-    let total = input.remaining();
-    let mut r = CompactReader::with_limits(input, limits);
-    r.read_message_begin()?;
-    r.skip(TType::Struct)?;
-    Ok(total - r.remaining())
+    super::message_len_from(CompactReader::with_limits(input, limits))
 }

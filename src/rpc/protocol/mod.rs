@@ -223,6 +223,25 @@ pub trait ProtocolRead {
     }
 }
 
+/// Decodes one message (header and body struct) from a reader at its start: the body
+/// of both protocols' `decode_message`.
+pub(crate) fn decode_message_from<R: ProtocolRead>(
+    mut r: R,
+) -> Result<(MessageHeader, crate::rpc::value::Value), DecodeError> {
+    let header = r.read_message_begin()?;
+    let body = crate::rpc::value::Value::decode(&mut r, TType::Struct)?;
+    Ok((header, body))
+}
+
+/// The length of the message at the reader's front, found by skipping over it: the
+/// body of both protocols' `message_len`.
+pub(crate) fn message_len_from<R: ProtocolRead>(mut r: R) -> Result<usize, DecodeError> {
+    let total = r.remaining();
+    r.read_message_begin()?;
+    r.skip(TType::Struct)?;
+    Ok(total - r.remaining())
+}
+
 /// Skips one value of type `ttype`. Recursion is bounded by the reader's depth limit.
 pub fn skip<R: ProtocolRead>(r: &mut R, ttype: TType) -> Result<(), DecodeError> {
     match ttype {

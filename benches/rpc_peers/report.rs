@@ -3,6 +3,7 @@
 //! of one round ran back to back, so they saw the most similar machine).
 
 use serde_json::{json, Value};
+use zerorx_bench::report::Spread;
 
 /// One measured (round, workload, server).
 #[derive(Clone, Debug)]
@@ -50,41 +51,9 @@ impl Cell {
     }
 }
 
-/// Median, min and max of some values.
-#[derive(Clone, Copy, Debug)]
-pub struct Spread {
-    /// Median.
-    pub median: f64,
-    /// Smallest.
-    pub min: f64,
-    /// Largest.
-    pub max: f64,
-}
-
-impl Spread {
-    /// The spread of `values`; `None` when empty.
-    pub fn of(values: &[f64]) -> Option<Spread> {
-        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
-        Some(Spread {
-            median,
-            min: v[0],
-            max: v[n - 1],
-        })
-    }
-
-    fn json(&self) -> Value {
-        json!({"median": self.median, "min": self.min, "max": self.max})
-    }
+/// JSON of a spread: median, min and max (the run's size is in the cell list).
+fn spread_json(s: &Spread) -> Value {
+    json!({"median": s.median, "min": s.min, "max": s.max})
 }
 
 fn ok_cells<'a>(
@@ -324,10 +293,10 @@ pub fn goals(ratios: &[Ratio], connections: usize) -> (String, Value) {
             json!({
                 "workload": r.workload,
                 "peer": r.peer,
-                "per_thread": r.per_thread.map(|s| s.json()),
-                "throughput": r.throughput.map(|s| s.json()),
-                "per_cpu": r.per_cpu.map(|s| s.json()),
-                "p99": r.p99.map(|s| s.json()),
+                "per_thread": r.per_thread.as_ref().map(spread_json),
+                "throughput": r.throughput.as_ref().map(spread_json),
+                "per_cpu": r.per_cpu.as_ref().map(spread_json),
+                "p99": r.p99.as_ref().map(spread_json),
             })
         })
         .collect();

@@ -109,6 +109,53 @@ const fn m(key: &'static str, label: &'static str, unit: Unit, goal: Option<Goal
     }
 }
 
+/// Figures every request/response workload reports besides its own.
+const RR_COMMON: [Metric; 4] = [
+    m(
+        "ctx_switches_per_s",
+        "server ctx-switches/s",
+        Unit::PerSec,
+        None,
+    ),
+    m(
+        "server_core_pct",
+        "server CPU % of a core",
+        Unit::Percent,
+        None,
+    ),
+    m(
+        "client_core_pct",
+        "client CPU % of a core",
+        Unit::Percent,
+        None,
+    ),
+    m("enobufs", "zerorx ENOBUFS in window", Unit::Count, None),
+];
+
+/// W3's metrics; its two load levels differ only in the p99 goal.
+const fn w3_metrics(p99_goal: f64) -> [Metric; 6] {
+    use Goal::*;
+    use Unit::*;
+    [
+        m(
+            "p99_us",
+            "p99 us (from schedule)",
+            Micros,
+            Some(RatioAtMost(p99_goal)),
+        ),
+        m("p999_us", "p99.9 us", Micros, None),
+        m(
+            "cpu_us_per_req",
+            "server CPU us/req",
+            Micros,
+            Some(RatioAtMost(0.85)),
+        ),
+        m("req_per_s", "achieved req/s", PerSec, None),
+        m("offered_req_per_s", "offered req/s", PerSec, None),
+        RR_COMMON[1],
+    ]
+}
+
 impl Workload {
     /// Every workload, in run order (W3 needs this round's W2 result first).
     pub const ALL: [Workload; 10] = [
@@ -171,12 +218,6 @@ impl Workload {
     pub fn metrics(self) -> &'static [Metric] {
         use Goal::*;
         use Unit::*;
-        const RR_COMMON: [Metric; 4] = [
-            m("ctx_switches_per_s", "server ctx-switches/s", PerSec, None),
-            m("server_core_pct", "server CPU % of a core", Percent, None),
-            m("client_core_pct", "client CPU % of a core", Percent, None),
-            m("enobufs", "zerorx ENOBUFS in window", Count, None),
-        ];
         match self {
             Workload::W1 => {
                 const M: &[Metric] = &[
@@ -241,45 +282,11 @@ impl Workload {
                 M
             }
             Workload::W3Half => {
-                const M: &[Metric] = &[
-                    m(
-                        "p99_us",
-                        "p99 us (from schedule)",
-                        Micros,
-                        Some(RatioAtMost(0.8)),
-                    ),
-                    m("p999_us", "p99.9 us", Micros, None),
-                    m(
-                        "cpu_us_per_req",
-                        "server CPU us/req",
-                        Micros,
-                        Some(RatioAtMost(0.85)),
-                    ),
-                    m("req_per_s", "achieved req/s", PerSec, None),
-                    m("offered_req_per_s", "offered req/s", PerSec, None),
-                    RR_COMMON[1],
-                ];
+                const M: &[Metric] = &w3_metrics(0.8);
                 M
             }
             Workload::W3Most => {
-                const M: &[Metric] = &[
-                    m(
-                        "p99_us",
-                        "p99 us (from schedule)",
-                        Micros,
-                        Some(RatioAtMost(0.6)),
-                    ),
-                    m("p999_us", "p99.9 us", Micros, None),
-                    m(
-                        "cpu_us_per_req",
-                        "server CPU us/req",
-                        Micros,
-                        Some(RatioAtMost(0.85)),
-                    ),
-                    m("req_per_s", "achieved req/s", PerSec, None),
-                    m("offered_req_per_s", "offered req/s", PerSec, None),
-                    RR_COMMON[1],
-                ];
+                const M: &[Metric] = &w3_metrics(0.6);
                 M
             }
             Workload::W4 => {

@@ -5,7 +5,7 @@ use super::ops::Record;
 use super::region::LfRegion;
 use super::res::EpRes;
 use crate::fabric::provider::{PostRequest, RecvTarget};
-use crate::fabric::{Level, MrSlice};
+use crate::fabric::{Level, MrSlice, RemoteKey};
 use std::ffi::c_void;
 use std::ptr;
 use zerorx_libfabric_sys as fi;
@@ -140,56 +140,62 @@ pub(super) unsafe fn start(
         PostRequest::Write {
             src, key, offset, ..
         } => {
-            let mut iov = libc::iovec {
-                iov_base: addr(src).cast(),
-                iov_len: src.len(),
-            };
-            let mut d = desc(src);
-            let mut rma = fi::fi_rma_iov {
-                addr: key.base.wrapping_add(*offset),
-                len: src.len(),
-                key: key.key,
-            };
-            let msg = fi::fi_msg_rma {
-                msg_iov: (&mut iov as *mut libc::iovec).cast(),
-                desc: &mut d,
-                iov_count: 1,
-                addr: dest,
-                rma_iov: &mut rma,
-                rma_iov_count: 1,
-                context: ctx,
-                data: 0,
-            };
-            // SAFETY: as above. Every RMA asks for delivery-complete: only then does a
-            // refusal at the target come back as an error instead of a silently dropped
-            // connection (measured on tcp;ofi_rxm).
-            unsafe { fi::fi_writemsg(ep, &msg, fi::FI_DELIVERY_COMPLETE) }
+            // SAFETY: as above. Every RMA write asks for delivery-complete: only then
+            // does a refusal at the target come back as an error instead of a silently
+            // dropped connection (measured on tcp;ofi_rxm).
+            unsafe {
+                rma(ep, src, key, *offset, dest, ctx, |ep, msg| {
+                    fi::fi_writemsg(ep, msg, fi::FI_DELIVERY_COMPLETE)
+                })
+            }
         }
         PostRequest::Read {
             dst, key, offset, ..
         } => {
-            let mut iov = libc::iovec {
-                iov_base: addr(dst).cast(),
-                iov_len: dst.len(),
-            };
-            let mut d = desc(dst);
-            let mut rma = fi::fi_rma_iov {
-                addr: key.base.wrapping_add(*offset),
-                len: dst.len(),
-                key: key.key,
-            };
-            let msg = fi::fi_msg_rma {
-                msg_iov: (&mut iov as *mut libc::iovec).cast(),
-                desc: &mut d,
-                iov_count: 1,
-                addr: dest,
-                rma_iov: &mut rma,
-                rma_iov_count: 1,
-                context: ctx,
-                data: 0,
-            };
             // SAFETY: as above.
-            unsafe { fi::fi_readmsg(ep, &msg, 0) }
+            unsafe {
+                rma(ep, dst, key, *offset, dest, ctx, |ep, msg| {
+                    fi::fi_readmsg(ep, msg, 0)
+                })
+            }
         }
     }
+}
+
+/// Builds the one-iovec `fi_msg_rma` for `local` against `key` at `offset` and hands it
+/// to `call` (`fi_writemsg` or `fi_readmsg`) while the iovec, descriptor and RMA iovec
+/// it points to are alive.
+///
+/// # Safety
+/// As for [`start`]: `local`'s memory stays valid until the operation completes.
+unsafe fn rma(
+    ep: *mut fi::fid_ep,
+    local: &MrSlice,
+    key: &RemoteKey,
+    offset: u64,
+    dest: fi::fi_addr_t,
+    ctx: *mut c_void,
+    call: impl FnOnce(*mut fi::fid_ep, *const fi::fi_msg_rma) -> isize,
+) -> isize {
+    let mut iov = libc::iovec {
+        iov_base: addr(local).cast(),
+        iov_len: local.len(),
+    };
+    let mut d = desc(local);
+    let mut rma = fi::fi_rma_iov {
+        addr: key.base.wrapping_add(offset),
+        len: local.len(),
+        key: key.key,
+    };
+    let msg = fi::fi_msg_rma {
+        msg_iov: (&mut iov as *mut libc::iovec).cast(),
+        desc: &mut d,
+        iov_count: 1,
+        addr: dest,
+        rma_iov: &mut rma,
+        rma_iov_count: 1,
+        context: ctx,
+        data: 0,
+    };
+    call(ep, &msg)
 }

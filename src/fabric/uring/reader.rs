@@ -2,63 +2,54 @@
 //! handed out as zero-copy slices of the worker pool's buffers.
 
 use super::wire::{Header, HDR};
-use crate::net::TcpStream;
-use bytes::{Buf, Bytes};
+use crate::net::{self, TcpStream};
+use bytes::Bytes;
 use std::rc::Rc;
 
-/// Reads frames from one connection.
+/// Reads frames from one connection: the runtime's [`net::FrameReader`] (which lets go
+/// of pool buffers when the worker runs low) with the fabric's header and chunking.
 pub(super) struct FrameReader {
-    stream: Rc<TcpStream>,
-    cur: Bytes,
+    inner: net::FrameReader<Rc<TcpStream>>,
 }
 
 impl FrameReader {
     pub(super) fn new(stream: Rc<TcpStream>) -> FrameReader {
         FrameReader {
-            stream,
-            cur: Bytes::new(),
+            inner: net::FrameReader::new(stream),
         }
     }
 
-    /// Next receive buffer into `cur`; `Ok(false)` at end of stream.
-    async fn fill(&mut self) -> Result<bool, String> {
-        match self.stream.recv().await {
-            Ok(Some(buf)) => {
-                self.cur = buf.into_bytes();
-                Ok(true)
-            }
-            Ok(None) => Ok(false),
-            Err(e) => Err(format!("receive failed: {e}")),
-        }
+    /// Waits for `n` buffered bytes; `Ok(false)` if the peer closed first.
+    async fn fill(&mut self, n: usize) -> Result<bool, String> {
+        (self.inner.fill(n).await).map_err(|e| format!("receive failed: {e}"))
     }
 
     /// The next header; `None` when the peer closed between frames.
     pub(super) async fn header(&mut self) -> Result<Option<Header>, String> {
-        let mut raw = [0u8; HDR];
-        let mut have = 0;
-        while have < HDR {
-            if self.cur.is_empty() && !self.fill().await? {
-                return if have == 0 {
-                    Ok(None)
-                } else {
-                    Err("peer closed the connection inside a frame header".into())
-                };
-            }
-            let n = (HDR - have).min(self.cur.len());
-            raw[have..have + n].copy_from_slice(&self.cur[..n]);
-            self.cur.advance(n);
-            have += n;
+        if !self.fill(HDR).await? {
+            return if self.inner.buffered().is_empty() {
+                Ok(None)
+            } else {
+                Err("peer closed the connection inside a frame header".into())
+            };
         }
+        let mut raw = [0u8; HDR];
+        self.inner.consume(HDR).copy_prefix(&mut raw);
         Header::decode(&raw).map(Some)
     }
 
-    /// Up to `max` (≥ 1) payload bytes, without copying.
+    /// Up to `max` (≥ 1) payload bytes from one receive buffer, without copying.
     pub(super) async fn chunk(&mut self, max: usize) -> Result<Bytes, String> {
-        if self.cur.is_empty() && !self.fill().await? {
+        if !self.fill(1).await? {
             return Err("peer closed the connection inside a frame".into());
         }
-        let n = max.min(self.cur.len());
-        Ok(self.cur.split_to(n))
+        let first = self
+            .inner
+            .buffered()
+            .segments()
+            .next()
+            .map_or(0, Bytes::len);
+        Ok(self.inner.consume(max.min(first)).into_contiguous())
     }
 
     /// Reads and drops `len` payload bytes.

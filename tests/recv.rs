@@ -67,23 +67,7 @@ fn pooled_echo_across_workers_verifies_every_byte() {
                         let data =
                             Bytes::from((0..len).map(|_| rng.next() as u8).collect::<Vec<_>>());
                         let s = std::rc::Rc::new(TcpStream::connect(addr).await.expect("connect"));
-                        let writer = {
-                            let s = s.clone();
-                            let data = data.clone();
-                            spawn(async move {
-                                for chunk in data.chunks(3000) {
-                                    s.send(data.slice_ref(chunk)).await.expect("send");
-                                }
-                            })
-                        };
-                        let mut got = 0;
-                        while got < len {
-                            let buf = s.recv().await.expect("recv").expect("no early EOF");
-                            assert_eq!(&buf[..], &data[got..got + buf.len()], "mismatch at {got}");
-                            got += buf.len();
-                        }
-                        writer.await.expect("writer");
-                        got
+                        common::echo_verified(s, data, 3000, "mismatch").await
                     })
                 })
                 .collect();
@@ -275,21 +259,8 @@ fn echo_with(configure: impl FnOnce(&mut zerorx::Builder)) -> zerorx::WorkerMetr
                     let mut rng = Rng(i * 7 + 3);
                     let data = Bytes::from((0..len).map(|_| rng.next() as u8).collect::<Vec<_>>());
                     let s = std::rc::Rc::new(TcpStream::connect(addr).await.expect("connect"));
-                    let writer = {
-                        let (s, data) = (s.clone(), data.clone());
-                        spawn(async move {
-                            for chunk in data.chunks(700 + i as usize * 300) {
-                                s.send(data.slice_ref(chunk)).await.expect("send");
-                            }
-                        })
-                    };
-                    let mut got = 0;
-                    while got < len {
-                        let buf = s.recv().await.expect("recv").expect("no early EOF");
-                        assert_eq!(&buf[..], &data[got..got + buf.len()], "conn {i} at {got}");
-                        got += buf.len();
-                    }
-                    writer.await.expect("writer");
+                    common::echo_verified(s, data, 700 + i as usize * 300, &format!("conn {i}"))
+                        .await;
                 })
             })
             .collect();

@@ -56,22 +56,8 @@ fn echo_on(rt: &Runtime, worker: usize, conns: u64, len: usize) -> Result<usize,
                     let mut rng = Rng(i * 13 + 5);
                     let data = Bytes::from((0..len).map(|_| rng.next() as u8).collect::<Vec<_>>());
                     let s = Rc::new(TcpStream::connect(addr).await.expect("connect"));
-                    let writer = {
-                        let (s, data) = (s.clone(), data.clone());
-                        spawn(async move {
-                            for chunk in data.chunks(3000 + i as usize * 100) {
-                                s.send(data.slice_ref(chunk)).await.expect("send");
-                            }
-                        })
-                    };
-                    let mut got = 0;
-                    while got < len {
-                        let buf = s.recv().await.expect("recv").expect("no early EOF");
-                        assert_eq!(&buf[..], &data[got..got + buf.len()], "conn {i} at {got}");
-                        got += buf.len();
-                    }
-                    writer.await.expect("writer");
-                    got
+                    common::echo_verified(s, data, 3000 + i as usize * 100, &format!("conn {i}"))
+                        .await
                 })
             })
             .collect();

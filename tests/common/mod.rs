@@ -72,3 +72,30 @@ pub async fn connected_pair() -> (zerorx::net::TcpStream, zerorx::net::TcpStream
     let (s, _) = l.accept().await.expect("accept");
     (c, s)
 }
+
+/// Sends `data` to an echo server over `s` in `chunk`-byte pieces from a task of its
+/// own while this task receives the echo, checking every byte in order (`who` names
+/// the connection in a failure). Returns the bytes received.
+pub async fn echo_verified(
+    s: std::rc::Rc<zerorx::net::TcpStream>,
+    data: bytes::Bytes,
+    chunk: usize,
+    who: &str,
+) -> usize {
+    let writer = {
+        let (s, data) = (s.clone(), data.clone());
+        zerorx::spawn(async move {
+            for piece in data.chunks(chunk) {
+                s.send(data.slice_ref(piece)).await.expect("send");
+            }
+        })
+    };
+    let mut got = 0;
+    while got < data.len() {
+        let buf = s.recv().await.expect("recv").expect("no early EOF");
+        assert_eq!(&buf[..], &data[got..got + buf.len()], "{who} at {got}");
+        got += buf.len();
+    }
+    writer.await.expect("writer");
+    got
+}

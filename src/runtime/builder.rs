@@ -287,7 +287,7 @@ impl Builder {
                 let buffers = 1u16 << (usize::BITS - 1 - n.leading_zeros());
                 let incremental = match self.incremental {
                     Some(on) => on,
-                    None => zcrx::probe::capabilities().buffer_rings.incremental,
+                    None => zcrx::probe::incremental_buffers(),
                 };
                 Ok(Some(CopyPoolConfig {
                     buffers,

@@ -307,9 +307,11 @@ fn buffers_dropped_on_another_thread_come_back() {
 
 #[test]
 fn exhausted_pool_recovers_without_losing_bytes() {
+    // Whole-buffer mode: each receive takes a buffer, so 8 slow streams exhaust it.
     let cfg = CopyPoolConfig {
         buffers: 8,
         buffer_size: 4096,
+        incremental: false,
         ..Default::default()
     };
     let out = run(
@@ -339,9 +341,11 @@ fn bundles_spread_one_completion_over_several_buffers() {
         "this kernel lacks IORING_FEAT_RECVSEND_BUNDLE (Linux 6.10+): bundles cannot be tested"
     );
     drop(ring);
+    // Bundles are not armed on incremental pools.
     let cfg = CopyPoolConfig {
         buffers: 64,
         buffer_size: 4096,
+        incremental: false,
         ..Default::default()
     };
     let out = run(8, 1 << 20, cfg, Consumer::DropNow, true);

@@ -182,3 +182,17 @@ fn capabilities_are_probed_once() {
     assert!(std::ptr::eq(a, capabilities()));
     assert_eq!(a as *const _ as usize, b);
 }
+
+#[test]
+fn copy_pools_are_incremental_by_default_where_the_kernel_has_it() {
+    // The cheap check (used by `CopyPoolConfig::default`) agrees with the full probe,
+    // and on 6.12+ the default pool consumes buffers incrementally: whole-buffer
+    // receives empty a 64-buffer pool under 64 busy connections.
+    let full = capabilities().buffer_rings.incremental;
+    assert_eq!(zcrx::probe::incremental_buffers(), full);
+    assert_eq!(zcrx::CopyPoolConfig::default().incremental, full);
+    let (major, minor) = kernel_version();
+    if (major, minor) >= (6, 12) {
+        assert!(full, "Linux {major}.{minor} should accept IOU_PBUF_RING_INC");
+    }
+}

@@ -21,7 +21,9 @@ mod verdict;
 pub use mode::{decide_receive_mode, ReceiveMode, ReceiveModeDecision};
 pub use query::{zcrx_features, QueryOpcodesAnswer, QueryReport, ZcrxQueryAnswer};
 pub use reason::{errno_name, IoUringBlock, Reason};
-pub use ring::{BufferRingSupport, IoUringStatus, OpcodeSupport, SetupFlagSupport};
+pub use ring::{
+    incremental_buffers, BufferRingSupport, IoUringStatus, OpcodeSupport, SetupFlagSupport,
+};
 pub use verdict::ZcrxVerdict;
 
 use crate::ZcrxFeatures;

@@ -7,6 +7,7 @@ use crate::{abi, sys};
 use io_uring::{opcode, types, IoUring, Probe};
 use serde::Serialize;
 use std::io;
+use std::sync::OnceLock;
 
 /// Whether io_uring works at all in this process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -209,6 +210,21 @@ pub(crate) fn probe_ring_features() -> RingFeatures {
         probe_error,
         buffer_rings,
     }
+}
+
+/// Whether the kernel accepts incrementally consumed provided-buffer rings
+/// (`IOU_PBUF_RING_INC`), answered from the capability report when it exists and
+/// otherwise by one throwaway ring; cached for the process. Cheap enough for
+/// [`CopyPoolConfig::default`](crate::CopyPoolConfig), unlike a full
+/// [`capabilities`](super::capabilities) probe (which tries every interface).
+pub fn incremental_buffers() -> bool {
+    static INC: OnceLock<bool> = OnceLock::new();
+    *INC.get_or_init(|| match super::CAPS.get() {
+        Some(caps) => caps.buffer_rings.incremental,
+        None => IoUring::new(8)
+            .map(|ring| try_buf_ring(&ring, 1, types::IOU_PBUF_RING_INC as u16))
+            .unwrap_or(false),
+    })
 }
 
 /// Registers and unregisters an 8-entry provided-buffer ring with `flags` under `bgid`.

@@ -330,7 +330,11 @@ fn dropping_adapters_mid_operation_leaves_no_fd_or_buffer() {
         }
         assert_eq!(in_use, 0, "a receive buffer is still held");
     });
-    drop(rt);
+    // A generous drain: on a loaded machine the cancelled sends can take a while, and
+    // a shutdown that gives up leaks their fds on purpose (that would be the error
+    // here, not an fd leak).
+    rt.shutdown(Duration::from_secs(30))
+        .expect("every op finished at shutdown");
     assert_eq!(common::fd_count(), before, "an fd was left open");
 }
 

@@ -193,6 +193,9 @@ fn copy_pools_are_incremental_by_default_where_the_kernel_has_it() {
     assert_eq!(zcrx::CopyPoolConfig::default().incremental, full);
     let (major, minor) = kernel_version();
     if (major, minor) >= (6, 12) {
-        assert!(full, "Linux {major}.{minor} should accept IOU_PBUF_RING_INC");
+        assert!(
+            full,
+            "Linux {major}.{minor} should accept IOU_PBUF_RING_INC"
+        );
     }
 }

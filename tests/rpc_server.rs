@@ -150,6 +150,13 @@ fn unknown_methods_bad_arguments_and_failing_handlers_get_application_exceptions
             }
             Ok(Void)
         })
+        .method(
+            "panics_early",
+            |_: FiredArgs| -> std::future::Ready<Result<Void, ApplicationException>> {
+                // Panics while making its future, before any poll.
+                panic!("early boom")
+            },
+        )
         .method("errs", |_: FiredArgs| async {
             Err::<Void, _>(ApplicationException::internal("handler said no"))
         })
@@ -190,6 +197,9 @@ fn unknown_methods_bad_arguments_and_failing_handlers_get_application_exceptions
         let e = app(raw.call("panics", &FiredArgs).await);
         assert_eq!(e.kind, ApplicationExceptionKind::InternalError);
         assert!(e.message.contains("boom"), "{e}");
+        let e = app(raw.call("panics_early", &FiredArgs).await);
+        assert_eq!(e.kind, ApplicationExceptionKind::InternalError);
+        assert!(e.message.contains("early boom"), "{e}");
         let e = app(raw.call("errs", &FiredArgs).await);
         assert_eq!(
             (e.kind, e.message.as_str()),
@@ -211,7 +221,7 @@ fn unknown_methods_bad_arguments_and_failing_handlers_get_application_exceptions
             s.handler_errors,
             s.protocol_errors
         ),
-        (1, 1, 1, 1, 0),
+        (1, 1, 2, 1, 0),
         "{s:#?}"
     );
 }
@@ -415,4 +425,26 @@ fn invalid_settings_are_rejected_at_start() {
         .start(rt.handle())
         .expect_err("address in use");
     assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
+}
+
+#[test]
+fn replies_sent_long_after_the_write_timer_was_armed_do_not_time_out() {
+    // The writer keeps one timer and moves it only when it fires: a reply sent after
+    // the timer's deadline has passed must still get its own full write timeout.
+    let h = Harness::start(1, |b| b.write_timeout(Some(Duration::from_millis(40))));
+    let rt = client_rt();
+    rt.block_on(async {
+        let c = BenchClient::connect(h.addr, client_config(Protocol::Binary, Transport::Framed))
+            .await
+            .expect("connect");
+        for i in 0..6 {
+            assert_eq!(c.add(i, 1).await.expect("add"), i + 1);
+            // Longer than the write timeout between replies.
+            c.sleep_ms(60).await.expect("sleep");
+        }
+        assert_eq!(c.client().stats().reconnects, 0);
+    });
+    let s = h.stats();
+    assert_eq!(s.write_timeouts, 0, "{s:#?}");
+    assert_eq!(s.io_errors, 0, "{s:#?}");
 }

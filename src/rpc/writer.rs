@@ -4,10 +4,14 @@
 
 use super::signal::LocalSignal;
 use crate::net::TcpStream;
+use crate::time::{sleep_until, Sleep};
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::Duration;
 
 /// Most segments in one `sendmsg` (the kernel's `IOV_MAX` is 1024).
@@ -63,13 +67,16 @@ pub(crate) async fn write_loop(
 ) -> Result<(), WriteError> {
     let mut wait = q.changed.wait();
     let mut batch: Vec<Bytes> = Vec::new();
+    // One timer for the writer's life, moved only when it fires: re-arming a timer for
+    // every send cost a clock read and two heap operations per write.
+    let mut deadline: Option<Pin<Box<Sleep>>> = None;
     loop {
         std::future::poll_fn(|cx| {
             if !q.segs.borrow().is_empty() || q.closed.get() {
-                return std::task::Poll::Ready(());
+                return Poll::Ready(());
             }
             let _ = wait.poll_set(cx);
-            std::task::Poll::Pending
+            Poll::Pending
         })
         .await;
         std::mem::swap(&mut batch, &mut *q.segs.borrow_mut());
@@ -86,9 +93,27 @@ pub(crate) async fn write_loop(
                 }
             };
             let sent = match timeout {
-                Some(d) => crate::time::timeout(d, send)
-                    .await
-                    .map_err(|_| WriteError::TimedOut)?,
+                Some(limit) => {
+                    let started = crate::time::turn_time();
+                    let timer =
+                        deadline.get_or_insert_with(|| Box::pin(sleep_until(started + limit)));
+                    let mut send = std::pin::pin!(send);
+                    std::future::poll_fn(|cx| {
+                        if let Poll::Ready(r) = send.as_mut().poll(cx) {
+                            return Poll::Ready(Ok(r));
+                        }
+                        // The timer may be older than this send: a send is late only
+                        // once `limit` has passed since it started.
+                        while timer.as_mut().poll(cx).is_ready() {
+                            if std::time::Instant::now() >= started + limit {
+                                return Poll::Ready(Err(WriteError::TimedOut));
+                            }
+                            timer.as_mut().reset(started + limit);
+                        }
+                        Poll::Pending
+                    })
+                    .await?
+                }
                 None => send.await,
             };
             sent.map_err(WriteError::Io)?;

@@ -182,6 +182,9 @@ pub(crate) struct Core {
     /// on this thread.
     pub(crate) tasks: RefCell<slab::Slab<Arc<dyn Runnable>>>,
     pub(crate) timers: RefCell<TimerQueue>,
+    /// The clock read when the last kernel wait ended: "now" for the tasks this turn
+    /// runs, to within one turn (see [`crate::time::turn_time`]).
+    pub(crate) turn_time: Cell<Instant>,
     /// Scratch space for wakers to call once no borrow is held.
     wakers: Cell<Vec<Waker>>,
 }
@@ -260,6 +263,7 @@ impl Core {
             steering_warned: Cell::new(false),
             run_queue: RefCell::new(VecDeque::new()),
             tasks: RefCell::new(slab::Slab::new()),
+            turn_time: Cell::new(Instant::now()),
             timers: RefCell::new(TimerQueue::default()),
             wakers: Cell::new(Vec::new()),
         })
@@ -322,6 +326,7 @@ impl Core {
             wait = false;
         }
         let res = self.driver.borrow_mut().turn(wait, timeout);
+        self.turn_time.set(Instant::now());
         self.shared.parked.store(false, Ordering::SeqCst);
         self.driver.borrow_mut().take_wakers(&mut wakers);
         self.wake_all(&mut wakers);

@@ -13,13 +13,25 @@ use std::time::Duration;
 pub const USAGE: &str = "\
 usage: zerorx serve --port P [--host H] [--protocol binary|compact|auto]
                     [--transport framed|unframed|auto] [--threads N] [--grace-ms MS]
+                    [--pool-kib K] [--chunk-kib K]
 
 Serves the Bench service (bench.thrift) with Apache Thrift's binary or compact
 protocol, framed or unframed (auto: told from each connection's first bytes), on
 N workers (default: one per CPU). Prints `listening on ADDR` once ready. SIGINT or
 SIGTERM drains: new requests are refused, calls in flight finish (up to
 --grace-ms, default 5000), then the server's counters are printed to stderr.
+
+Each worker receives into a pool of --pool-kib (default 4096) in buffers of
+--chunk-kib (default 256). A request arrives as views of those buffers and is only
+copied when it straddles two of them, so buffers several times the typical request
+size keep large requests zero-copy (64 KiB requests: 64 KiB buffers copied every
+one of them, 256 KiB buffers about a quarter, for ~25% more requests per CPU-second).
 ";
+
+/// Default receive buffer of `zerorx serve`: several 64 KiB requests fit in one.
+pub const DEFAULT_CHUNK: u32 = 256 * 1024;
+/// Default receive pool per worker of `zerorx serve`.
+pub const DEFAULT_POOL: usize = 4 << 20;
 
 /// Parsed `zerorx serve` options.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +48,10 @@ pub struct ServeArgs {
     pub threads: Option<usize>,
     /// Drain time on shutdown.
     pub grace: Duration,
+    /// Receive pool bytes per worker.
+    pub pool_bytes: usize,
+    /// Receive buffer size.
+    pub chunk_bytes: u32,
 }
 
 /// Parses the options after `serve`. `Ok(None)` for `--help`.
@@ -47,6 +63,8 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
         transport: TransportChoice::Auto,
         threads: None,
         grace: Duration::from_secs(5),
+        pool_bytes: DEFAULT_POOL,
+        chunk_bytes: DEFAULT_CHUNK,
     };
     let mut port = None;
     let mut it = args.into_iter();
@@ -92,10 +110,29 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
                 out.grace =
                     Duration::from_millis(value.parse().map_err(|_| bad("expected milliseconds"))?)
             }
+            "--pool-kib" | "--chunk-kib" => {
+                let kib: u32 = value
+                    .parse()
+                    .ok()
+                    .filter(|k| (1..=1 << 20).contains(k))
+                    .ok_or_else(|| bad("expected KiB from 1 to 1048576"))?;
+                if flag == "--pool-kib" {
+                    out.pool_bytes = kib as usize * 1024;
+                } else {
+                    out.chunk_bytes = kib * 1024;
+                }
+            }
             _ => return Err(format!("unknown option {flag}")),
         }
     }
     out.port = port.ok_or("--port is required (0 picks a free port)")?;
+    if out.pool_bytes < out.chunk_bytes as usize {
+        return Err(format!(
+            "--pool-kib ({}) must hold at least one --chunk-kib ({})",
+            out.pool_bytes / 1024,
+            out.chunk_bytes / 1024
+        ));
+    }
     Ok(Some(out))
 }
 
@@ -126,6 +163,9 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
     if let Some(n) = args.threads {
         builder.threads(n);
     }
+    builder
+        .pool_size(args.pool_bytes)
+        .chunk_size(args.chunk_bytes);
     let rt = builder.build()?;
     let state = Arc::new(BenchState::default());
     let server = register(Server::builder(), state)
@@ -180,6 +220,10 @@ mod tests {
             "3",
             "--grace-ms",
             "250",
+            "--pool-kib",
+            "8192",
+            "--chunk-kib",
+            "512",
         ])
         .expect("valid")
         .expect("not help");
@@ -189,11 +233,13 @@ mod tests {
         assert_eq!(a.transport, TransportChoice::Unframed);
         assert_eq!(a.threads, Some(3));
         assert_eq!(a.grace, Duration::from_millis(250));
+        assert_eq!((a.pool_bytes, a.chunk_bytes), (8 << 20, 512 << 10));
         let d = parse(&["--port", "0"]).expect("valid").expect("not help");
         assert_eq!(
             (d.protocol, d.transport, d.threads),
             (ProtocolChoice::Auto, TransportChoice::Auto, None)
         );
+        assert_eq!((d.pool_bytes, d.chunk_bytes), (DEFAULT_POOL, DEFAULT_CHUNK));
         assert_eq!(parse(&["--help"]), Ok(None));
     }
 
@@ -209,6 +255,12 @@ mod tests {
             ),
             (&["--port", "1", "--threads", "0"][..], "at least 1"),
             (&["--port", "1", "--bogus", "x"][..], "unknown option"),
+            (&["--port", "1", "--chunk-kib", "0"][..], "KiB from 1"),
+            (&["--port", "1", "--pool-kib", "lots"][..], "KiB from 1"),
+            (
+                &["--port", "1", "--pool-kib", "64", "--chunk-kib", "256"][..],
+                "at least one",
+            ),
         ] {
             let err = parse(args).expect_err("invalid");
             assert!(err.contains(needle), "{args:?}: {err}");

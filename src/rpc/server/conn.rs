@@ -15,7 +15,7 @@ use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
 use std::rc::Rc;
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 /// State the connection's tasks share.
@@ -155,7 +155,7 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
     let mut reader = FrameReader::new(stream.clone());
     let mut drain = w.drain.wait();
     let mut changed = conn.changed.wait();
-    let mut last_activity = Instant::now();
+    let mut last_activity = crate::time::turn_time();
     let mut idle = cfg
         .idle_timeout
         .map(|d| crate::time::sleep_until(last_activity + d));
@@ -299,7 +299,7 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
                 };
             }
             Event::Message(Ok(Some(incoming))) => {
-                last_activity = Instant::now();
+                last_activity = crate::time::turn_time();
                 if incoming.copied {
                     bump(&stats.frames_copied, 1);
                     bump(&stats.bytes_copied, incoming.bytes.len() as u64);
@@ -342,13 +342,18 @@ fn dispatch(
             return false;
         }
     };
+    // The method's name as this worker keeps it (a reply echoes it without a copy);
+    // an unknown name is copied, since the request's receive buffer would otherwise
+    // stay busy for as long as the reply is in flight.
+    let (name, method) = match w.methods.get_key_value(&header.name[..]) {
+        Some((name, method)) => (name.clone(), Some(method)),
+        None => (bytes::Bytes::copy_from_slice(&header.name), None),
+    };
     let to = ReplyTo {
         protocol: r.protocol(),
         framed,
         max_frame: cfg.max_frame,
-        // A copy: the name is a view of the request, whose receive buffer would stay
-        // busy for as long as the call runs.
-        name: bytes::Bytes::copy_from_slice(&header.name),
+        name,
         seqid: header.seqid,
     };
     let exception = |to: &ReplyTo, kind, message: String| -> bool {
@@ -381,7 +386,7 @@ fn dispatch(
     if !call {
         bump(&stats.oneway_requests, 1);
     }
-    let Some(method) = w.shared.methods.get(&header.name[..]) else {
+    let Some(method) = method else {
         bump(&stats.unknown_method, 1);
         if !call {
             return true;
@@ -393,7 +398,7 @@ fn dispatch(
         );
     };
     let expects_reply = call && !method.is_oneway();
-    let future = match method.clone().start(&mut r, to.clone()) {
+    let future = match method.start(&mut r, to.clone()) {
         Ok(f) => f,
         Err(e) => {
             let bad_args = e.is_bad_content();
@@ -415,49 +420,24 @@ fn dispatch(
         }
     };
     conn.in_flight.set(conn.in_flight.get() + 1);
+    let mut future = CatchUnwind(future);
+    // Most handlers finish without waiting: run the call here, once, and spawn a task
+    // only for one that waits (a task allocation and a scheduling round saved per
+    // call). The task's first poll registers its own waker, so nothing the call
+    // waits for can be missed.
+    if let Poll::Ready(outcome) =
+        Pin::new(&mut future).poll(&mut Context::from_waker(Waker::noop()))
+    {
+        finish_call(outcome, expects_reply, &to, conn, w);
+        return true;
+    }
     conn.running.set(conn.running.get() + 1);
     let key = conn.handlers.borrow().vacant_key();
     let task = {
         let (conn, w) = (conn.clone(), w.clone());
         crate::spawn(async move {
-            let outcome = CatchUnwind(future).await;
-            let stats = &w.stats;
-            let failure = match outcome {
-                Ok(Outcome::Reply(segs)) if expects_reply => {
-                    conn.push(segs);
-                    None
-                }
-                Ok(Outcome::Reply(_)) | Ok(Outcome::Done) => None,
-                Ok(Outcome::Failed(e)) => {
-                    bump(&stats.handler_errors, 1);
-                    Some(e)
-                }
-                Ok(Outcome::Unencodable(e)) => {
-                    bump(&stats.reply_too_large, 1);
-                    Some(ApplicationException::internal(format!(
-                        "the result could not be sent: {e}"
-                    )))
-                }
-                Err(panic) => {
-                    bump(&stats.handler_panics, 1);
-                    Some(ApplicationException::internal(format!(
-                        "handler panicked: {panic}"
-                    )))
-                }
-            };
-            let queued = match failure {
-                Some(e) if expects_reply => match to.encode(MessageType::Exception, &e) {
-                    Ok(segs) => {
-                        conn.push(segs);
-                        true
-                    }
-                    Err(_) => false,
-                },
-                _ => expects_reply,
-            };
-            if !queued {
-                conn.release(1);
-            }
+            let outcome = future.await;
+            finish_call(outcome, expects_reply, &to, &conn, &w);
             conn.running.set(conn.running.get() - 1);
             conn.handlers.borrow_mut().try_remove(key);
             conn.changed.notify();
@@ -465,4 +445,52 @@ fn dispatch(
     };
     conn.handlers.borrow_mut().insert(task);
     true
+}
+
+/// Queues the reply (or the exception) a finished call ends with, or releases its
+/// in-flight slot when nothing is sent.
+fn finish_call(
+    outcome: Result<Outcome, String>,
+    expects_reply: bool,
+    to: &ReplyTo,
+    conn: &Conn,
+    w: &WorkerCtx,
+) {
+    let stats = &w.stats;
+    let failure = match outcome {
+        Ok(Outcome::Reply(segs)) if expects_reply => {
+            conn.push(segs);
+            None
+        }
+        Ok(Outcome::Reply(_)) | Ok(Outcome::Done) => None,
+        Ok(Outcome::Failed(e)) => {
+            bump(&stats.handler_errors, 1);
+            Some(e)
+        }
+        Ok(Outcome::Unencodable(e)) => {
+            bump(&stats.reply_too_large, 1);
+            Some(ApplicationException::internal(format!(
+                "the result could not be sent: {e}"
+            )))
+        }
+        Err(panic) => {
+            bump(&stats.handler_panics, 1);
+            Some(ApplicationException::internal(format!(
+                "handler panicked: {panic}"
+            )))
+        }
+    };
+    let queued = match failure {
+        Some(e) if expects_reply => match to.encode(MessageType::Exception, &e) {
+            Ok(segs) => {
+                conn.push(segs);
+                true
+            }
+            Err(_) => false,
+        },
+        _ => expects_reply,
+    };
+    if !queued {
+        conn.release(1);
+    }
 }

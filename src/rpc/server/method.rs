@@ -8,9 +8,8 @@ use crate::rpc::{DecodeError, EncodeError, ThriftDecode, ThriftEncode};
 use bytes::Bytes;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// Where and how a reply goes.
@@ -59,13 +58,11 @@ pub(crate) type HandlerFuture = Pin<Box<dyn Future<Output = Outcome>>>;
 pub(crate) trait Method: Send + Sync {
     /// Oneway methods never reply.
     fn is_oneway(&self) -> bool;
-    /// Decodes the arguments and starts the handler (which runs when the future is
-    /// polled, so a panic in it is caught with the future's).
-    fn start(
-        self: Arc<Self>,
-        r: &mut MessageReader,
-        to: ReplyTo,
-    ) -> Result<HandlerFuture, DecodeError>;
+    /// Decodes the arguments and starts the handler. A panic while the handler makes
+    /// its future is re-raised when the future is first polled, so it is caught with
+    /// the future's. Takes `&self`: no reference count shared by every worker is
+    /// touched per call.
+    fn start(&self, r: &mut MessageReader, to: ReplyTo) -> Result<HandlerFuture, DecodeError>;
 }
 
 pub(crate) struct TwoWay<A, F> {
@@ -84,14 +81,14 @@ where
         false
     }
 
-    fn start(
-        self: Arc<Self>,
-        r: &mut MessageReader,
-        to: ReplyTo,
-    ) -> Result<HandlerFuture, DecodeError> {
+    fn start(&self, r: &mut MessageReader, to: ReplyTo) -> Result<HandlerFuture, DecodeError> {
         let args: A = r.decode()?;
+        let call = match catch_unwind(AssertUnwindSafe(|| (self.f)(args))) {
+            Ok(call) => call,
+            Err(panic) => return Ok(Box::pin(async move { resume_unwind(panic) })),
+        };
         Ok(Box::pin(async move {
-            match (self.f)(args).await {
+            match call.await {
                 Ok(result) => match to.encode(MessageType::Reply, &result) {
                     Ok(segs) => Outcome::Reply(segs),
                     Err(e) => Outcome::Unencodable(e),
@@ -117,14 +114,14 @@ where
         true
     }
 
-    fn start(
-        self: Arc<Self>,
-        r: &mut MessageReader,
-        _to: ReplyTo,
-    ) -> Result<HandlerFuture, DecodeError> {
+    fn start(&self, r: &mut MessageReader, _to: ReplyTo) -> Result<HandlerFuture, DecodeError> {
         let args: A = r.decode()?;
+        let call = match catch_unwind(AssertUnwindSafe(|| (self.f)(args))) {
+            Ok(call) => call,
+            Err(panic) => return Ok(Box::pin(async move { resume_unwind(panic) })),
+        };
         Ok(Box::pin(async move {
-            (self.f)(args).await;
+            call.await;
             Outcome::Done
         }))
     }

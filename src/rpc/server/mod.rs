@@ -27,6 +27,7 @@ use super::{ThriftDecode, ThriftEncode};
 use crate::executor::JoinHandle;
 use crate::net::TcpListener;
 use crate::Handle;
+use bytes::Bytes;
 use method::{Method, OneWay, TwoWay};
 use socket2::{Domain, Protocol as SockProtocol, Socket, Type};
 use stats::{bump, WorkerStats};
@@ -395,6 +396,9 @@ pub(crate) struct WorkerCtx {
     pub(crate) drain: Rc<LocalSignal>,
     /// Notified whenever a connection ends.
     pub(crate) conn_closed: Rc<LocalSignal>,
+    /// The methods, keyed by names this worker owns: a reply's name is a clone of the
+    /// key (no copy, and no reference count shared with other workers).
+    pub(crate) methods: HashMap<Bytes, Arc<dyn Method>>,
 }
 
 enum AcceptEvent {
@@ -410,6 +414,11 @@ async fn worker_main(listener: std::net::TcpListener, shared: Arc<ServerShared>,
         conns: RefCell::new(slab::Slab::new()),
         drain: Rc::new(LocalSignal::default()),
         conn_closed: Rc::new(LocalSignal::default()),
+        methods: shared
+            .methods
+            .iter()
+            .map(|(name, m)| (Bytes::copy_from_slice(name), m.clone()))
+            .collect(),
     });
     let listener = match TcpListener::from_std(listener) {
         Ok(l) => Some(l),

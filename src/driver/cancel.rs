@@ -1,7 +1,7 @@
 //! Shutdown of a driver: cancel everything in flight, drain until the slab is empty,
 //! and only then let the ring close.
 
-use super::op::Lifecycle;
+use super::op::{Landed, Lifecycle};
 use super::Driver;
 use crate::metrics::add_owned;
 use std::time::{Duration, Instant};
@@ -22,21 +22,17 @@ impl Driver {
         let mut finished_ops = Vec::new();
         for (key, slot) in self.ops.iter_mut() {
             let finished = match &mut slot.lifecycle {
-                Lifecycle::Completed(c) => {
-                    let c = *c;
+                Lifecycle::Completed(landed) => {
+                    let c = landed.completion(key);
                     slot.data.release(&c);
                     true
                 }
-                Lifecycle::Streaming {
-                    queue, finished, ..
-                } => {
-                    for c in queue.drain(..) {
-                        slot.data.release(&c);
-                    }
+                Lifecycle::Streaming { finished, .. } => {
+                    slot.data.release_queued();
                     *finished
                 }
-                Lifecycle::Partial { result, .. } => {
-                    let c = *result;
+                Lifecycle::Partial { res, flags, .. } => {
+                    let c = Landed::partial(*res, *flags).completion(key);
                     slot.data.release(&c);
                     false
                 }

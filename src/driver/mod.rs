@@ -29,6 +29,7 @@
 mod cancel;
 pub(crate) mod multishot;
 pub(crate) mod op;
+pub(crate) mod queue;
 pub(crate) mod ring;
 pub(crate) mod slab;
 
@@ -38,7 +39,7 @@ pub use ring::{Completion, RingFlags};
 
 use crate::metrics::{add_owned, WorkerMetrics};
 use io_uring::{opcode, squeue, types};
-use op::{Lifecycle, OpBox, OpSlot};
+use op::{Landed, Lifecycle, Multi, OpBox, OpSlot};
 use ring::{Ring, RingConfig};
 use slab::{reserved, GenSlab, Key};
 use std::io;
@@ -233,8 +234,8 @@ impl Driver {
                 }
                 Poll::Pending
             }
-            Lifecycle::Completed(c) => {
-                let c = *c;
+            Lifecycle::Completed(landed) => {
+                let c = landed.completion(key);
                 Poll::Ready(self.ops.remove(key).map(|slot| (c, slot.data)))
             }
             Lifecycle::Streaming { .. } | Lifecycle::Abandoned => Poll::Ready(None),
@@ -251,15 +252,10 @@ impl Driver {
         let Some(slot) = self.ops.get_mut(key) else {
             return Poll::Ready(None);
         };
-        let Lifecycle::Streaming {
-            queue,
-            waker,
-            finished,
-        } = &mut slot.lifecycle
-        else {
+        let Lifecycle::Streaming { waker, finished } = &mut slot.lifecycle else {
             return Poll::Ready(None);
         };
-        if let Some(c) = queue.pop_front() {
+        if let Some(c) = slot.data.stream_queue().and_then(|q| q.pop_front()) {
             return Poll::Ready(Some(c));
         }
         if *finished {
@@ -284,7 +280,10 @@ impl Driver {
         if !matches!(slot.lifecycle, Lifecycle::Streaming { .. }) {
             return None;
         }
-        slot.data.as_any_mut().downcast_mut::<T>().map(f)
+        slot.data
+            .as_any_mut()
+            .downcast_mut::<Multi<T>>()
+            .map(|m| f(&mut m.op))
     }
 
     /// The future of op `key` is gone: release a completion nobody took, or cancel the
@@ -294,8 +293,8 @@ impl Driver {
             return;
         };
         let cancel = match &mut slot.lifecycle {
-            Lifecycle::Completed(c) => {
-                let c = *c;
+            Lifecycle::Completed(landed) => {
+                let c = landed.completion(key);
                 slot.data.release(&c);
                 self.ops.remove(key);
                 false
@@ -304,21 +303,17 @@ impl Driver {
                 slot.lifecycle = Lifecycle::Abandoned;
                 true
             }
-            Lifecycle::Partial { result, .. } => {
+            Lifecycle::Partial { res, flags, .. } => {
                 // The operation itself is done; only the notification is outstanding,
                 // and cancelling cannot speed it up.
-                let result = *result;
+                let result = Landed::partial(*res, *flags).completion(key);
                 slot.data.release(&result);
                 slot.lifecycle = Lifecycle::Abandoned;
                 false
             }
-            Lifecycle::Streaming {
-                queue, finished, ..
-            } => {
+            Lifecycle::Streaming { finished, .. } => {
                 let finished = *finished;
-                for c in queue.drain(..) {
-                    slot.data.release(&c);
-                }
+                slot.data.release_queued();
                 if finished {
                     self.ops.remove(key);
                     false
@@ -434,33 +429,35 @@ impl Driver {
         match &mut slot.lifecycle {
             Lifecycle::Pending(waker) if c.more() => {
                 let waker = waker.take();
-                slot.lifecycle = Lifecycle::Partial { result: c, waker };
+                slot.lifecycle = Lifecycle::Partial {
+                    res: c.res,
+                    flags: c.flags,
+                    waker,
+                };
             }
             Lifecycle::Pending(waker) => {
                 if let Some(w) = waker.take() {
                     self.wakers.push(w);
                 }
-                slot.lifecycle = Lifecycle::Completed(c);
+                slot.lifecycle = Lifecycle::Completed(Landed::new(&c));
             }
-            Lifecycle::Partial { result, waker } => {
+            Lifecycle::Partial { res, flags, waker } => {
                 if !c.more() {
                     if let Some(w) = waker.take() {
                         self.wakers.push(w);
                     }
-                    slot.lifecycle = Lifecycle::Completed(*result);
+                    slot.lifecycle = Lifecycle::Completed(Landed::partial(*res, *flags));
                 }
             }
             Lifecycle::Completed(_) => {
                 // A second CQE for a single-shot op: nobody can take it.
                 slot.data.release(&c);
             }
-            Lifecycle::Streaming {
-                queue,
-                waker,
-                finished,
-            } => {
+            Lifecycle::Streaming { waker, finished } => {
                 slot.data.on_complete(&c);
-                queue.push_back(c);
+                if let Some(queue) = slot.data.stream_queue() {
+                    queue.push_back(c);
+                }
                 if !c.more() {
                     *finished = true;
                 } else if slot.data.take_stop_request() {

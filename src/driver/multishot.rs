@@ -1,11 +1,10 @@
 //! Multishot ops: one SQE, a stream of CQEs until one arrives without `F_MORE`.
 
-use super::op::{not_in_runtime, Lifecycle, OpCode};
+use super::op::{not_in_runtime, Lifecycle, Multi, OpCode};
 use super::ring::Completion;
 use super::slab::Key;
 use crate::runtime::context;
 use crate::runtime::worker::Core;
-use std::collections::VecDeque;
 use std::io;
 use std::marker::PhantomData;
 use std::rc::Rc;
@@ -25,9 +24,11 @@ impl<T: OpCode> MultiOp<T> {
     pub fn submit(data: T) -> io::Result<MultiOp<T>> {
         let core = context::current().ok_or_else(not_in_runtime)?;
         let key = core.driver.borrow_mut().submit(
-            Box::new(data),
+            Box::new(Multi {
+                queue: Default::default(),
+                op: data,
+            }),
             Lifecycle::Streaming {
-                queue: VecDeque::new(),
                 waker: None,
                 finished: false,
             },

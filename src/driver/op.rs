@@ -1,13 +1,13 @@
 //! The op contract ([`OpCode`]), the lifecycle of an op in the slab, and the
 //! single-completion [`Op`] future.
 
+use super::queue::SmallQueue;
 use super::ring::Completion;
 use super::slab::Key;
 use crate::runtime::context;
 use crate::runtime::worker::Core;
 use io_uring::squeue;
 use std::any::Any;
-use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
@@ -65,19 +65,134 @@ pub unsafe trait OpCode: 'static {
     }
 }
 
-/// [`OpCode`] plus access to the concrete type (while queued, and once complete).
-pub(crate) trait OpBox: OpCode {
+/// An op in the slab: [`OpCode`] type-erased, plus access to the concrete type (while
+/// queued, and once complete) and, for a multishot op, to its completion queue.
+pub(crate) trait OpBox {
+    fn create_entry(&mut self) -> squeue::Entry;
+    fn release(&mut self, completion: &Completion);
+    fn on_complete(&mut self, completion: &Completion);
+    fn take_stop_request(&mut self) -> bool;
+    /// The completions queued for the stream of a multishot op; `None` for a
+    /// single-shot op.
+    fn stream_queue(&mut self) -> Option<&mut SmallQueue<Completion>>;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
     fn as_any_mut(&mut self) -> &mut dyn Any;
+
+    /// Releases every completion queued for a stream that nobody will read.
+    fn release_queued(&mut self) {
+        while let Some(c) = self.stream_queue().and_then(SmallQueue::pop_front) {
+            self.release(&c);
+        }
+    }
 }
 
-impl<T: OpCode> OpBox for T {
+/// A single-shot op as the slab holds it.
+pub(crate) struct Single<T>(pub(crate) T);
+
+/// A multishot op as the slab holds it: the queue of completions its stream has not
+/// taken lives in the op's own allocation, so it costs the slab (shared by every op)
+/// nothing and single-shot ops nothing.
+pub(crate) struct Multi<T> {
+    pub(crate) queue: SmallQueue<Completion>,
+    pub(crate) op: T,
+}
+
+impl<T: OpCode> OpBox for Single<T> {
+    fn create_entry(&mut self) -> squeue::Entry {
+        self.0.create_entry()
+    }
+
+    fn release(&mut self, completion: &Completion) {
+        self.0.release(completion)
+    }
+
+    fn on_complete(&mut self, completion: &Completion) {
+        self.0.on_complete(completion)
+    }
+
+    fn take_stop_request(&mut self) -> bool {
+        self.0.take_stop_request()
+    }
+
+    fn stream_queue(&mut self) -> Option<&mut SmallQueue<Completion>> {
+        None
+    }
+
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+impl<T: OpCode> OpBox for Multi<T> {
+    fn create_entry(&mut self) -> squeue::Entry {
+        self.op.create_entry()
+    }
+
+    fn release(&mut self, completion: &Completion) {
+        self.op.release(completion)
+    }
+
+    fn on_complete(&mut self, completion: &Completion) {
+        self.op.on_complete(completion)
+    }
+
+    fn take_stop_request(&mut self) -> bool {
+        self.op.take_stop_request()
+    }
+
+    fn stream_queue(&mut self) -> Option<&mut SmallQueue<Completion>> {
+        Some(&mut self.queue)
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// A completion without its `user_data` (the slot's key says it): what the slot keeps
+/// of a single-shot op's result, so the slot stays small.
+#[derive(Clone, Copy)]
+pub(crate) struct Landed {
+    res: i32,
+    flags: u32,
+    big_cqe: [u64; 2],
+}
+
+impl Landed {
+    pub(crate) fn new(c: &Completion) -> Landed {
+        Landed {
+            res: c.res,
+            flags: c.flags,
+            big_cqe: c.big_cqe,
+        }
+    }
+
+    /// The result of a single-shot op that came in two CQEs (SEND_ZC): a 16-byte CQE
+    /// in the first place, so nothing is lost by keeping only `res` and `flags`.
+    pub(crate) fn partial(res: i32, flags: u32) -> Landed {
+        Landed {
+            res,
+            flags,
+            big_cqe: [0; 2],
+        }
+    }
+
+    /// The completion as the kernel posted it for op `key`.
+    pub(crate) fn completion(self, key: Key) -> Completion {
+        Completion {
+            user_data: key.user_data(),
+            res: self.res,
+            flags: self.flags,
+            big_cqe: self.big_cqe,
+        }
     }
 }
 
@@ -89,24 +204,28 @@ impl<T: OpCode> OpBox for T {
 /// single:    Pending ──CQE──▶ Completed ──future takes it──▶ (removed)
 ///               │  └─CQE with F_MORE (SEND_ZC result)─▶ Partial ──notif CQE──▶ Completed
 ///               └─future dropped─▶ Abandoned ──final CQE──▶ (removed, release())
-/// multishot: Streaming{queue} ──CQE without F_MORE──▶ finished ──queue drained──▶ (removed)
+/// multishot: Streaming (queue in the op) ──CQE without F_MORE──▶ finished
+///               │                                        ──queue drained──▶ (removed)
 ///               └─stream dropped─▶ Abandoned ──final CQE──▶ (removed, release() each)
 /// ```
+///
+/// Every slab slot is as large as the largest variant, and every op in flight (one
+/// per idle connection) has one: keep the variants small.
 pub(crate) enum Lifecycle {
     /// Single-shot op in flight, with the waker of the future once it has been polled.
     Pending(Option<Waker>),
-    /// Single-shot op whose result came with `F_MORE` (SEND_ZC): the kernel still
-    /// uses the op's memory until the notification CQE.
+    /// Single-shot op whose result (`res`, `flags`) came with `F_MORE` (SEND_ZC): the
+    /// kernel still uses the op's memory until the notification CQE.
     Partial {
-        result: Completion,
+        res: i32,
+        flags: u32,
         waker: Option<Waker>,
     },
     /// Single-shot op done; the future has not taken the result yet.
-    Completed(Completion),
-    /// Multishot op: completions queued for the stream until one arrives without
-    /// `F_MORE` (`finished`).
+    Completed(Landed),
+    /// Multishot op: completions queue in the op ([`OpBox::stream_queue`]) until one
+    /// arrives without `F_MORE` (`finished`).
     Streaming {
-        queue: VecDeque<Completion>,
         waker: Option<Waker>,
         finished: bool,
     },
@@ -144,7 +263,7 @@ impl<T: OpCode> Op<T> {
         let key = core
             .driver
             .borrow_mut()
-            .submit(Box::new(data), Lifecycle::Pending(None))?;
+            .submit(Box::new(Single(data)), Lifecycle::Pending(None))?;
         Ok(Op {
             key: Some(key),
             core,
@@ -181,8 +300,8 @@ impl<T: OpCode> Future for Op<T> {
         let Some((c, data)) = done else {
             return Poll::Ready(Err(io::Error::from_raw_os_error(libc::ECANCELED)));
         };
-        match data.into_any().downcast::<T>() {
-            Ok(data) => Poll::Ready(Ok((c, *data))),
+        match data.into_any().downcast::<Single<T>>() {
+            Ok(data) => Poll::Ready(Ok((c, data.0))),
             Err(_) => Poll::Ready(Err(io::Error::other("op slot held a foreign op type"))),
         }
     }

@@ -49,9 +49,15 @@ struct Slot<T> {
     value: Option<T>,
 }
 
+/// Slots per page. The slab grows a page at a time, never by reallocating: every op
+/// in flight (one per idle connection) costs about one slot, instead of up to two
+/// after a `Vec` doubled, and a burst of ops never copies the whole slab.
+const PAGE: usize = 64;
+
 /// A slab whose keys carry a generation.
 pub(crate) struct GenSlab<T> {
-    slots: Vec<Slot<T>>,
+    pages: Vec<Box<[Slot<T>]>>,
+    /// Vacant slots; the most recently freed (still cache-warm) is reused first.
     free: Vec<u32>,
     len: usize,
 }
@@ -59,7 +65,7 @@ pub(crate) struct GenSlab<T> {
 impl<T> Default for GenSlab<T> {
     fn default() -> Self {
         GenSlab {
-            slots: Vec::new(),
+            pages: Vec::new(),
             free: Vec::new(),
             len: 0,
         }
@@ -67,31 +73,46 @@ impl<T> Default for GenSlab<T> {
 }
 
 impl<T> GenSlab<T> {
+    fn slot_mut(&mut self, index: u32) -> Option<&mut Slot<T>> {
+        let i = index as usize;
+        self.pages.get_mut(i / PAGE)?.get_mut(i % PAGE)
+    }
+
+    /// Adds a page of vacant slots.
+    fn grow(&mut self) {
+        let first = self.pages.len() * PAGE;
+        self.pages.push(
+            (0..PAGE)
+                .map(|_| Slot {
+                    generation: 0,
+                    value: None,
+                })
+                .collect(),
+        );
+        // Reversed, so the lowest index is used first.
+        self.free
+            .extend((first..first + PAGE).rev().map(|i| i as u32));
+    }
+
     /// Inserts `value` and returns its key.
     pub(crate) fn insert(&mut self, value: T) -> Key {
-        self.len += 1;
-        if let Some(index) = self.free.pop() {
-            let slot = &mut self.slots[index as usize];
-            slot.value = Some(value);
-            return Key {
-                index,
-                generation: slot.generation,
-            };
+        if self.free.is_empty() {
+            self.grow();
         }
-        let index = self.slots.len() as u32;
-        self.slots.push(Slot {
-            generation: 0,
-            value: Some(value),
-        });
+        let index = self.free.pop().unwrap_or_default();
+        self.len += 1;
+        // Every index on the free list names a slot of a page.
+        let slot = &mut self.pages[index as usize / PAGE][index as usize % PAGE];
+        slot.value = Some(value);
         Key {
             index,
-            generation: 0,
+            generation: slot.generation,
         }
     }
 
     /// The entry `key` names, if it is still the one that was inserted under `key`.
     pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut T> {
-        let slot = self.slots.get_mut(key.index as usize)?;
+        let slot = self.slot_mut(key.index)?;
         if slot.generation != key.generation {
             return None;
         }
@@ -100,7 +121,7 @@ impl<T> GenSlab<T> {
 
     /// Removes the entry `key` names; a stale key removes nothing.
     pub(crate) fn remove(&mut self, key: Key) -> Option<T> {
-        let slot = self.slots.get_mut(key.index as usize)?;
+        let slot = self.slot_mut(key.index)?;
         if slot.generation != key.generation {
             return None;
         }
@@ -117,35 +138,35 @@ impl<T> GenSlab<T> {
         self.len
     }
 
+    /// Every slot with its index.
+    fn slots_mut(&mut self) -> impl Iterator<Item = (u32, &mut Slot<T>)> {
+        self.pages
+            .iter_mut()
+            .flat_map(|page| page.iter_mut())
+            .enumerate()
+            .map(|(index, slot)| (index as u32, slot))
+    }
+
     /// Every live entry with its key.
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (Key, &mut T)> {
-        self.slots
-            .iter_mut()
-            .enumerate()
-            .filter_map(|(index, slot)| {
-                let generation = slot.generation;
-                slot.value.as_mut().map(|v| {
-                    (
-                        Key {
-                            index: index as u32,
-                            generation,
-                        },
-                        v,
-                    )
-                })
-            })
+        self.slots_mut().filter_map(|(index, slot)| {
+            let generation = slot.generation;
+            slot.value.as_mut().map(|v| (Key { index, generation }, v))
+        })
     }
 
     /// Removes every live entry.
     pub(crate) fn drain(&mut self) -> Vec<T> {
         let mut out = Vec::with_capacity(self.len);
-        for (index, slot) in self.slots.iter_mut().enumerate() {
+        let mut freed = Vec::new();
+        for (index, slot) in self.slots_mut() {
             if let Some(v) = slot.value.take() {
                 slot.generation = (slot.generation + 1) % GEN_LIMIT;
-                self.free.push(index as u32);
+                freed.push(index);
                 out.push(v);
             }
         }
+        self.free.extend(freed);
         self.len = 0;
         out
     }
@@ -186,13 +207,33 @@ mod tests {
     fn generation_wraps_below_limit() {
         let mut slab = GenSlab::default();
         let mut key = slab.insert(0u8);
-        slab.slots[0].generation = GEN_LIMIT - 1;
+        slab.pages[0][0].generation = GEN_LIMIT - 1;
         key.generation = GEN_LIMIT - 1;
         slab.remove(key);
         let again = slab.insert(1u8);
         assert_eq!(again.generation, 0);
         assert_eq!(slab.len(), 1);
         assert_eq!(slab.drain(), vec![1u8]);
+        assert_eq!(slab.len(), 0);
+    }
+
+    #[test]
+    fn grows_by_pages_and_reuses_freed_slots() {
+        let mut slab = GenSlab::default();
+        let keys: Vec<Key> = (0..PAGE * 2 + 1).map(|i| slab.insert(i)).collect();
+        assert_eq!(slab.pages.len(), 3);
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(k.index as usize, i, "slots are handed out lowest first");
+            assert_eq!(slab.get_mut(*k), Some(&mut { i }));
+        }
+        assert_eq!(slab.remove(keys[PAGE + 3]), Some(PAGE + 3));
+        let again = slab.insert(7);
+        assert_eq!(again.index, keys[PAGE + 3].index);
+        assert_eq!(slab.pages.len(), 3, "a freed slot is reused before growing");
+        assert!(slab.get_mut(keys[PAGE + 3]).is_none());
+        assert_eq!(slab.iter_mut().count(), PAGE * 2 + 1);
+        assert_eq!(slab.drain().len(), PAGE * 2 + 1);
+        assert!(slab.get_mut(again).is_none());
         assert_eq!(slab.len(), 0);
     }
 }

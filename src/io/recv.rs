@@ -1,10 +1,10 @@
 //! Receive into a caller-owned buffer (the buffer travels with the op and comes back).
 
 use super::{fd, SharedFd};
+use crate::driver::queue::SmallQueue;
 use crate::driver::{Completion, OpCode};
 use bytes::BytesMut;
 use io_uring::{opcode, squeue};
-use std::collections::VecDeque;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
@@ -93,18 +93,20 @@ unsafe impl OpCode for RecvFrom {
 
 /// Buffers decoded from the completions of a multishot pool receive, in completion
 /// order, until the stream takes them; and how much of the pool they hold, against the
-/// stream's hold limit.
+/// stream's hold limit. Lives in the op of every armed receive (one per connection):
+/// small while nothing is queued.
 #[derive(Default)]
 pub(crate) struct Decoded {
-    bufs: VecDeque<RxBuf>,
+    bufs: SmallQueue<RxBuf>,
     /// Why a completion could not be decoded (its bytes are lost; the stream fails).
-    bad: Option<String>,
+    /// Boxed: it is almost never set.
+    bad: Option<Box<PoolError>>,
     /// Pool bytes `bufs` keep from other streams: each buffer's length, or at least
     /// `granule` (a whole buffer of a pool that is not consumed incrementally).
     held: u64,
     /// Beyond this many held bytes the receive asks to stop (`0`: never).
-    limit: u64,
-    granule: u64,
+    limit: u32,
+    granule: u32,
     /// A stop was asked for; [`take_stop_request`](Self::take_stop_request) hands it
     /// to the driver once.
     stop_wanted: bool,
@@ -114,34 +116,35 @@ pub(crate) struct Decoded {
 
 impl Decoded {
     /// Decoded buffers that ask to stop the receive once they hold `limit` pool bytes
-    /// (`0`: no limit), each counting at least `granule` bytes.
+    /// (`0`: no limit), each counting at least `granule` bytes (both clamped to
+    /// `u32::MAX`, beyond any pool).
     pub(crate) fn with_limit(limit: u64, granule: u64) -> Decoded {
         Decoded {
-            limit,
-            granule,
+            limit: limit.min(u64::from(u32::MAX)) as u32,
+            granule: granule.min(u64::from(u32::MAX)) as u32,
             ..Decoded::default()
         }
     }
 
     fn charge(&self, buf: &RxBuf) -> u64 {
-        (buf.len() as u64).max(self.granule)
+        (buf.len() as u64).max(u64::from(self.granule))
     }
 
     /// Queues what decoding one completion gave.
-    pub(crate) fn push(&mut self, decoded: Result<Vec<RxBuf>, PoolError>) {
+    pub(crate) fn push<I: IntoIterator<Item = RxBuf>>(&mut self, decoded: Result<I, PoolError>) {
         match decoded {
             Ok(bufs) => {
                 for buf in bufs {
                     self.held += self.charge(&buf);
                     self.bufs.push_back(buf);
                 }
-                if self.limit > 0 && self.held > self.limit && !self.stopped {
+                if self.limit > 0 && self.held > u64::from(self.limit) && !self.stopped {
                     self.stopped = true;
                     self.stop_wanted = true;
                 }
             }
             Err(e) => {
-                self.bad.get_or_insert_with(|| e.to_string());
+                self.bad.get_or_insert_with(|| Box::new(e));
             }
         }
     }
@@ -163,24 +166,23 @@ impl Decoded {
         Some(buf)
     }
 
-    /// Moves the buffers holding the `res` bytes of the data completion just taken
-    /// from the stream into `out`.
-    pub(crate) fn take(&mut self, res: i32, out: &mut VecDeque<RxBuf>) -> io::Result<()> {
+    /// The next buffer of a data completion the stream took, `owed` being the bytes
+    /// of it not handed out yet (counted down here; `0` after an error, whose bytes
+    /// are lost).
+    pub(crate) fn take_next(&mut self, owed: &mut u32) -> io::Result<RxBuf> {
         if let Some(why) = self.bad.take() {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+            *owed = 0;
+            return Err(io::Error::new(io::ErrorKind::InvalidData, why.to_string()));
         }
-        let mut left = res.max(0) as usize;
-        while left > 0 {
-            let Some(buf) = self.pop() else {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("{left} received bytes have no decoded buffer"),
-                ));
-            };
-            left = left.saturating_sub(buf.len());
-            out.push_back(buf);
-        }
-        Ok(())
+        let Some(buf) = self.pop() else {
+            let left = std::mem::take(owed);
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{left} received bytes have no decoded buffer"),
+            ));
+        };
+        *owed = owed.saturating_sub(buf.len() as u32);
+        Ok(buf)
     }
 
     /// Drops the buffers of a queued completion nobody will take; `false` if nothing
@@ -257,7 +259,7 @@ impl RecvMulti {
             pool,
             bundle,
             kernel_limit: if kernel_limit { hold_limit } else { 0 },
-            decoded: Decoded::with_limit(hold_limit as u64, granule),
+            decoded: Decoded::with_limit(u64::from(hold_limit), granule),
         }
     }
 
@@ -266,13 +268,15 @@ impl RecvMulti {
         self.kernel_limit
     }
 
-    fn decode(&self, c: &Completion) -> Result<Vec<RxBuf>, PoolError> {
-        if self.bundle {
-            let mut bufs = Vec::new();
-            self.pool.take_bundle(c.res, c.flags, |b| bufs.push(b))?;
-            Ok(bufs)
+    /// Takes the buffers completion `c` filled from the pool into `decoded` (in
+    /// place: no allocation per completion).
+    fn decode_into(pool: &CopyPool, bundle: bool, c: &Completion, decoded: &mut Decoded) {
+        if bundle {
+            let mut bufs = SmallQueue::default();
+            let taken = pool.take_bundle(c.res, c.flags, |b| bufs.push_back(b));
+            decoded.push(taken.map(|_| std::iter::from_fn(move || bufs.pop_front())));
         } else {
-            self.pool.take(c.res, c.flags).map(|b| vec![b])
+            decoded.push(pool.take(c.res, c.flags).map(Some));
         }
     }
 }
@@ -297,8 +301,7 @@ unsafe impl OpCode for RecvMulti {
 
     fn on_complete(&mut self, c: &Completion) {
         if c.res > 0 {
-            let bufs = self.decode(c);
-            self.decoded.push(bufs);
+            Self::decode_into(&self.pool, self.bundle, c, &mut self.decoded);
         }
     }
 
@@ -310,7 +313,8 @@ unsafe impl OpCode for RecvMulti {
         if c.res > 0 && !self.decoded.discard(c.res) {
             // Never decoded: taking and dropping returns the buffers (in reaping
             // order, as decoding needs).
-            drop(self.decode(c));
+            let mut lost = Decoded::default();
+            Self::decode_into(&self.pool, self.bundle, c, &mut lost);
         }
     }
 }

@@ -23,7 +23,6 @@ use crate::io::SharedFd;
 use crate::metrics::{add_owned, rearm_index};
 use crate::runtime::context;
 use crate::runtime::worker::{Core, ZcWorker};
-use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
@@ -37,37 +36,51 @@ pub(crate) enum Path {
     Handover(usize),
 }
 
-/// The armed multishot receive.
-enum Armed {
+/// The multishot receive op of an armed receive.
+enum ArmedOp {
     Copy(MultiOp<RecvMulti>),
     Zc(MultiOp<RecvZcMulti>),
 }
 
+/// The armed multishot receive, and how many bytes of the data completion taken last
+/// are still in the op's decoded buffers. The buffers stay in the op until the stream
+/// asks for them, so a stream needs no queue of its own.
+struct Armed {
+    op: ArmedOp,
+    owed: u32,
+}
+
 impl Armed {
+    fn new(op: ArmedOp) -> Armed {
+        Armed { op, owed: 0 }
+    }
+
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
-        match self {
-            Armed::Copy(op) => op.poll_next(cx),
-            Armed::Zc(op) => op.poll_next(cx),
+        match &mut self.op {
+            ArmedOp::Copy(op) => op.poll_next(cx),
+            ArmedOp::Zc(op) => op.poll_next(cx),
         }
     }
 
     /// Whether this receive stopped itself because its stream held its limit of
     /// untaken bytes (its `-ECANCELED` end is not a cancellation from outside).
     fn stopped_at_limit(&self) -> bool {
-        match self {
-            Armed::Copy(op) => op.with_data(|d| d.decoded.stopped_at_limit()),
-            Armed::Zc(op) => op.with_data(|d| d.decoded.stopped_at_limit()),
+        match &self.op {
+            ArmedOp::Copy(op) => op.with_data(|d| d.decoded.stopped_at_limit()),
+            ArmedOp::Zc(op) => op.with_data(|d| d.decoded.stopped_at_limit()),
         }
         .unwrap_or(false)
     }
 
-    /// Moves the buffers of data completion `res` into `out`.
-    fn take(&self, res: i32, out: &mut VecDeque<RxBuf>) -> io::Result<()> {
-        let taken = match self {
-            Armed::Copy(op) => op.with_data(|d| d.decoded.take(res, out)),
-            Armed::Zc(op) => op.with_data(|d| d.decoded.take(res, out)),
+    /// The next buffer of the `owed` bytes.
+    fn take_owed(&mut self) -> io::Result<RxBuf> {
+        let owed = &mut self.owed;
+        let taken = match &self.op {
+            ArmedOp::Copy(op) => op.with_data(|d| d.decoded.take_next(owed)),
+            ArmedOp::Zc(op) => op.with_data(|d| d.decoded.take_next(owed)),
         };
         taken.unwrap_or_else(|| {
+            *owed = 0;
             Err(io::Error::other(
                 "the receive op vanished under a data completion",
             ))
@@ -75,15 +88,28 @@ impl Armed {
     }
 }
 
+impl Drop for Armed {
+    /// Drops the buffers the stream did not take before the op goes: what is left in
+    /// the op must be only buffers of completions nobody took, which the op hands
+    /// back itself when it is cancelled.
+    fn drop(&mut self) {
+        while self.owed > 0 {
+            if self.take_owed().is_err() {
+                break;
+            }
+        }
+    }
+}
+
 /// Why no receive is armed right now.
 #[derive(Clone, Copy, Debug)]
 enum Wait {
     /// `ENOBUFS`: until the copy pool has given the kernel buffers back since the
-    /// receive was armed (`mark`), and has some.
-    CopyBuffers { mark: u64 },
+    /// receive was armed (`armed_mark`), and has some.
+    CopyBuffers,
     /// `ENOMEM`: until the zero-copy pool has given the kernel chunks back since the
-    /// receive was armed (`mark`).
-    ZcChunks { mark: u64 },
+    /// receive was armed (`armed_mark`).
+    ZcChunks,
 }
 
 /// One stream's receive state.
@@ -92,8 +118,6 @@ pub(crate) struct Receiver {
     path: Option<Path>,
     armed: Option<Armed>,
     handover: Option<HandoverRx>,
-    /// Buffers received and not yet returned (a bundle completion fills several).
-    ready: VecDeque<RxBuf>,
     tracker: RecvTracker,
     wait: Option<Wait>,
     /// The receiving pool's `returned_to_kernel` when the receive was armed. An
@@ -160,11 +184,11 @@ impl Receiver {
         let limit = core.recv_hold_limit;
         match (path, &core.zc) {
             (Path::ZeroCopy, ZcWorker::Local { ring, .. }) => Ok((
-                Armed::Zc(MultiOp::submit(RecvZcMulti::new(
+                Armed::new(ArmedOp::Zc(MultiOp::submit(RecvZcMulti::new(
                     fd.clone(),
                     ring.clone(),
                     limit,
-                ))?),
+                ))?)),
                 limit,
             )),
             _ => {
@@ -182,15 +206,16 @@ impl Receiver {
                     core.recv_kernel_limit.get(),
                 );
                 let budget = op.kernel_limit();
-                Ok((Armed::Copy(MultiOp::submit(op)?), budget))
+                Ok((Armed::new(ArmedOp::Copy(MultiOp::submit(op)?)), budget))
             }
         }
     }
 
-    /// Whether the wait is over; registers `cx`'s waker to be woken when it may be.
-    fn wait_over(core: &Core, wait: Wait, cx: &mut Context<'_>) -> bool {
+    /// Whether the wait for returns after `mark` is over; registers `cx`'s waker to
+    /// be woken when it may be.
+    fn wait_over(core: &Core, wait: Wait, mark: u64, cx: &mut Context<'_>) -> bool {
         match wait {
-            Wait::CopyBuffers { mark } => {
+            Wait::CopyBuffers => {
                 let returned = core.copy_returned();
                 if returned > mark && core.pool.as_ref().is_some_and(|p| p.available() > 0) {
                     return true;
@@ -203,7 +228,7 @@ impl Receiver {
                 }
                 false
             }
-            Wait::ZcChunks { mark } => {
+            Wait::ZcChunks => {
                 let Some(returned) = core.zc_returned() else {
                     return true;
                 };
@@ -248,8 +273,8 @@ impl Receiver {
             return Poll::Ready(Err(not_in_runtime()));
         };
         loop {
-            if let Some(buf) = self.ready.pop_front() {
-                return Poll::Ready(Ok(Some(buf)));
+            if let Some(armed) = self.armed.as_mut().filter(|a| a.owed > 0) {
+                return Poll::Ready(armed.take_owed().map(Some));
             }
             if self.eof {
                 return Poll::Ready(Ok(None));
@@ -266,7 +291,7 @@ impl Receiver {
             }
             if self.armed.is_none() {
                 if let Some(wait) = self.wait {
-                    if !Self::wait_over(&core, wait, cx) {
+                    if !Self::wait_over(&core, wait, self.armed_mark, cx) {
                         return Poll::Pending;
                     }
                     self.wait = None;
@@ -293,7 +318,10 @@ impl Receiver {
             };
             if c.res > 0 {
                 self.tracker.on_data(c.res as u32);
-                armed.take(c.res, &mut self.ready)?;
+                // Its buffers are handed out from the op, starting with the next turn
+                // of this loop; a final completion with data ends the receive only
+                // after they are (its end below never disarms).
+                armed.owed = c.res as u32;
                 if c.more() {
                     continue;
                 }
@@ -329,14 +357,10 @@ impl Receiver {
                 }
                 RecvEnd::Rearm(RearmReason::NoBuffers) => {
                     add_owned(&core.shared.metrics.recv_enobufs, 1);
-                    self.wait = Some(Wait::CopyBuffers {
-                        mark: self.armed_mark,
-                    });
+                    self.wait = Some(Wait::CopyBuffers);
                 }
                 RecvEnd::Rearm(RearmReason::NoFreeChunk) => {
-                    self.wait = Some(Wait::ZcChunks {
-                        mark: self.armed_mark,
-                    });
+                    self.wait = Some(Wait::ZcChunks);
                 }
                 RecvEnd::Rearm(_) | RecvEnd::BudgetDone => {}
                 RecvEnd::Cancelled => {

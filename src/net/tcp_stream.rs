@@ -11,10 +11,11 @@ use crate::io::SharedFd;
 use bytes::{Bytes, BytesMut};
 use socket2::{Protocol, SockRef, Type};
 use std::cell::RefCell;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -28,7 +29,10 @@ use zcrx::RxBuf;
 /// ([`from_std`](Self::from_std)).
 pub struct TcpStream {
     fd: SharedFd,
-    rx: RefCell<Receiver>,
+    /// Made at the first receive, and boxed: a task that owns the stream keeps it
+    /// (often twice, in an `async fn`'s argument and in its body) for its whole life,
+    /// so the stream itself stays three words.
+    rx: RefCell<Option<Box<Receiver>>>,
 }
 
 impl TcpStream {
@@ -91,35 +95,38 @@ impl TcpStream {
     }
 
     /// Sends all of `buf`, looping over short sends.
-    pub async fn send(&self, buf: Bytes) -> io::Result<()> {
+    pub fn send(&self, buf: Bytes) -> impl Future<Output = io::Result<()>> {
         let total = buf.len();
-        let op = Send {
-            socket: self.fd.clone(),
-            buf,
-            offset: 0,
-        };
-        send_all(op, total, |op| &mut op.offset).await
+        SendAll::new(
+            Send {
+                socket: self.fd.clone(),
+                buf,
+                offset: 0,
+            },
+            total,
+        )
     }
 
     /// Sends all of `buf` with `SEND_ZC`: the kernel transmits from `buf` itself and
     /// the future resolves once it has let go of it (the notification CQE). Worth it
     /// for large buffers on a real NIC; on loopback the kernel copies anyway.
-    pub async fn send_zc(&self, buf: Bytes) -> io::Result<()> {
+    pub fn send_zc(&self, buf: Bytes) -> impl Future<Output = io::Result<()>> {
         let total = buf.len();
-        let op = SendZc {
-            socket: self.fd.clone(),
-            buf,
-            offset: 0,
-        };
-        send_all(op, total, |op| &mut op.offset).await
+        SendAll::new(
+            SendZc {
+                socket: self.fd.clone(),
+                buf,
+                offset: 0,
+            },
+            total,
+        )
     }
 
     /// Sends all of `bufs` with SENDMSG (one gather op per attempt), looping over
     /// short sends.
-    pub async fn send_vectored(&self, bufs: &[Bytes]) -> io::Result<()> {
+    pub fn send_vectored(&self, bufs: &[Bytes]) -> impl Future<Output = io::Result<()>> {
         let total: usize = bufs.iter().map(Bytes::len).sum();
-        let op = SendMsg::new(self.fd.clone(), bufs.to_vec(), 0, None);
-        send_all(op, total, |op| &mut op.skip).await
+        SendAll::new(SendMsg::new(self.fd.clone(), bufs.to_vec(), 0, None), total)
     }
 
     /// Receives the next chunk of bytes from the worker's receive pool: `Ok(None)` at
@@ -144,19 +151,25 @@ impl TcpStream {
     }
 
     pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
-        self.rx.borrow_mut().poll_recv(&self.fd, cx)
+        self.rx
+            .borrow_mut()
+            .get_or_insert_with(Box::default)
+            .poll_recv(&self.fd, cx)
     }
 
     /// Routes this stream's receives through worker `owner` (tests of the handover).
     #[cfg(test)]
     pub(crate) fn force_handover(&self, owner: usize) {
-        self.rx.borrow_mut().force_handover(owner);
+        self.rx
+            .borrow_mut()
+            .get_or_insert_with(Box::default)
+            .force_handover(owner);
     }
 
     /// The receive source in use, once the first receive chose it.
     #[cfg(test)]
     pub(crate) fn recv_path(&self) -> Option<super::tcp_recv::Path> {
-        self.rx.borrow().path()
+        self.rx.borrow().as_ref().and_then(|rx| rx.path())
     }
 
     /// Receives into the spare capacity of `buf` (reserve capacity first) and returns
@@ -214,20 +227,91 @@ impl TcpStream {
     }
 }
 
-/// Resubmits a send-like `op` until `total` bytes are sent: the kernel may send less
-/// than asked, and `progress` names the op's field that says how much went already.
-async fn send_all<T: OpCode>(
-    mut op: T,
+/// A send-like op that counts the bytes already sent.
+trait SendProgress: OpCode + Unpin {
+    /// Bytes sent so far: the op sends from there on.
+    fn sent(&mut self) -> &mut usize;
+}
+
+impl SendProgress for Send {
+    fn sent(&mut self) -> &mut usize {
+        &mut self.offset
+    }
+}
+
+impl SendProgress for SendZc {
+    fn sent(&mut self) -> &mut usize {
+        &mut self.offset
+    }
+}
+
+impl SendProgress for SendMsg {
+    fn sent(&mut self) -> &mut usize {
+        &mut self.skip
+    }
+}
+
+/// Resubmits a send-like op until `total` bytes are sent: the kernel may send less
+/// than asked.
+///
+/// Written by hand rather than as an `async fn` so that it is hardly larger than the
+/// op: a task that receives and sends in a loop keeps room for this future in its
+/// allocation even while it idles in a receive, and a compiler-made state machine
+/// holds several copies of the op.
+struct SendAll<T: SendProgress> {
+    state: SendState<T>,
     total: usize,
-    progress: fn(&mut T) -> &mut usize,
-) -> io::Result<()> {
-    while *progress(&mut op) < total {
-        let (c, back) = Op::submit(op)?.await?;
-        op = back;
-        match c.result()? {
-            0 => return Err(io::ErrorKind::WriteZero.into()),
-            n => *progress(&mut op) += n as usize,
+}
+
+enum SendState<T: SendProgress> {
+    /// Not in flight: submitted next (unless everything is sent).
+    Ready(T),
+    /// In flight; its data lives in the driver until the completion.
+    Sending(Op<T>),
+    /// Resolved.
+    Done,
+}
+
+impl<T: SendProgress> SendAll<T> {
+    fn new(op: T, total: usize) -> SendAll<T> {
+        SendAll {
+            state: SendState::Ready(op),
+            total,
         }
     }
-    Ok(())
+}
+
+impl<T: SendProgress> Future for SendAll<T> {
+    type Output = io::Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            match std::mem::replace(&mut this.state, SendState::Done) {
+                SendState::Ready(mut op) => {
+                    if *op.sent() >= this.total {
+                        return Poll::Ready(Ok(()));
+                    }
+                    this.state = SendState::Sending(Op::submit(op)?);
+                }
+                SendState::Sending(mut flight) => {
+                    let (c, mut op) = match Pin::new(&mut flight).poll(cx) {
+                        Poll::Pending => {
+                            this.state = SendState::Sending(flight);
+                            return Poll::Pending;
+                        }
+                        Poll::Ready(done) => done?,
+                    };
+                    match c.result()? {
+                        0 => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                        n => *op.sent() += n as usize,
+                    }
+                    this.state = SendState::Ready(op);
+                }
+                SendState::Done => {
+                    return Poll::Ready(Err(io::Error::other("send polled after it resolved")))
+                }
+            }
+        }
+    }
 }

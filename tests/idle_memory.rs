@@ -1,0 +1,306 @@
+//! What an idle connection costs in user-space memory: 1000 loopback connections to
+//! an echo server (each pinged once, then left idle with its multishot receive armed)
+//! are counted by a global allocator that tracks every live heap block, charged at
+//! the size glibc's malloc really uses for it (header plus 16-byte rounding, so a
+//! change that splits one allocation into many small ones cannot hide). The worker
+//! must also stay asleep while its connections idle.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::future::poll_fn;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream as StdStream};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+use zerorx::net::{TcpListener, TcpStream};
+use zerorx::{spawn, Handle, Runtime};
+
+/// Idle connections opened by the test.
+const CONNS: usize = 1000;
+/// Connections connected and pinged together.
+const BATCH: usize = 100;
+/// Bytes of each connection's one ping.
+const PING: usize = 64;
+/// Heap bytes (as malloc chunks) one idle connection may keep: measured 713 (the
+/// spawned echo task 272, the armed receive op with its queues 208, the stream's
+/// receive state 112, the shared fd 32, its op slab slot and the task registry entry
+/// ~90). The goal is 256 (issue 3, W7); this bound keeps a regrowth from going
+/// unnoticed and is lowered as the cost comes down.
+const MAX_BYTES_PER_IDLE_CONN: f64 = 768.0;
+/// Heap bytes per connection that may stay after every connection closed: op slab
+/// pages and registry capacity the worker keeps for the next burst (measured 97),
+/// never per-connection objects.
+const MAX_BYTES_PER_CLOSED_CONN: f64 = 128.0;
+
+/// Size classes of the live-block histogram: 16 bytes each up to 1 KiB, then one per
+/// power of two.
+const CLASSES: usize = 64 + 24;
+
+fn class(chunk: usize) -> usize {
+    if chunk < 1024 {
+        chunk / 16
+    } else {
+        (64 + (chunk.ilog2() as usize - 10)).min(CLASSES - 1)
+    }
+}
+
+fn class_name(i: usize) -> String {
+    if i < 64 {
+        format!("{}B", i * 16)
+    } else {
+        format!("<{}KiB", 1usize << (i - 64))
+    }
+}
+
+struct Counting;
+
+static LIVE_CHUNK_BYTES: AtomicIsize = AtomicIsize::new(0);
+static LIVE_BLOCKS: AtomicIsize = AtomicIsize::new(0);
+static BY_CLASS: [AtomicIsize; CLASSES] = [const { AtomicIsize::new(0) }; CLASSES];
+
+/// The bytes glibc's malloc takes for a request of `size`: an 8-byte header, rounded
+/// up to 16, at least 32.
+fn chunk(size: usize) -> usize {
+    ((size + 8 + 15) & !15).max(32)
+}
+
+fn count(size: usize, sign: isize) {
+    let c = chunk(size);
+    LIVE_CHUNK_BYTES.fetch_add(sign * c as isize, Ordering::Relaxed);
+    LIVE_BLOCKS.fetch_add(sign, Ordering::Relaxed);
+    BY_CLASS[class(c)].fetch_add(sign, Ordering::Relaxed);
+}
+
+// SAFETY: every call is forwarded to the system allocator unchanged; the counters are
+// atomics that allocate nothing.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's layout.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            count(layout.size(), 1);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        count(layout.size(), -1);
+        // SAFETY: `ptr` came from `alloc`/`realloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's layout.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            count(layout.size(), 1);
+        }
+        p
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded; `ptr` came from this allocator with `layout`.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            count(layout.size(), -1);
+            count(new_size, 1);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[derive(Clone, Copy)]
+struct Snapshot {
+    bytes: isize,
+    blocks: isize,
+    by_class: [isize; CLASSES],
+}
+
+fn snapshot() -> Snapshot {
+    Snapshot {
+        bytes: LIVE_CHUNK_BYTES.load(Ordering::SeqCst),
+        blocks: LIVE_BLOCKS.load(Ordering::SeqCst),
+        by_class: std::array::from_fn(|i| BY_CLASS[i].load(Ordering::SeqCst)),
+    }
+}
+
+/// Live blocks gained between two snapshots, per size class: where the bytes went.
+fn growth(a: &Snapshot, b: &Snapshot) -> String {
+    (0..CLASSES)
+        .filter_map(|i| {
+            let d = b.by_class[i] - a.by_class[i];
+            (d != 0).then(|| format!("{} x {d}", class_name(i)))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+async fn echo(s: TcpStream) {
+    while let Ok(Some(buf)) = s.recv().await {
+        if s.send(buf.into_bytes()).await.is_err() {
+            break;
+        }
+    }
+}
+
+async fn accept_loop(l: TcpListener) {
+    loop {
+        match l.accept().await {
+            Ok((s, _)) => {
+                s.set_nodelay(true).expect("nodelay");
+                spawn(echo(s));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
+fn ping(i: usize) -> [u8; PING] {
+    std::array::from_fn(|j| (i * 31 + j) as u8)
+}
+
+/// Opens `n` more connections into `conns` (which has the capacity), pinging each once
+/// and checking the echo.
+fn open(addr: SocketAddr, conns: &mut Vec<StdStream>, n: usize) {
+    let timeout = Duration::from_secs(5);
+    let end = conns.len() + n;
+    while conns.len() < end {
+        let first = conns.len();
+        for _ in 0..BATCH.min(end - first) {
+            let s = StdStream::connect_timeout(&addr, timeout).expect("connect");
+            s.set_read_timeout(Some(timeout)).expect("timeout");
+            s.set_nodelay(true).expect("nodelay");
+            conns.push(s);
+        }
+        for (i, s) in conns[first..].iter_mut().enumerate() {
+            s.write_all(&ping(first + i)).expect("ping");
+        }
+        for (i, s) in conns[first..].iter_mut().enumerate() {
+            let mut back = [0u8; PING];
+            s.read_exact(&mut back).expect("echo");
+            assert_eq!(back, ping(first + i), "connection {}: echo", first + i);
+        }
+    }
+}
+
+/// Loop turns of the only worker.
+fn turns(h: &Handle) -> u64 {
+    h.metrics().iter().map(|m| m.loop_turns).sum()
+}
+
+/// Waits until every closed connection's task has ended (the worker's live ops
+/// are back to the listener's accept).
+fn settle(h: &Handle, ops: u64) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while h.metrics().iter().map(|m| m.ops_in_flight).sum::<u64>() > ops {
+        assert!(Instant::now() < deadline, "closed connections did not end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+struct Report {
+    idle_per_conn: f64,
+    idle_blocks_per_conn: f64,
+    idle_growth: String,
+    idle_turns: u64,
+    closed_per_conn: f64,
+    closed_growth: String,
+}
+
+fn client(addr: SocketAddr, h: Handle) -> Report {
+    let mut conns = Vec::with_capacity(CONNS + 1);
+    // One connection first, so what the first connection sets up once (pool, queues,
+    // slabs) is in the baseline.
+    open(addr, &mut conns, 1);
+    std::thread::sleep(Duration::from_millis(100));
+    let idle_ops = h.metrics().iter().map(|m| m.ops_in_flight).sum::<u64>();
+    let before = snapshot();
+    open(addr, &mut conns, CONNS);
+    std::thread::sleep(Duration::from_millis(200));
+    let idle = snapshot();
+    let t0 = turns(&h);
+    std::thread::sleep(Duration::from_millis(300));
+    let idle_turns = turns(&h) - t0;
+    let n = CONNS as f64;
+    let keep = conns.split_off(1);
+    drop(keep);
+    // The warm connection's receive is an op too.
+    settle(&h, idle_ops);
+    std::thread::sleep(Duration::from_millis(100));
+    let closed = snapshot();
+    Report {
+        idle_per_conn: (idle.bytes - before.bytes) as f64 / n,
+        idle_blocks_per_conn: (idle.blocks - before.blocks) as f64 / n,
+        idle_growth: growth(&before, &idle),
+        idle_turns,
+        closed_per_conn: (closed.bytes - before.bytes) as f64 / n,
+        closed_growth: growth(&before, &closed),
+    }
+}
+
+#[test]
+fn an_idle_connection_keeps_little_heap_and_the_worker_asleep() {
+    let rt = Runtime::builder()
+        .threads(1)
+        .shutdown_timeout(Duration::from_secs(5))
+        .build()
+        .expect("runtime");
+    let handle = rt.handle().clone();
+    let done: Arc<(AtomicBool, Mutex<Option<Waker>>)> = Arc::default();
+    let report = rt.block_on(async {
+        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let addr = l.local_addr().expect("addr");
+        spawn(accept_loop(l));
+        let d = done.clone();
+        let c = std::thread::spawn(move || {
+            let r = client(addr, handle);
+            d.0.store(true, Ordering::SeqCst);
+            if let Some(w) = d.1.lock().expect("waker").take() {
+                w.wake();
+            }
+            r
+        });
+        poll_fn(|cx| {
+            *done.1.lock().expect("waker") = Some(cx.waker().clone());
+            if done.0.load(Ordering::SeqCst) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        c.join().expect("client thread")
+    });
+    println!(
+        "idle: {:.1} B/conn in {:.2} blocks/conn [{}]; {} loop turns while idle; \
+         after close: {:.1} B/conn [{}]",
+        report.idle_per_conn,
+        report.idle_blocks_per_conn,
+        report.idle_growth,
+        report.idle_turns,
+        report.closed_per_conn,
+        report.closed_growth,
+    );
+    assert_eq!(
+        report.idle_turns, 0,
+        "the worker woke while every connection idled"
+    );
+    assert!(
+        report.idle_per_conn <= MAX_BYTES_PER_IDLE_CONN,
+        "an idle connection keeps {:.1} heap bytes (bound {MAX_BYTES_PER_IDLE_CONN}); live blocks \
+         gained: [{}]",
+        report.idle_per_conn,
+        report.idle_growth,
+    );
+    assert!(
+        report.closed_per_conn <= MAX_BYTES_PER_CLOSED_CONN,
+        "closed connections left {:.1} heap bytes each (bound {MAX_BYTES_PER_CLOSED_CONN}); \
+         live blocks gained: [{}]",
+        report.closed_per_conn,
+        report.closed_growth,
+    );
+}

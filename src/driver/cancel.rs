@@ -28,7 +28,7 @@ impl Driver {
                     true
                 }
                 Lifecycle::Streaming { finished, .. } => {
-                    slot.data.release_queued();
+                    slot.data.release_all_queued(key);
                     *finished
                 }
                 Lifecycle::Partial { res, flags, .. } => {

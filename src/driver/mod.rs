@@ -39,7 +39,7 @@ pub use ring::{Completion, RingFlags};
 
 use crate::metrics::{add_owned, WorkerMetrics};
 use io_uring::{opcode, squeue, types};
-use op::{Landed, Lifecycle, Multi, OpBox, OpSlot};
+use op::{Landed, Lifecycle, Multi, OpBox, OpSlot, Queued};
 use ring::{Ring, RingConfig};
 use slab::{reserved, GenSlab, Key};
 use std::io;
@@ -255,8 +255,8 @@ impl Driver {
         let Lifecycle::Streaming { waker, finished } = &mut slot.lifecycle else {
             return Poll::Ready(None);
         };
-        if let Some(c) = slot.data.stream_queue().and_then(|q| q.pop_front()) {
-            return Poll::Ready(Some(c));
+        if let Some(q) = slot.data.stream_queue().and_then(|q| q.pop_front()) {
+            return Poll::Ready(Some(q.completion(key)));
         }
         if *finished {
             self.ops.remove(key);
@@ -313,7 +313,7 @@ impl Driver {
             }
             Lifecycle::Streaming { finished, .. } => {
                 let finished = *finished;
-                slot.data.release_queued();
+                slot.data.release_all_queued(key);
                 if finished {
                     self.ops.remove(key);
                     false
@@ -456,7 +456,7 @@ impl Driver {
             Lifecycle::Streaming { waker, finished } => {
                 slot.data.on_complete(&c);
                 if let Some(queue) = slot.data.stream_queue() {
-                    queue.push_back(c);
+                    queue.push_back(Queued::new(&c));
                 }
                 if !c.more() {
                     *finished = true;

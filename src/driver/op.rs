@@ -47,6 +47,15 @@ pub unsafe trait OpCode: 'static {
         let _ = completion;
     }
 
+    /// Multishot ops: frees what a completion that was passed to
+    /// [`on_complete`](OpCode::on_complete) and queued for the stream produced, when
+    /// the stream is dropped without taking it. The queue keeps only `res` and `flags`,
+    /// so `big_cqe` is zero here: whatever it named was resolved by `on_complete`.
+    /// Defaults to [`release`](OpCode::release); runs under the same rules.
+    fn release_queued(&mut self, completion: &Completion) {
+        self.release(completion)
+    }
+
     /// Multishot ops: runs as each completion is reaped, in reaping order, before it
     /// is queued for the stream. For what must be resolved in kernel order (the
     /// position of bytes in an incrementally consumed buffer, the buffers of a bundle).
@@ -70,19 +79,44 @@ pub unsafe trait OpCode: 'static {
 pub(crate) trait OpBox {
     fn create_entry(&mut self) -> squeue::Entry;
     fn release(&mut self, completion: &Completion);
+    fn release_queued(&mut self, completion: &Completion);
     fn on_complete(&mut self, completion: &Completion);
     fn take_stop_request(&mut self) -> bool;
     /// The completions queued for the stream of a multishot op; `None` for a
     /// single-shot op.
-    fn stream_queue(&mut self) -> Option<&mut SmallQueue<Completion>>;
+    fn stream_queue(&mut self) -> Option<&mut SmallQueue<Queued>>;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
     fn as_any_mut(&mut self) -> &mut dyn Any;
 
-    /// Releases every completion queued for a stream that nobody will read.
-    fn release_queued(&mut self) {
-        while let Some(c) = self.stream_queue().and_then(SmallQueue::pop_front) {
-            self.release(&c);
+    /// Releases every completion queued for the stream of op `key`, which nobody will
+    /// read.
+    fn release_all_queued(&mut self, key: Key) {
+        while let Some(q) = self.stream_queue().and_then(SmallQueue::pop_front) {
+            self.release_queued(&q.completion(key));
         }
+    }
+}
+
+/// A completion queued for a multishot op's stream: `res` and `flags` only (the slot's
+/// key says the `user_data`, and [`OpCode::on_complete`] has already read any
+/// `big_cqe`), so the queue every armed receive carries stays small.
+#[derive(Clone, Copy)]
+pub(crate) struct Queued {
+    res: i32,
+    flags: u32,
+}
+
+impl Queued {
+    pub(crate) fn new(c: &Completion) -> Queued {
+        Queued {
+            res: c.res,
+            flags: c.flags,
+        }
+    }
+
+    /// The completion for op `key`, with `big_cqe` zero.
+    pub(crate) fn completion(self, key: Key) -> Completion {
+        Landed::partial(self.res, self.flags).completion(key)
     }
 }
 
@@ -93,7 +127,7 @@ pub(crate) struct Single<T>(pub(crate) T);
 /// taken lives in the op's own allocation, so it costs the slab (shared by every op)
 /// nothing and single-shot ops nothing.
 pub(crate) struct Multi<T> {
-    pub(crate) queue: SmallQueue<Completion>,
+    pub(crate) queue: SmallQueue<Queued>,
     pub(crate) op: T,
 }
 
@@ -114,7 +148,11 @@ impl<T: OpCode> OpBox for Single<T> {
         self.0.take_stop_request()
     }
 
-    fn stream_queue(&mut self) -> Option<&mut SmallQueue<Completion>> {
+    fn release_queued(&mut self, completion: &Completion) {
+        self.0.release_queued(completion)
+    }
+
+    fn stream_queue(&mut self) -> Option<&mut SmallQueue<Queued>> {
         None
     }
 
@@ -144,7 +182,11 @@ impl<T: OpCode> OpBox for Multi<T> {
         self.op.take_stop_request()
     }
 
-    fn stream_queue(&mut self) -> Option<&mut SmallQueue<Completion>> {
+    fn release_queued(&mut self, completion: &Completion) {
+        self.op.release_queued(completion)
+    }
+
+    fn stream_queue(&mut self) -> Option<&mut SmallQueue<Queued>> {
         Some(&mut self.queue)
     }
 

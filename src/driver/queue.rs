@@ -5,18 +5,20 @@ use std::collections::VecDeque;
 
 /// A FIFO that keeps its oldest item inline and allocates only when a second one
 /// queues behind it. The overflow storage is freed as soon as it drains, so a
-/// connection that goes idle after a burst keeps no heap memory for its queues.
+/// connection that goes idle after a burst keeps no heap memory for its queues; it is
+/// boxed so that, while empty, it costs one word instead of a `VecDeque`'s four.
 pub(crate) struct SmallQueue<T> {
     /// The oldest item, unless it is in `rest` (which then holds every item).
     head: Option<T>,
-    rest: VecDeque<T>,
+    /// Never `Some` and empty.
+    rest: Option<Box<VecDeque<T>>>,
 }
 
 impl<T> Default for SmallQueue<T> {
     fn default() -> Self {
         SmallQueue {
             head: None,
-            rest: VecDeque::new(),
+            rest: None,
         }
     }
 }
@@ -24,10 +26,10 @@ impl<T> Default for SmallQueue<T> {
 impl<T> SmallQueue<T> {
     /// Appends `item` after every queued item.
     pub(crate) fn push_back(&mut self, item: T) {
-        if self.head.is_none() && self.rest.is_empty() {
+        if self.is_empty() {
             self.head = Some(item);
         } else {
-            self.rest.push_back(item);
+            self.rest.get_or_insert_with(Box::default).push_back(item);
         }
     }
 
@@ -36,28 +38,29 @@ impl<T> SmallQueue<T> {
         if let Some(item) = self.head.take() {
             return Some(item);
         }
-        let item = self.rest.pop_front();
-        if self.rest.is_empty() && self.rest.capacity() > 0 {
-            self.rest = VecDeque::new();
+        let rest = self.rest.as_mut()?;
+        let item = rest.pop_front();
+        if rest.is_empty() {
+            self.rest = None;
         }
         item
     }
 
     /// Whether nothing is queued.
     pub(crate) fn is_empty(&self) -> bool {
-        self.head.is_none() && self.rest.is_empty()
+        self.head.is_none() && self.rest.is_none()
     }
 
     /// Number of queued items.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        usize::from(self.head.is_some()) + self.rest.len()
+        usize::from(self.head.is_some()) + self.rest.as_ref().map_or(0, |r| r.len())
     }
 
     /// Heap slots held (`0` while at most one item is queued, and once drained).
     #[cfg(test)]
     pub(crate) fn heap_capacity(&self) -> usize {
-        self.rest.capacity()
+        self.rest.as_ref().map_or(0, |r| r.capacity())
     }
 }
 

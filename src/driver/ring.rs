@@ -15,7 +15,8 @@ pub struct Completion {
     pub res: i32,
     /// `IORING_CQE_F_*` flags (`F_MORE`, `F_BUFFER`, ...).
     pub flags: u32,
-    /// The two extra words of a 32-byte CQE; zero on a ring with 16-byte CQEs.
+    /// The two extra words of a 32-byte CQE; zero on a ring with 16-byte CQEs, and in
+    /// the completions a multishot stream hands out (its op's `on_complete` read them).
     pub big_cqe: [u64; 2],
 }
 

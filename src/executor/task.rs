@@ -14,7 +14,7 @@ use std::cell::UnsafeCell;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -25,8 +25,9 @@ const COMPLETE: u8 = 2;
 /// `abort()` was called; the owner drops the future at the next run.
 const CANCELLED: u8 = 4;
 
-/// Not in the owner's task registry (yet).
-const UNREGISTERED: usize = usize::MAX;
+/// Not in the owner's task registry (yet). Keys are `u32` (four billion live tasks on
+/// one worker is beyond any memory), so the key packs next to `state`.
+const UNREGISTERED: u32 = u32::MAX;
 
 /// The type-erased face of a task, as the queues and the registry see it.
 pub(crate) trait Runnable: Send + Sync {
@@ -42,7 +43,7 @@ pub(crate) trait Runnable: Send + Sync {
 pub(crate) struct Task<F: Future> {
     state: AtomicU8,
     owner: Arc<WorkerShared>,
-    registry_key: AtomicUsize,
+    registry_key: AtomicU32,
     future: UnsafeCell<Option<F>>,
     join: Mutex<JoinState<F::Output>>,
 }
@@ -62,7 +63,7 @@ impl<F: Future + 'static> Task<F> {
         Arc::new(Task {
             state: AtomicU8::new(SCHEDULED),
             owner,
-            registry_key: AtomicUsize::new(UNREGISTERED),
+            registry_key: AtomicU32::new(UNREGISTERED),
             future: UnsafeCell::new(Some(future)),
             join: Mutex::new(JoinState::default()),
         })
@@ -113,18 +114,14 @@ impl<F: Future + 'static> Task<F> {
             if key != UNREGISTERED {
                 // Must not drop the registry's Arc while the borrow is held: dropping
                 // the last reference runs `Task::drop`.
-                let removed = core.tasks.borrow_mut().try_remove(key);
+                let removed = core.tasks.borrow_mut().try_remove(key as usize);
                 drop(removed);
             }
         }
         let (waker, dropped) = {
             let mut st = lock(&self.join);
-            if st.handle_dropped {
-                (None, Some(result))
-            } else {
-                st.output = Some(result);
-                (st.waker.take(), None)
-            }
+            let dropped = st.store(result);
+            (st.waker.take(), dropped)
         };
         // Set only now, so `is_finished()` implies the result can be taken. No other
         // thread runs the task meanwhile: only the owner does, and it is here.
@@ -176,6 +173,8 @@ impl<F: Future + 'static> Runnable for Task<F> {
     }
 
     fn set_registry_key(&self, key: usize) {
+        // A key beyond `u32` (never reached) leaves the task to the shutdown drain.
+        let key = u32::try_from(key).unwrap_or(UNREGISTERED);
         self.registry_key.store(key, Ordering::Relaxed);
     }
 }
@@ -211,8 +210,8 @@ impl<F: Future> Drop for Task<F> {
         // tell a waiting handle instead of leaving it pending forever.
         if self.future.get_mut().is_some() {
             let st = self.join.get_mut().unwrap_or_else(|e| e.into_inner());
-            if st.output.is_none() && !st.handle_dropped {
-                st.output = Some(Err(JoinError::Cancelled));
+            if st.awaited() {
+                drop(st.store(Err(JoinError::Cancelled)));
                 if let Some(w) = st.waker.take() {
                     w.wake();
                 }

@@ -91,9 +91,27 @@ unsafe impl OpCode for RecvFrom {
     }
 }
 
+/// How much of a pool a multishot receive may hold before it asks to stop: kept in the
+/// op (not in [`Decoded`]) and passed to it, so the part every armed receive carries
+/// stays small.
+#[derive(Clone, Copy)]
+pub(crate) struct HoldLimit {
+    /// Beyond this many held bytes the receive asks to stop (`0`: never).
+    pub(crate) limit: u32,
+    /// Each buffer counts at least this many bytes (a whole buffer of a pool that is
+    /// not consumed incrementally).
+    pub(crate) granule: u32,
+}
+
+impl HoldLimit {
+    fn charge(self, buf: &RxBuf) -> u32 {
+        (buf.len().min(u32::MAX as usize) as u32).max(self.granule)
+    }
+}
+
 /// Buffers decoded from the completions of a multishot pool receive, in completion
 /// order, until the stream takes them; and how much of the pool they hold, against the
-/// stream's hold limit. Lives in the op of every armed receive (one per connection):
+/// stream's [`HoldLimit`]. Lives in the op of every armed receive (one per connection):
 /// small while nothing is queued.
 #[derive(Default)]
 pub(crate) struct Decoded {
@@ -101,12 +119,9 @@ pub(crate) struct Decoded {
     /// Why a completion could not be decoded (its bytes are lost; the stream fails).
     /// Boxed: it is almost never set.
     bad: Option<Box<PoolError>>,
-    /// Pool bytes `bufs` keep from other streams: each buffer's length, or at least
-    /// `granule` (a whole buffer of a pool that is not consumed incrementally).
-    held: u64,
-    /// Beyond this many held bytes the receive asks to stop (`0`: never).
-    limit: u32,
-    granule: u32,
+    /// Pool bytes `bufs` keep from other streams (saturating: past the limit only
+    /// whether it was passed matters, and that is `stopped`).
+    held: u32,
     /// A stop was asked for; [`take_stop_request`](Self::take_stop_request) hands it
     /// to the driver once.
     stop_wanted: bool,
@@ -115,30 +130,19 @@ pub(crate) struct Decoded {
 }
 
 impl Decoded {
-    /// Decoded buffers that ask to stop the receive once they hold `limit` pool bytes
-    /// (`0`: no limit), each counting at least `granule` bytes (both clamped to
-    /// `u32::MAX`, beyond any pool).
-    pub(crate) fn with_limit(limit: u64, granule: u64) -> Decoded {
-        Decoded {
-            limit: limit.min(u64::from(u32::MAX)) as u32,
-            granule: granule.min(u64::from(u32::MAX)) as u32,
-            ..Decoded::default()
-        }
-    }
-
-    fn charge(&self, buf: &RxBuf) -> u64 {
-        (buf.len() as u64).max(u64::from(self.granule))
-    }
-
     /// Queues what decoding one completion gave.
-    pub(crate) fn push<I: IntoIterator<Item = RxBuf>>(&mut self, decoded: Result<I, PoolError>) {
+    pub(crate) fn push<I: IntoIterator<Item = RxBuf>>(
+        &mut self,
+        decoded: Result<I, PoolError>,
+        hold: HoldLimit,
+    ) {
         match decoded {
             Ok(bufs) => {
                 for buf in bufs {
-                    self.held += self.charge(&buf);
+                    self.held = self.held.saturating_add(hold.charge(&buf));
                     self.bufs.push_back(buf);
                 }
-                if self.limit > 0 && self.held > u64::from(self.limit) && !self.stopped {
+                if hold.limit > 0 && self.held > hold.limit && !self.stopped {
                     self.stopped = true;
                     self.stop_wanted = true;
                 }
@@ -160,21 +164,21 @@ impl Decoded {
         self.stopped
     }
 
-    fn pop(&mut self) -> Option<RxBuf> {
+    fn pop(&mut self, hold: HoldLimit) -> Option<RxBuf> {
         let buf = self.bufs.pop_front()?;
-        self.held = self.held.saturating_sub(self.charge(&buf));
+        self.held = self.held.saturating_sub(hold.charge(&buf));
         Some(buf)
     }
 
     /// The next buffer of a data completion the stream took, `owed` being the bytes
     /// of it not handed out yet (counted down here; `0` after an error, whose bytes
     /// are lost).
-    pub(crate) fn take_next(&mut self, owed: &mut u32) -> io::Result<RxBuf> {
+    pub(crate) fn take_next(&mut self, owed: &mut u32, hold: HoldLimit) -> io::Result<RxBuf> {
         if let Some(why) = self.bad.take() {
             *owed = 0;
             return Err(io::Error::new(io::ErrorKind::InvalidData, why.to_string()));
         }
-        let Some(buf) = self.pop() else {
+        let Some(buf) = self.pop(hold) else {
             let left = std::mem::take(owed);
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -187,13 +191,13 @@ impl Decoded {
 
     /// Drops the buffers of a queued completion nobody will take; `false` if nothing
     /// was decoded (the completion arrived after the stream was dropped).
-    pub(crate) fn discard(&mut self, res: i32) -> bool {
+    pub(crate) fn discard(&mut self, res: i32, hold: HoldLimit) -> bool {
         if self.bufs.is_empty() {
             return false;
         }
         let mut left = res.max(0) as usize;
         while left > 0 {
-            match self.pop() {
+            match self.pop(hold) {
                 Some(buf) => left = left.saturating_sub(buf.len()),
                 None => break,
             }
@@ -228,10 +232,11 @@ fn with_optlen(entry: squeue::Entry, len: u32) -> squeue::Entry {
 pub(crate) struct RecvMulti {
     socket: SharedFd,
     pool: Rc<CopyPool>,
-    bundle: bool,
-    /// Total bytes after which the kernel ends the receive (`0`: none).
-    kernel_limit: u32,
     pub(crate) decoded: Decoded,
+    hold_limit: u32,
+    bundle: bool,
+    /// The kernel ends the receive after `hold_limit` bytes.
+    kernel_limit: bool,
 }
 
 impl RecvMulti {
@@ -248,35 +253,63 @@ impl RecvMulti {
         hold_limit: u32,
         kernel_limit: bool,
     ) -> RecvMulti {
-        let bundle = bundle && !pool.is_incremental();
-        let granule = if pool.is_incremental() {
-            0
-        } else {
-            pool.buffer_size() as u64
-        };
         RecvMulti {
+            bundle: bundle && !pool.is_incremental(),
             socket,
             pool,
-            bundle,
-            kernel_limit: if kernel_limit { hold_limit } else { 0 },
-            decoded: Decoded::with_limit(u64::from(hold_limit), granule),
+            decoded: Decoded::default(),
+            hold_limit,
+            kernel_limit: kernel_limit && hold_limit > 0,
         }
     }
 
     /// The byte budget the kernel was given (`0`: none).
     pub(crate) fn kernel_limit(&self) -> u32 {
-        self.kernel_limit
+        if self.kernel_limit {
+            self.hold_limit
+        } else {
+            0
+        }
+    }
+
+    /// The hold limit, each buffer of a pool that is not consumed incrementally
+    /// counting whole however few bytes it got.
+    pub(crate) fn hold(&self) -> HoldLimit {
+        let granule = if self.pool.is_incremental() {
+            0
+        } else {
+            self.pool.buffer_size()
+        };
+        HoldLimit {
+            limit: self.hold_limit,
+            granule,
+        }
+    }
+
+    /// The next buffer of the `owed` bytes of the data completion the stream took.
+    pub(crate) fn take_next(&mut self, owed: &mut u32) -> io::Result<RxBuf> {
+        let hold = self.hold();
+        self.decoded.take_next(owed, hold)
     }
 
     /// Takes the buffers completion `c` filled from the pool into `decoded` (in
     /// place: no allocation per completion).
-    fn decode_into(pool: &CopyPool, bundle: bool, c: &Completion, decoded: &mut Decoded) {
+    fn decode_into(
+        pool: &CopyPool,
+        bundle: bool,
+        c: &Completion,
+        decoded: &mut Decoded,
+        hold: HoldLimit,
+    ) {
         if bundle {
             let mut bufs = SmallQueue::default();
             let taken = pool.take_bundle(c.res, c.flags, |b| bufs.push_back(b));
-            decoded.push(taken.map(|_| std::iter::from_fn(move || bufs.pop_front())));
+            decoded.push(
+                taken.map(|_| std::iter::from_fn(move || bufs.pop_front())),
+                hold,
+            );
         } else {
-            decoded.push(pool.take(c.res, c.flags).map(Some));
+            decoded.push(pool.take(c.res, c.flags).map(Some), hold);
         }
     }
 }
@@ -292,8 +325,8 @@ unsafe impl OpCode for RecvMulti {
         } else {
             self.pool.recv_multishot(fd)
         };
-        if self.kernel_limit > 0 {
-            with_optlen(entry, self.kernel_limit)
+        if self.kernel_limit {
+            with_optlen(entry, self.hold_limit)
         } else {
             entry
         }
@@ -301,7 +334,8 @@ unsafe impl OpCode for RecvMulti {
 
     fn on_complete(&mut self, c: &Completion) {
         if c.res > 0 {
-            Self::decode_into(&self.pool, self.bundle, c, &mut self.decoded);
+            let hold = self.hold();
+            Self::decode_into(&self.pool, self.bundle, c, &mut self.decoded, hold);
         }
     }
 
@@ -310,12 +344,20 @@ unsafe impl OpCode for RecvMulti {
     }
 
     fn release(&mut self, c: &Completion) {
-        if c.res > 0 && !self.decoded.discard(c.res) {
+        let hold = self.hold();
+        if c.res > 0 && !self.decoded.discard(c.res, hold) {
             // Never decoded: taking and dropping returns the buffers (in reaping
             // order, as decoding needs).
             let mut lost = Decoded::default();
-            Self::decode_into(&self.pool, self.bundle, c, &mut lost);
+            Self::decode_into(&self.pool, self.bundle, c, &mut lost, hold);
         }
+    }
+
+    fn release_queued(&mut self, c: &Completion) {
+        // Decoded by `on_complete` already (or lost to a decode error): never take
+        // from the pool a second time.
+        let hold = self.hold();
+        self.decoded.discard(c.res, hold);
     }
 }
 

@@ -1,10 +1,11 @@
 //! Multishot RECV_ZC into the worker's zero-copy pool (owned, or imported from the
 //! worker that owns it).
 
-use super::recv::Decoded;
+use super::recv::{Decoded, HoldLimit};
 use super::SharedFd;
 use crate::driver::{Completion, OpCode};
 use io_uring::squeue;
+use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use zcrx::{PoolError, RxBuf, StatsHandle, ZcImport, ZcPool};
@@ -66,8 +67,22 @@ impl RecvZcMulti {
             socket,
             ring,
             budget,
-            decoded: Decoded::with_limit(budget as u64, 0),
+            decoded: Decoded::default(),
         }
+    }
+
+    /// Each chunk counts its length against the budget.
+    fn hold(&self) -> HoldLimit {
+        HoldLimit {
+            limit: self.budget,
+            granule: 0,
+        }
+    }
+
+    /// The next buffer of the `owed` bytes of the data completion the stream took.
+    pub(crate) fn take_next(&mut self, owed: &mut u32) -> io::Result<RxBuf> {
+        let hold = self.hold();
+        self.decoded.take_next(owed, hold)
     }
 
     fn decode(&self, c: &Completion) -> Result<RxBuf, PoolError> {
@@ -94,7 +109,8 @@ unsafe impl OpCode for RecvZcMulti {
     fn on_complete(&mut self, c: &Completion) {
         if c.res > 0 {
             let buf = self.decode(c).map(|b| vec![b]);
-            self.decoded.push(buf);
+            let hold = self.hold();
+            self.decoded.push(buf, hold);
         }
     }
 
@@ -103,8 +119,15 @@ unsafe impl OpCode for RecvZcMulti {
     }
 
     fn release(&mut self, c: &Completion) {
-        if c.res > 0 && !self.decoded.discard(c.res) {
+        if c.res > 0 && !self.decoded.discard(c.res, self.hold()) {
             drop(self.decode(c));
         }
+    }
+
+    fn release_queued(&mut self, c: &Completion) {
+        // Decoded by `on_complete` already (or lost to a decode error); this copy of
+        // the completion has no ZCRX CQE to decode again.
+        let hold = self.hold();
+        self.decoded.discard(c.res, hold);
     }
 }

@@ -76,8 +76,8 @@ impl Armed {
     fn take_owed(&mut self) -> io::Result<RxBuf> {
         let owed = &mut self.owed;
         let taken = match &self.op {
-            ArmedOp::Copy(op) => op.with_data(|d| d.decoded.take_next(owed)),
-            ArmedOp::Zc(op) => op.with_data(|d| d.decoded.take_next(owed)),
+            ArmedOp::Copy(op) => op.with_data(|d| d.take_next(owed)),
+            ArmedOp::Zc(op) => op.with_data(|d| d.take_next(owed)),
         };
         taken.unwrap_or_else(|| {
             *owed = 0;

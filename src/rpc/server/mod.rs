@@ -2,9 +2,12 @@
 //!
 //! Each worker accepts on its own `SO_REUSEPORT` listener and serves its connections
 //! itself. Per connection: one task reads messages (detecting transport and protocol
-//! from the first bytes unless configured), one task per request runs the handler,
-//! and one writer task sends the replies queued since its last write in one vectored
-//! send. Requests are pipelined: up to `max_in_flight` per connection are read before
+//! from the first bytes unless configured) and runs each request's handler right
+//! there; a handler that has to wait continues as a task of its own. One writer task
+//! sends the replies queued since its last write in one vectored send. Requests are
+//! decoded from views of the runtime's receive buffers and copied only when one
+//! straddles two buffers: give the runtime buffers several times the typical request
+//! (`Builder::chunk_size`). Requests are pipelined: up to `max_in_flight` per connection are read before
 //! earlier ones are answered, each reply carrying its request's sequence id; past the
 //! limit the connection stops reading (TCP pushes back on the client).
 //!

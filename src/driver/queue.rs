@@ -11,6 +11,8 @@ pub(crate) struct SmallQueue<T> {
     /// The oldest item, unless it is in `rest` (which then holds every item).
     head: Option<T>,
     /// Never `Some` and empty.
+    // Boxed on purpose: one word in every idle connection's op instead of four.
+    #[allow(clippy::box_collection)]
     rest: Option<Box<VecDeque<T>>>,
 }
 

@@ -258,17 +258,33 @@ async fn accept_loop(ep: Rc<EpCore>, listener: TcpListener) {
     }
 }
 
-fn send_frame(op: OpId, h: &mut Header, payload: bytes::Bytes, level: Level) -> OutFrame {
+/// Posts a message that carries `payload` (a send or an RMA write): immediate data,
+/// the ack request for [`Level::Delivered`], and the wait for that ack.
+fn post_payload(
+    ep: &Rc<EpCore>,
+    peer: PeerId,
+    op: OpId,
+    mut h: Header,
+    imm: Option<u64>,
+    payload: bytes::Bytes,
+    level: Level,
+) -> Result<(), PostError> {
+    if let Some(i) = imm {
+        h.flags |= F_IMM;
+        h.imm = i;
+    }
     let len = payload.len();
     h.len = len as u64;
     if level == Level::Delivered {
         h.flags |= F_ACK;
     }
-    OutFrame {
+    let frame = OutFrame {
         hdr: h.encode(),
         payload,
         sent_op: (level == Level::Sent).then_some((op, len)),
-    }
+    };
+    let wait = (level == Level::Delivered).then_some(Pending::Ack { len });
+    ep.request(peer, op, frame, wait)
 }
 
 impl EndpointProvider for UringEndpoint {
@@ -368,14 +384,7 @@ impl EndpointProvider for UringEndpoint {
                     h.flags |= F_TAGGED;
                     h.tag = t;
                 }
-                if let Some(i) = imm {
-                    h.flags |= F_IMM;
-                    h.imm = i;
-                }
-                let len = src.len();
-                let frame = send_frame(op, &mut h, src.bytes(), level);
-                let wait = (level == Level::Delivered).then_some(Pending::Ack { len });
-                ep.request(peer, op, frame, wait)
+                post_payload(ep, peer, op, h, imm, src.bytes(), level)
             }
             PostRequest::Write {
                 peer,
@@ -389,14 +398,7 @@ impl EndpointProvider for UringEndpoint {
                 h.key = key.key;
                 h.generation = key.generation;
                 h.offset = key.base.wrapping_add(offset);
-                if let Some(i) = imm {
-                    h.flags |= F_IMM;
-                    h.imm = i;
-                }
-                let len = src.len();
-                let frame = send_frame(op, &mut h, src.bytes(), level);
-                let wait = (level == Level::Delivered).then_some(Pending::Ack { len });
-                ep.request(peer, op, frame, wait)
+                post_payload(ep, peer, op, h, imm, src.bytes(), level)
             }
             PostRequest::Read {
                 peer,

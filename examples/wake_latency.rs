@@ -6,28 +6,8 @@
 //! between requests (each request waits for the previous reply), so every round trip
 //! includes a real wake-up.
 
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 use zerorx::{Runtime, WakeMode};
-
-fn block_on_thread<F: std::future::Future>(fut: F) -> F::Output {
-    struct ThreadWaker(std::thread::Thread);
-    impl Wake for ThreadWaker {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
-}
 
 fn summary(name: &str, mut v: Vec<Duration>) {
     v.sort();
@@ -60,7 +40,7 @@ fn main() -> std::io::Result<()> {
             let mut lat = Vec::with_capacity(rounds);
             for _ in 0..rounds {
                 let t = Instant::now();
-                block_on_thread(h2.spawn_on(1, async {})).expect("task");
+                futures_executor::block_on(h2.spawn_on(1, async {})).expect("task");
                 lat.push(t.elapsed());
             }
             lat

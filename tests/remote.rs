@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{block_on_thread, rt, MODES};
+use common::{rt, MODES};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ fn storm(mode: WakeMode) {
                     .collect();
                 let mut sum = 0u64;
                 for j in joins {
-                    let (v, in_rt) = block_on_thread(j).expect("task result");
+                    let (v, in_rt) = futures_executor::block_on(j).expect("task result");
                     assert!(in_rt);
                     sum += v;
                 }
@@ -80,7 +80,8 @@ fn parked_worker_is_woken_in_both_modes() {
         let t = std::thread::spawn(move || {
             for i in 0..20u32 {
                 std::thread::sleep(Duration::from_millis(2));
-                let v = block_on_thread(h.spawn_on(1, async move { i + 1 })).expect("woken");
+                let v =
+                    futures_executor::block_on(h.spawn_on(1, async move { i + 1 })).expect("woken");
                 assert_eq!(v, i + 1);
             }
             h

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{block_on_thread, fd_count, fd_lock, rt, MODES};
+use common::{fd_count, fd_lock, rt, MODES};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -86,7 +86,7 @@ fn spawn_after_shutdown_resolves_cancelled() {
     let h = rt.handle().clone();
     drop(rt);
     for w in 0..2 {
-        let e = block_on_thread(h.spawn_on(w, async { 1 })).expect_err("no worker");
+        let e = futures_executor::block_on(h.spawn_on(w, async { 1 })).expect_err("no worker");
         assert!(e.is_cancelled());
     }
 }

@@ -9,8 +9,6 @@
 use crate::report::Spread;
 use serde::Serialize;
 use std::io;
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 use zerorx::{Runtime, WakeMode};
 
@@ -109,7 +107,7 @@ pub fn measure(mode: WakeMode, trips: usize, round: usize) -> io::Result<WakeCel
         let mut lat = Vec::with_capacity(trips);
         for i in 0..trips {
             let t = Instant::now();
-            let back = block_on_thread(h_foreign.spawn_on(1, async move { i }))
+            let back = futures_executor::block_on(h_foreign.spawn_on(1, async move { i }))
                 .map_err(|e| io::Error::other(format!("spawn_on: {e:?}")))?;
             if back != i {
                 return Err(io::Error::other("spawn_on returned another task's result"));
@@ -155,25 +153,6 @@ fn latency(mut v: Vec<Duration>) -> Latency {
     Latency {
         p50_us: q(0.5),
         p99_us: q(0.99),
-    }
-}
-
-/// Polls a future on this (non-worker) thread, parking between polls.
-fn block_on_thread<F: std::future::Future>(fut: F) -> F::Output {
-    struct ThreadWaker(std::thread::Thread);
-    impl Wake for ThreadWaker {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
     }
 }
 

@@ -29,28 +29,6 @@ pub fn fd_lock() -> std::sync::MutexGuard<'static, ()> {
     FD_LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Drives `fut` on the calling (non-runtime) thread, parking between polls: proves a
-/// `JoinHandle` can be awaited anywhere.
-pub fn block_on_thread<F: std::future::Future>(fut: F) -> F::Output {
-    use std::sync::Arc;
-    use std::task::{Context, Poll, Wake, Waker};
-    struct ThreadWaker(std::thread::Thread);
-    impl Wake for ThreadWaker {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park_timeout(Duration::from_millis(100));
-    }
-}
-
 /// A deterministic pseudo-random sequence (xorshift), so failures reproduce.
 pub struct Rng(pub u64);
 

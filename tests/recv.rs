@@ -32,6 +32,19 @@ async fn echo(stream: TcpStream) {
     }
 }
 
+/// Binds a listener on loopback and echoes every connection it accepts (on the
+/// current worker); returns its address.
+fn echo_server() -> std::net::SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let addr = l.local_addr().expect("addr");
+    spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            spawn(echo(s));
+        }
+    });
+    addr
+}
+
 #[test]
 fn pooled_echo_across_workers_verifies_every_byte() {
     // Serialised with the fd-counting test in this file.
@@ -203,13 +216,7 @@ fn incremental_pool_ping_pong_on_many_connections() {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
-        spawn(async move {
-            while let Ok((s, _)) = l.accept().await {
-                spawn(echo(s));
-            }
-        });
+        let addr = echo_server();
         let joins: Vec<_> = (0..32u8)
             .map(|i| {
                 spawn(async move {
@@ -245,13 +252,7 @@ fn echo_with(configure: impl FnOnce(&mut zerorx::Builder)) -> zerorx::WorkerMetr
     let rt = b.build().expect("runtime");
     let h = rt.handle().clone();
     rt.block_on(async {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
-        spawn(async move {
-            while let Ok((s, _)) = l.accept().await {
-                spawn(echo(s));
-            }
-        });
+        let addr = echo_server();
         let joins: Vec<_> = (0..16u64)
             .map(|i| {
                 spawn(async move {

@@ -60,6 +60,33 @@ fn harness(args: &[&str], limit: Duration) -> Out {
     wait_bounded(child, limit)
 }
 
+/// Starts `zerorx-stress serve` (1 thread, 60 s at most) with `extra` options and
+/// returns it with the address from its first (JSON) line.
+fn standalone_server(extra: &[&str]) -> (std::process::Child, String) {
+    let mut server = Command::new(BIN)
+        .arg("serve")
+        .args(extra)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+            "--duration",
+            "60s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start server");
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("listening line");
+    let line: serde_json::Value = serde_json::from_str(&first).expect("json line");
+    let addr = line["addr"].as_str().expect("addr").to_owned();
+    (server, addr)
+}
+
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("zerorx-stress-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -214,26 +241,7 @@ fn a_killed_server_is_a_clear_failure_not_a_hang() {
 
 #[test]
 fn connect_loads_a_standalone_server() {
-    let mut server = Command::new(BIN)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--threads",
-            "1",
-            "--duration",
-            "60s",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start server");
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().expect("stdout"))
-        .read_line(&mut first)
-        .expect("listening line");
-    let line: serde_json::Value = serde_json::from_str(&first).expect("json line");
-    let addr = line["addr"].as_str().expect("addr").to_owned();
+    let (mut server, addr) = standalone_server(&[]);
     let json = tmp("connect.json");
     let out = harness(
         &[
@@ -345,27 +353,7 @@ fn the_default_rpc_run_checks_every_call_and_the_servers_counts() {
 
 #[test]
 fn connect_loads_any_bench_thrift_server() {
-    let mut server = Command::new(BIN)
-        .args([
-            "serve",
-            "--service",
-            "rpc",
-            "--listen",
-            "127.0.0.1:0",
-            "--threads",
-            "1",
-        ])
-        .args(["--duration", "60s"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start server");
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().expect("stdout"))
-        .read_line(&mut first)
-        .expect("listening line");
-    let line: serde_json::Value = serde_json::from_str(&first).expect("json line");
-    let addr = line["addr"].as_str().expect("addr").to_owned();
+    let (mut server, addr) = standalone_server(&["--service", "rpc"]);
     let json = tmp("connect-rpc.json");
     let out = harness(
         &[

@@ -16,38 +16,28 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Runs `scenario` for 3 s on 4 connections (2 server workers) with every fault kind
+/// at 3/s, writing the JSON report to `json`.
+fn run_all_faults(scenario: &str, json: &std::path::Path) -> std::process::Output {
+    Command::new(BIN)
+        .args(["-s", scenario, "-d", "3s", "-c", "4"])
+        .args(["--client-threads", "1", "--server-threads", "2"])
+        .args(["--faults", "all:3/s", "--fault-hold", "300ms"])
+        .args(["--burst-conns", "40", "--timeout", "5s", "-q", "--json"])
+        .arg(json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run harness")
+}
+
 #[test]
 fn every_fault_kind_is_injected_and_counted_server_side() {
     let _serial = one_at_a_time();
     let json =
         std::env::temp_dir().join(format!("zerorx-stress-faults-{}.json", std::process::id()));
     let t0 = Instant::now();
-    let out = Command::new(BIN)
-        .args(["-s", "stream"])
-        .args([
-            "-d",
-            "3s",
-            "-c",
-            "4",
-            "--client-threads",
-            "1",
-            "--server-threads",
-            "2",
-        ])
-        .args([
-            "--faults",
-            "all:3/s",
-            "--fault-hold",
-            "300ms",
-            "--burst-conns",
-            "40",
-        ])
-        .args(["--timeout", "5s", "-q", "--json"])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run harness");
+    let out = run_all_faults("stream", &json);
     assert!(
         t0.elapsed() < Duration::from_secs(90),
         "took {:?}",
@@ -110,33 +100,7 @@ fn thrift_faults_are_counted_by_the_rpc_server() {
         "zerorx-stress-rpc-faults-{}.json",
         std::process::id()
     ));
-    let out = Command::new(BIN)
-        .args([
-            "-s",
-            "rpc",
-            "-d",
-            "3s",
-            "-c",
-            "4",
-            "--client-threads",
-            "1",
-            "--server-threads",
-            "2",
-        ])
-        .args([
-            "--faults",
-            "all:3/s",
-            "--fault-hold",
-            "300ms",
-            "--burst-conns",
-            "40",
-        ])
-        .args(["--timeout", "5s", "-q", "--json"])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run harness");
+    let out = run_all_faults("rpc", &json);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

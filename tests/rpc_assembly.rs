@@ -86,3 +86,94 @@ fn straddling_messages_stay_valid_and_their_memory_is_reused_once_dropped() {
         assert!(others[0].iter().all(|&x| x == 1) && others[1].iter().all(|&x| x == 2));
     });
 }
+
+/// One framed binary `echo` call of `len` bytes of `fill`, as one buffer.
+fn echo_call(seqid: i32, len: usize, fill: u8) -> Vec<u8> {
+    let args = zerorx::rpc::bench::EchoArgs {
+        data: Bytes::from(vec![fill; len]),
+    };
+    let segs = zerorx::rpc::encode_message(
+        Protocol::Binary,
+        true,
+        usize::MAX,
+        b"echo",
+        zerorx::rpc::MessageType::Call,
+        seqid,
+        &args,
+    )
+    .expect("encode");
+    segs.concat()
+}
+
+#[test]
+fn a_server_whose_pool_runs_low_copies_partial_requests_and_counts_it() {
+    use std::io::{Read, Write};
+    // 8 x 4 KiB buffers; six connections each park 5 KB of a 6 KB request, which
+    // leaves the pool low while they wait for the rest.
+    const CONNS: usize = 6;
+    const LEN: usize = 6000;
+    const FIRST: usize = 5000;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || -> std::io::Result<()> {
+        let rt = zerorx::Runtime::builder()
+            .threads(1)
+            .copy_pool(Some(zcrx::CopyPoolConfig {
+                buffers: 8,
+                buffer_size: 4096,
+                ..zcrx::CopyPoolConfig::default()
+            }))
+            .shutdown_timeout(Duration::from_secs(5))
+            .build()?;
+        let server =
+            zerorx::rpc::bench::register(zerorx::rpc::Server::builder(), Default::default())
+                .addr("127.0.0.1:0".parse().expect("addr"))
+                .start(rt.handle())?;
+        let _ = tx.send((
+            server.local_addr(),
+            server.shutdown_handle(),
+            server.stats_handle(),
+        ));
+        rt.block_on(server.stopped())
+    });
+    let (addr, shutdown, stats) = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("server started");
+    let mut conns = Vec::new();
+    for i in 0..CONNS {
+        let mut s = std::net::TcpStream::connect(addr).expect("connect");
+        s.set_nodelay(true).expect("nodelay");
+        s.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let call = echo_call(i as i32, LEN, i as u8);
+        s.write_all(&call[..FIRST]).expect("first part");
+        conns.push((s, call));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for (i, (s, call)) in conns.iter_mut().enumerate() {
+        s.write_all(&call[FIRST..]).expect("rest");
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).expect("reply length");
+        let mut reply = vec![0u8; u32::from_be_bytes(len) as usize];
+        s.read_exact(&mut reply).expect("reply");
+        let mut r = zerorx::rpc::MessageReader::new(
+            Protocol::Binary,
+            reply.into(),
+            DecodeLimits::default(),
+        );
+        let h = r.read_header().expect("header");
+        assert_eq!(h.seqid, i as i32);
+        let zerorx::rpc::Returns(data) = r
+            .decode::<zerorx::rpc::Returns<Bytes>>()
+            .expect("echo result");
+        assert_eq!(data, Bytes::from(vec![i as u8; LEN]), "connection {i}");
+    }
+    let s = stats.snapshot();
+    shutdown.shutdown(Duration::from_secs(1));
+    server.join().expect("server thread").expect("server ran");
+    assert_eq!(s.requests, CONNS as u64, "{s:#?}");
+    assert!(
+        s.pressure_spills > 0,
+        "waiting readers copied out when the pool ran low: {s:#?}"
+    );
+    assert!(s.pressure_spills <= s.frames_copied, "{s:#?}");
+}

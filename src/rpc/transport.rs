@@ -13,7 +13,7 @@
 use super::assembly::assemble;
 use super::error::DecodeError;
 use super::protocol::{binary, compact, DecodeLimits, Protocol};
-use crate::net::{BytesChain, FrameReader, TcpStream};
+use crate::net::{BytesChain, CopyStats, FrameReader, TcpStream};
 use bytes::Bytes;
 use std::fmt;
 use std::io;
@@ -158,6 +158,11 @@ impl MessageStream {
     /// Bytes received and not yet handed out.
     pub fn buffered(&self) -> usize {
         self.reader.buffered().len()
+    }
+
+    /// What the reader has copied out of receive buffers so far.
+    pub fn copy_stats(&self) -> CopyStats {
+        self.reader.copy_stats()
     }
 
     /// The next message; `Ok(None)` when the peer closed between messages.

@@ -217,6 +217,9 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
     }
     let framed = transport == Transport::Framed;
     let mut messages = MessageStream::new(reader, transport, protocol, cfg.max_frame, cfg.limits);
+    // A spill makes the message it was for a copied one, so spills are counted with
+    // copied messages (one never completed is not counted).
+    let mut spills_counted = 0;
 
     loop {
         if conn.in_flight.get() >= cfg.max_in_flight {
@@ -303,6 +306,9 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
                 if incoming.copied {
                     bump(&stats.frames_copied, 1);
                     bump(&stats.bytes_copied, incoming.bytes.len() as u64);
+                    let spills = messages.copy_stats().pressure_spills;
+                    bump(&stats.pressure_spills, spills - spills_counted);
+                    spills_counted = spills;
                 }
                 if !dispatch(incoming, protocol, framed, conn, w) {
                     return End::Graceful;

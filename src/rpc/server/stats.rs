@@ -84,6 +84,10 @@ counters! {
     frames_copied,
     /// Bytes in those requests.
     bytes_copied,
+    /// Times a connection copied the part of a request it held because the worker's
+    /// receive pool ran low while it waited for the rest (those requests are among
+    /// `frames_copied`): a sign the pool is too small for the requests in flight.
+    pressure_spills,
     /// Connections closed by a graceful drain.
     drained,
     /// Connections still busy at the drain deadline, closed with calls in flight.

@@ -43,6 +43,9 @@ usage: cargo bench -p zerorx-bench --bench rpc -- [options]
                       gets one worker per connection instead)
   --client-threads N  load generator threads (default 1)
   --servers LIST      comma-separated subset of zerorx,tokio,thrift-crate,tnonblocking
+  --workloads LIST    comma-separated subset of 64B,64KiB (default both)
+  --zerorx-args ARGS  extra `zerorx serve` options for the zerorx server, space-separated
+                      (e.g. \"--chunk-kib 128 --pool-kib 2048\")
   --json FILE         also write every cell, the ratios and the goals as JSON
 ";
 
@@ -57,6 +60,9 @@ struct Options {
     threads: usize,
     client_threads: usize,
     servers: Vec<Kind>,
+    /// Payload sizes to run (`echo-64B`, `echo-64KiB`).
+    payloads: Vec<usize>,
+    zerorx_args: Vec<String>,
     json: Option<String>,
 }
 
@@ -71,6 +77,8 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
         threads: 1,
         client_threads: 1,
         servers: Kind::ALL.to_vec(),
+        payloads: vec![64, 64 * 1024],
+        zerorx_args: Vec::new(),
         json: None,
     };
     let mut it = args.iter().skip(1);
@@ -113,6 +121,19 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
                     .map(|s| Kind::parse(s.trim()).ok_or_else(|| format!("unknown server {s}")))
                     .collect::<Result<_, _>>()?;
             }
+            "--workloads" => {
+                o.payloads = value()?
+                    .split(',')
+                    .map(|s| match s.trim() {
+                        "64B" => Ok(64),
+                        "64KiB" => Ok(64 * 1024),
+                        other => Err(format!("unknown workload {other} (64B or 64KiB)")),
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "--zerorx-args" => {
+                o.zerorx_args = value()?.split_whitespace().map(str::to_owned).collect();
+            }
             "--json" => o.json = Some(value()?),
             other => return Err(format!("unknown option {other}")),
         }
@@ -130,18 +151,21 @@ struct Workload {
 }
 
 fn workloads(o: &Options) -> Vec<Workload> {
-    vec![
-        Workload {
-            name: "echo-64B".into(),
-            payload: 64,
-            depth: o.depth,
-        },
-        Workload {
-            name: "echo-64KiB".into(),
-            payload: 64 * 1024,
-            depth: 1,
-        },
-    ]
+    o.payloads
+        .iter()
+        .map(|&payload| match payload {
+            64 => Workload {
+                name: "echo-64B".into(),
+                payload,
+                depth: o.depth,
+            },
+            _ => Workload {
+                name: "echo-64KiB".into(),
+                payload,
+                depth: 1,
+            },
+        })
+        .collect()
 }
 
 fn main() {
@@ -194,6 +218,7 @@ fn run(args: &[String]) -> i32 {
         thrift_workers: o.connections,
         cpp,
         log_dir: tnonblocking::work_dir().join("logs"),
+        zerorx_args: o.zerorx_args.clone(),
     };
     let wls = workloads(&o);
     println!(

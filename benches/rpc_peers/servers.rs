@@ -61,6 +61,8 @@ pub struct Setup {
     pub cpp: Option<PathBuf>,
     /// Where servers' stderr goes (`KIND.log`).
     pub log_dir: PathBuf,
+    /// Extra `zerorx serve` options (e.g. `--chunk-kib 128`).
+    pub zerorx_args: Vec<String>,
 }
 
 /// A running server.
@@ -96,6 +98,9 @@ impl Server {
                 let mut c = Command::new(exe);
                 c.args(["--serve", kind.name(), "--port", &port.to_string()]);
                 c.args(["--threads", &threads.to_string()]);
+                if kind == Kind::Zerorx {
+                    c.args(&setup.zerorx_args);
+                }
                 c
             }
         };
@@ -166,8 +171,21 @@ impl Server {
         }
     }
 
-    /// Kills it and reaps it.
+    /// Asks it to stop (SIGTERM, so zerorx drains and logs its counters), kills it
+    /// if it is still running after a second, and reaps it.
     pub fn stop(mut self) {
+        // A pid from `Child` fits pid_t.
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: `pid` is this server's child process, not yet reaped, so the id
+        // cannot name another process.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -195,6 +213,7 @@ pub fn serve_child(args: &[String]) -> i32 {
     let mut kind = None;
     let mut port = None;
     let mut threads = 1usize;
+    let mut extra: Vec<String> = Vec::new();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let value = it.next().map(String::as_str).unwrap_or_default();
@@ -202,7 +221,8 @@ pub fn serve_child(args: &[String]) -> i32 {
             "--serve" => kind = Kind::parse(value),
             "--port" => port = value.parse::<u16>().ok(),
             "--threads" => threads = value.parse().unwrap_or(1),
-            _ => {}
+            // Anything else is a `zerorx serve` option, passed through.
+            _ => extra.extend([flag.clone(), value.to_owned()]),
         }
     }
     let (Some(kind), Some(port)) = (kind, port) else {
@@ -224,7 +244,8 @@ pub fn serve_child(args: &[String]) -> i32 {
                 "--threads",
                 &threads.to_string(),
             ];
-            match zerorx::rpc::bench::serve::parse_args(args.iter().map(|s| s.to_string())) {
+            let args = args.iter().map(|s| s.to_string()).chain(extra);
+            match zerorx::rpc::bench::serve::parse_args(args) {
                 Ok(Some(a)) => zerorx::rpc::bench::serve::run(&a).map_err(|e| e.to_string()),
                 Ok(None) => Err("unexpected --help".into()),
                 Err(e) => Err(e),

@@ -35,6 +35,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod assembly;
 pub mod bench;
 pub mod client;
 mod codec;

@@ -3,12 +3,14 @@
 //! whole messages out of the received buffers.
 //!
 //! - Framed: a 4-byte big-endian length, then the message. The frame is handed on as
-//!   the received buffer itself when it lies in one; otherwise it is assembled once.
+//!   the received buffer itself when it lies in one; otherwise it is assembled once,
+//!   into a buffer recycled per thread.
 //! - Unframed ("buffered" in Apache's terms): messages back to back. Where one ends is
 //!   found by skipping over it ([`binary::message_len`], [`compact::message_len`]) in
 //!   what has arrived; an incomplete message waits for at least the bytes it is known
 //!   to need. Always assembled when it spans buffers.
 
+use super::assembly::assemble;
 use super::error::DecodeError;
 use super::protocol::{binary, compact, DecodeLimits, Protocol};
 use crate::net::{BytesChain, FrameReader, TcpStream};
@@ -235,7 +237,7 @@ impl MessageStream {
     fn incoming(&self, chain: BytesChain) -> Incoming {
         let copied = self.reader.last_copied() || !chain.is_contiguous();
         Incoming {
-            bytes: chain.into_contiguous(),
+            bytes: assemble(chain),
             copied,
         }
     }

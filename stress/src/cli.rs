@@ -40,8 +40,9 @@ pub enum Scenario {
     Stream,
     /// Connect, call, close, in a loop.
     Churn,
-    /// `zerorx::fabric` messages between endpoint pairs in the harness (uring-tcp
-    /// provider): one pair per connection, verified frames echoed or acked.
+    /// `zerorx::fabric` messages between endpoint pairs in the harness (the
+    /// `--fabric-provider`, uring-tcp by default): one pair per connection, verified
+    /// frames echoed or acked.
     Fabric,
 }
 
@@ -92,6 +93,11 @@ pub struct RunArgs {
     /// Stop after this many requests.
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
+    /// The `fabric` scenario's provider: `uring-tcp`, or a libfabric one
+    /// (`libfabric:tcp;ofi_rxm`, `libfabric:shm`, as the error for an unknown name
+    /// lists) in a build with `--features libfabric`.
+    #[arg(long, value_name = "NAME", default_value = crate::fabric::DEFAULT_PROVIDER)]
+    pub fabric_provider: String,
     /// Payload sizes, cycled (default: stream and fabric 64,16K; churn 64; rpc: the mix's
     /// own).
     #[arg(long, value_delimiter = ',', value_parser = parse::size)]

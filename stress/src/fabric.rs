@@ -1,5 +1,6 @@
-//! The `fabric` scenario: message exchange over `zerorx::fabric` with the default
-//! io_uring TCP provider, both ends inside the harness.
+//! The `fabric` scenario: message exchange over `zerorx::fabric`, both ends inside the
+//! harness, with the default io_uring TCP provider or the one `--fabric-provider` names
+//! (a libfabric provider in a `libfabric` build).
 //!
 //! Each slot (one per `--connections`) opens a pair of endpoints on its client worker,
 //! A and B, sharing one completion queue. A sends the harness's verified frames
@@ -26,8 +27,8 @@ use zerorx::fabric::{
     MemoryRegion, OpError, PeerId, PostError, Requirements,
 };
 
-/// The provider the scenario loads.
-pub const PROVIDER: &str = "uring-tcp";
+/// The provider the scenario loads unless `--fabric-provider` names another.
+pub const DEFAULT_PROVIDER: &str = "uring-tcp";
 
 /// How long one wait for a completion lasts before the stop flag and deadlines are
 /// looked at again.
@@ -78,6 +79,7 @@ enum Ended {
 /// after a failure.
 pub async fn run_fabric_slot(
     index: usize,
+    provider: Arc<str>,
     plan: Arc<LoadPlan>,
     run: Arc<RunCtx>,
     stats: Arc<WorkerStats>,
@@ -89,10 +91,10 @@ pub async fn run_fabric_slot(
     while !run.stopping() && !run.budget_spent() {
         let conn = run.next_conn();
         let t0 = Instant::now();
-        let pair = match Pair::open(&plan).await {
+        let pair = match Pair::open(&provider, &plan).await {
             Ok(p) => p,
             Err(SetupError::Fatal(e)) => {
-                run.abort(format!("cannot set up a {PROVIDER} endpoint pair: {e}"));
+                run.abort(format!("cannot set up a {provider} endpoint pair: {e}"));
                 return;
             }
             Err(SetupError::Connect(e)) => {
@@ -101,11 +103,11 @@ pub async fn run_fabric_slot(
                     kind: ErrorKind::Connect,
                     id: None,
                     conn,
-                    detail: format!("{PROVIDER} endpoint connect: {e}"),
+                    detail: format!("{provider} endpoint connect: {e}"),
                 });
                 if failures >= MAX_CONNECT_FAILURES {
                     run.abort(format!(
-                        "cannot connect {PROVIDER} endpoints ({failures} attempts in a row): {e}"
+                        "cannot connect {provider} endpoints ({failures} attempts in a row): {e}"
                     ));
                     return;
                 }
@@ -153,12 +155,12 @@ struct Pair {
 }
 
 impl Pair {
-    async fn open(plan: &LoadPlan) -> Result<Pair, SetupError> {
+    async fn open(provider: &str, plan: &LoadPlan) -> Result<Pair, SetupError> {
         let fatal = |e: &dyn std::fmt::Display| SetupError::Fatal(e.to_string());
         let max_size = plan.sizes.iter().copied().max().unwrap_or(0);
         let slot_len = HEADER_LEN + max_size;
         let depth = plan.depth.max(1);
-        let fabric = Fabric::open(PROVIDER, &Requirements::new().max_msg_size(slot_len))
+        let fabric = Fabric::open(provider, &Requirements::new().max_msg_size(slot_len))
             .map_err(|e| fatal(&e))?;
         let domain = fabric
             .domain(DomainConfig::default())

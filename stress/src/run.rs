@@ -52,7 +52,9 @@ impl std::fmt::Display for RunError {
 const FAULT_PAYLOAD: usize = 64 * 1024;
 
 /// What the `fabric` scenario loads, in reports.
-const FABRIC_TARGET: &str = "uring-tcp endpoint pairs inside the harness";
+fn fabric_target(provider: &str) -> String {
+    format!("{provider} endpoint pairs inside the harness")
+}
 
 /// A run's settings, checked.
 #[derive(Clone, Debug)]
@@ -79,6 +81,8 @@ pub struct RunPlan {
     pub faults: Vec<FaultSpec>,
     /// How fault actions behave.
     pub fault_plan: FaultPlan,
+    /// The `fabric` scenario's provider.
+    pub fabric_provider: Arc<str>,
 }
 
 /// Checks the arguments.
@@ -106,6 +110,22 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
         return usage(
             "--scenario fabric runs both endpoints in the harness; --connect does not apply",
         );
+    }
+    if a.scenario != Scenario::Fabric && a.fabric_provider != fabric::DEFAULT_PROVIDER {
+        return usage("--fabric-provider applies to --scenario fabric only");
+    }
+    let providers = zerorx::fabric::Fabric::providers();
+    if !providers.contains(&a.fabric_provider) {
+        return Err(RunError::Usage(format!(
+            "--fabric-provider {}: not in this build (it has: {}){}",
+            a.fabric_provider,
+            providers.join(", "),
+            if cfg!(feature = "libfabric") {
+                ""
+            } else {
+                "; libfabric providers need a build with --features libfabric"
+            }
+        )));
     }
     if a.scenario == Scenario::Fabric && a.faults.is_some() {
         return usage("--scenario fabric takes no --faults (they speak TCP frames to a server)");
@@ -191,6 +211,7 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
             max_frame,
             timeout: a.timeout,
         },
+        fabric_provider: a.fabric_provider.as_str().into(),
     })
 }
 
@@ -245,7 +266,7 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     };
     if !a.quiet {
         let who = match &server {
-            None if p.scenario == Scenario::Fabric => FABRIC_TARGET.to_owned(),
+            None if p.scenario == Scenario::Fabric => fabric_target(&p.fabric_provider),
             Some(s) => format!(
                 "embedded server pid {} ({} workers) on {}",
                 s.pid(),
@@ -319,10 +340,14 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
             );
             Some(ModeInfo {
                 mode: "fabric".into(),
-                reason: format!(
-                    "{} provider, lease receives from the harness workers' receive pools",
-                    fabric::PROVIDER
-                ),
+                reason: if &*p.fabric_provider == fabric::DEFAULT_PROVIDER {
+                    format!(
+                        "{} provider, lease receives from the harness workers' receive pools",
+                        p.fabric_provider
+                    )
+                } else {
+                    format!("{} provider, lease receives", p.fabric_provider)
+                },
             })
         }
         _ => server.as_ref().map(|s| s.receive_mode().clone()),
@@ -330,7 +355,7 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     let target = TargetInfo {
         embedded: server.is_some(),
         addr: if p.scenario == Scenario::Fabric {
-            FABRIC_TARGET.to_owned()
+            fabric_target(&p.fabric_provider)
         } else {
             p.load.addr.to_string()
         },
@@ -465,7 +490,10 @@ async fn drive(
                     handle.spawn_on_with(w, move || run_slot(i, plan, run, stats, start))
                 }
                 Scenario::Fabric => {
-                    handle.spawn_on_with(w, move || run_fabric_slot(i, plan, run, stats, start))
+                    let provider = p.fabric_provider.clone();
+                    handle.spawn_on_with(w, move || {
+                        run_fabric_slot(i, provider, plan, run, stats, start)
+                    })
                 }
             }
         })

@@ -449,4 +449,78 @@ fn a_fabric_run_checks_every_message_and_reports_it() {
         assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
         assert!(out.stderr.contains(why), "{}", out.stderr);
     }
+    for (args, why) in [
+        (
+            ["-s", "fabric", "--fabric-provider", "nope"],
+            "not in this build (it has: uring-tcp",
+        ),
+        (
+            ["-s", "rpc", "--fabric-provider", "uring-tcp2"],
+            "applies to --scenario fabric only",
+        ),
+    ] {
+        let out = harness(&args, Duration::from_secs(10));
+        assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+        assert!(out.stderr.contains(why), "{}", out.stderr);
+    }
+}
+
+/// The same verified exchange over every libfabric provider in the build (the
+/// workspace tests build with `--all-features`).
+#[cfg(feature = "libfabric")]
+#[test]
+fn a_fabric_run_over_each_libfabric_provider_checks_every_message() {
+    let providers: Vec<String> = zerorx::fabric::Fabric::providers()
+        .into_iter()
+        .filter(|p| p.starts_with("libfabric:"))
+        .collect();
+    assert!(
+        !providers.is_empty(),
+        "no libfabric provider in a libfabric build: install libfabric1 (apt)"
+    );
+    for provider in providers {
+        let json = tmp(&format!(
+            "fabric-{}.json",
+            provider.replace([':', ';'], "-")
+        ));
+        let mut args = vec![
+            "-s",
+            "fabric",
+            "--fabric-provider",
+            &provider,
+            "-d",
+            "1s",
+            "--mode",
+            "mixed",
+            "--json",
+        ];
+        args.push(json.to_str().expect("utf-8 path"));
+        args.extend(SMALL);
+        let out = harness(&args, Duration::from_secs(60));
+        assert!(
+            out.status.success(),
+            "fabric over {provider} failed:\n{}\n{}",
+            out.stdout,
+            out.stderr
+        );
+        let r = load(&json);
+        assert!(r.verdict.pass, "{provider}: {:?}", r.verdict);
+        assert!(
+            r.requests.ok > 0 && r.requests.ok == r.requests.sent,
+            "{provider}: {:?}",
+            r.requests
+        );
+        assert!(r.errors.is_empty(), "{provider}: {:?}", r.errors);
+        assert!(
+            r.receive_mode
+                .reason
+                .starts_with(&format!("{provider} provider")),
+            "{:?}",
+            r.receive_mode
+        );
+        assert_eq!(
+            r.target.addr,
+            format!("{provider} endpoint pairs inside the harness")
+        );
+    }
 }

@@ -161,9 +161,7 @@ impl<F: Future + 'static> Runnable for Task<F> {
         // its own: it is never dropped (`ManuallyDrop`), so it never gives back a count
         // it did not take, and `self` outlives it (both end with this call). Clones the
         // future makes, and wakes by value of those clones, count as usual.
-        let waker = ManuallyDrop::new(Waker::from(unsafe {
-            Arc::from_raw(Arc::as_ptr(&self))
-        }));
+        let waker = ManuallyDrop::new(Waker::from(unsafe { Arc::from_raw(Arc::as_ptr(&self)) }));
         let mut cx = Context::from_waker(&waker);
         let polled = catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: owner thread; the future lives in the `Arc` allocation and is never

@@ -32,6 +32,7 @@ pub(crate) mod op;
 pub(crate) mod queue;
 pub(crate) mod ring;
 pub(crate) mod slab;
+mod spare;
 
 pub use multishot::MultiOp;
 pub use op::{Op, OpCode};
@@ -42,6 +43,7 @@ use io_uring::{opcode, squeue, types};
 use op::{Landed, Lifecycle, Multi, OpBox, OpSlot, Queued};
 use ring::{Ring, RingConfig};
 use slab::{reserved, GenSlab, Key};
+use spare::SpareBoxes;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
@@ -64,6 +66,8 @@ pub(crate) struct Driver {
     wake: Option<WakeRead>,
     /// Reused between turns so reaping allocates nothing in steady state.
     completions: Vec<Completion>,
+    /// Boxes of finished single-shot ops, reused by the next ones.
+    pub(crate) spare: SpareBoxes,
     /// Wakers of the ops completed this turn; woken by the loop after the driver
     /// borrow ends, because waking may re-enter the driver.
     wakers: Vec<Waker>,
@@ -92,6 +96,7 @@ impl Driver {
                 armed: false,
             }),
             completions: Vec::with_capacity(cfg.cq_entries as usize),
+            spare: SpareBoxes::default(),
             wakers: Vec::new(),
             stops: Vec::new(),
             metrics,

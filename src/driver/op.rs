@@ -302,10 +302,11 @@ impl<T: OpCode> Op<T> {
     /// worker's next `io_uring_enter`. Fails outside a worker thread.
     pub fn submit(data: T) -> io::Result<Op<T>> {
         let core = context::current().ok_or_else(not_in_runtime)?;
-        let key = core
-            .driver
-            .borrow_mut()
-            .submit(Box::new(Single(data)), Lifecycle::Pending(None))?;
+        let key = {
+            let mut driver = core.driver.borrow_mut();
+            let data = driver.spare.boxed(Single(data));
+            driver.submit(data, Lifecycle::Pending(None))?
+        };
         Ok(Op {
             key: Some(key),
             core,
@@ -343,7 +344,10 @@ impl<T: OpCode> Future for Op<T> {
             return Poll::Ready(Err(io::Error::from_raw_os_error(libc::ECANCELED)));
         };
         match data.into_any().downcast::<Single<T>>() {
-            Ok(data) => Poll::Ready(Ok((c, data.0))),
+            Ok(data) => {
+                let Single(data) = self.core.driver.borrow_mut().spare.recycle(data);
+                Poll::Ready(Ok((c, data)))
+            }
             Err(_) => Poll::Ready(Err(io::Error::other("op slot held a foreign op type"))),
         }
     }

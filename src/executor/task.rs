@@ -12,6 +12,7 @@ use crate::runtime::context;
 use crate::runtime::worker::{Core, Remote, WorkerShared};
 use std::cell::UnsafeCell;
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
@@ -69,12 +70,13 @@ impl<F: Future + 'static> Task<F> {
         })
     }
 
-    /// Sets `SCHEDULED` and enqueues the task, unless it is queued or finished already.
-    fn schedule(self: &Arc<Self>) {
+    /// Sets `SCHEDULED`; `true` when the caller must enqueue the task (it was neither
+    /// queued nor finished).
+    fn mark_scheduled(&self) -> bool {
         let mut s = self.state.load(Ordering::Acquire);
         loop {
             if s & (SCHEDULED | COMPLETE) != 0 {
-                return;
+                return false;
             }
             match self.state.compare_exchange_weak(
                 s,
@@ -82,21 +84,33 @@ impl<F: Future + 'static> Task<F> {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => break,
+                Ok(_) => return true,
                 Err(actual) => s = actual,
             }
         }
-        let task: Arc<dyn Runnable> = self.clone();
-        let local = context::with_core(|core| {
-            if Arc::ptr_eq(&core.shared, &self.owner) {
-                core.run_queue.borrow_mut().push_back(task.clone());
-                true
-            } else {
-                false
+    }
+
+    /// Puts the task in its owner's run queue: this reference moves into the queue,
+    /// so a wake by value costs no reference-count traffic.
+    fn enqueue(self: Arc<Self>) {
+        let mut task = Some(self);
+        context::with_core(|core| {
+            if let Some(t) = task.take_if(|t| Arc::ptr_eq(&core.shared, &t.owner)) {
+                core.run_queue.borrow_mut().push_back(t);
             }
         });
-        if local != Some(true) {
-            self.owner.push_remote(Remote::Wake(task));
+        if let Some(t) = task {
+            // Woken from another thread: the owner must stay reachable after `t` moves
+            // into the message.
+            let owner = t.owner.clone();
+            owner.push_remote(Remote::Wake(t));
+        }
+    }
+
+    /// Sets `SCHEDULED` and enqueues the task, unless it is queued or finished already.
+    fn schedule(self: &Arc<Self>) {
+        if self.mark_scheduled() {
+            self.clone().enqueue();
         }
     }
 
@@ -143,7 +157,11 @@ impl<F: Future + 'static> Runnable for Task<F> {
             self.finish(Err(JoinError::Cancelled), Some(core));
             return;
         }
-        let waker = Waker::from(self.clone());
+        // SAFETY: the waker borrows the reference `self` holds instead of taking one of
+        // its own: it is never dropped (`ManuallyDrop`), so it never gives back a count
+        // it did not take, and `self` outlives it (both end with this call). Clones the
+        // future makes, and wakes by value of those clones, count as usual.
+        let waker = ManuallyDrop::new(Waker::from(unsafe { Arc::from_raw(Arc::as_ptr(&self)) }));
         let mut cx = Context::from_waker(&waker);
         let polled = catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: owner thread; the future lives in the `Arc` allocation and is never
@@ -181,7 +199,9 @@ impl<F: Future + 'static> Runnable for Task<F> {
 
 impl<F: Future + 'static> Wake for Task<F> {
     fn wake(self: Arc<Self>) {
-        self.schedule();
+        if self.mark_scheduled() {
+            self.enqueue();
+        }
     }
 
     fn wake_by_ref(self: &Arc<Self>) {

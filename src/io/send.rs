@@ -2,19 +2,20 @@
 
 use super::{fd, SharedFd};
 use crate::driver::OpCode;
-use bytes::Bytes;
+use crate::net::SendBuf;
 use io_uring::{opcode, squeue};
 use socket2::SockAddr;
 
 /// Sends `buf[offset..]`.
 pub(crate) struct Send {
     pub(crate) socket: SharedFd,
-    pub(crate) buf: Bytes,
+    pub(crate) buf: SendBuf,
     pub(crate) offset: usize,
 }
 
-// SAFETY: points into `buf`, whose heap storage `Bytes` keeps alive and unmoved while
-// the op owns it; names the fd `socket` keeps open.
+// SAFETY: points into `buf`, whose storage (heap or static for `Bytes`, the pool's
+// mapped area for an `RxBuf`) stays alive and unmoved while the op owns it; names the
+// fd `socket` keeps open.
 unsafe impl OpCode for Send {
     fn create_entry(&mut self) -> squeue::Entry {
         let rest = &self.buf[self.offset..];
@@ -28,7 +29,7 @@ unsafe impl OpCode for Send {
 /// SENDMSG over several buffers, skipping the first `skip` bytes.
 pub(crate) struct SendMsg {
     pub(crate) socket: SharedFd,
-    pub(crate) bufs: Vec<Bytes>,
+    pub(crate) bufs: Vec<SendBuf>,
     pub(crate) skip: usize,
     pub(crate) to: Option<SockAddr>,
     iovecs: Vec<libc::iovec>,
@@ -40,7 +41,7 @@ pub(crate) struct SendMsg {
 impl SendMsg {
     pub(crate) fn new(
         socket: SharedFd,
-        bufs: Vec<Bytes>,
+        bufs: Vec<SendBuf>,
         skip: usize,
         to: Option<SockAddr>,
     ) -> Self {
@@ -57,7 +58,7 @@ impl SendMsg {
 }
 
 // SAFETY: the msghdr points at `iovecs` and `to` inside this op; the iovecs point into
-// `bufs`, whose storage `Bytes` keeps alive. None of them is modified after
+// `bufs`, whose storage stays alive and unmoved while the op owns them. None of them is modified after
 // `create_entry`. The fd is kept open by `socket`.
 unsafe impl OpCode for SendMsg {
     fn create_entry(&mut self) -> squeue::Entry {
@@ -91,11 +92,11 @@ unsafe impl OpCode for SendMsg {
 /// `F_MORE`, then a notification CQE once the kernel no longer reads the buffer.
 pub(crate) struct SendZc {
     pub(crate) socket: SharedFd,
-    pub(crate) buf: Bytes,
+    pub(crate) buf: SendBuf,
     pub(crate) offset: usize,
 }
 
-// SAFETY: points into `buf`, kept alive by `Bytes` while the op owns it, which is until
+// SAFETY: points into `buf`, kept alive and unmoved while the op owns it, which is until
 // the notification CQE (the driver's `Partial` state holds the op until then); names
 // the fd `socket` keeps open.
 unsafe impl OpCode for SendZc {

@@ -1,6 +1,7 @@
 //! [`TcpStream`]: connect, send, receive into owned buffers, shutdown.
 
 use super::tcp_recv::Receiver;
+use super::SendBuf;
 use super::{new_socket, sock_addr, to_std};
 use crate::driver::op::{Op, OpCode};
 use crate::io::connect::Connect;
@@ -94,8 +95,16 @@ impl TcpStream {
         crate::time::timeout(timeout, Self::connect(addr)).await?
     }
 
-    /// Sends all of `buf`, looping over short sends.
-    pub fn send(&self, buf: Bytes) -> impl Future<Output = io::Result<()>> {
+    /// Sends all of `buf`, looping over short sends. `buf` is [`Bytes`] or a received
+    /// [`RxBuf`] (see [`SendBuf`]); an `RxBuf` is sent from the pool as it is and its
+    /// chunk returns to the pool once the kernel is done with the send.
+    pub fn send(&self, buf: impl Into<SendBuf>) -> impl Future<Output = io::Result<()>> {
+        self.send_buf(buf.into())
+    }
+
+    /// [`send`](Self::send) once the buffer is a [`SendBuf`]: not generic, so the future
+    /// does not depend on the caller's buffer type.
+    fn send_buf(&self, buf: SendBuf) -> SendAll<Send> {
         let total = buf.len();
         SendAll::new(
             Send {
@@ -110,7 +119,11 @@ impl TcpStream {
     /// Sends all of `buf` with `SEND_ZC`: the kernel transmits from `buf` itself and
     /// the future resolves once it has let go of it (the notification CQE). Worth it
     /// for large buffers on a real NIC; on loopback the kernel copies anyway.
-    pub fn send_zc(&self, buf: Bytes) -> impl Future<Output = io::Result<()>> {
+    pub fn send_zc(&self, buf: impl Into<SendBuf>) -> impl Future<Output = io::Result<()>> {
+        self.send_zc_buf(buf.into())
+    }
+
+    fn send_zc_buf(&self, buf: SendBuf) -> SendAll<SendZc> {
         let total = buf.len();
         SendAll::new(
             SendZc {
@@ -125,8 +138,19 @@ impl TcpStream {
     /// Sends all of `bufs` with SENDMSG (one gather op per attempt), looping over
     /// short sends.
     pub fn send_vectored(&self, bufs: &[Bytes]) -> impl Future<Output = io::Result<()>> {
-        let total: usize = bufs.iter().map(Bytes::len).sum();
-        SendAll::new(SendMsg::new(self.fd.clone(), bufs.to_vec(), 0, None), total)
+        self.send_msg(bufs.iter().cloned().map(SendBuf::from).collect())
+    }
+
+    /// [`send_vectored`](Self::send_vectored) of buffers it takes over, which may be
+    /// received [`RxBuf`]s: they go back to their pool once the kernel is done with the
+    /// send.
+    pub fn send_vectored_owned(&self, bufs: Vec<SendBuf>) -> impl Future<Output = io::Result<()>> {
+        self.send_msg(bufs)
+    }
+
+    fn send_msg(&self, bufs: Vec<SendBuf>) -> SendAll<SendMsg> {
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        SendAll::new(SendMsg::new(self.fd.clone(), bufs, 0, None), total)
     }
 
     /// Receives the next chunk of bytes from the worker's receive pool: `Ok(None)` at

@@ -61,7 +61,7 @@ impl UdpSocket {
     pub async fn send_to(&self, buf: Bytes, to: SocketAddr) -> io::Result<usize> {
         let (c, _) = Op::submit(SendMsg::new(
             self.fd.clone(),
-            vec![buf],
+            vec![buf.into()],
             0,
             Some(sock_addr(to)),
         ))?

@@ -387,7 +387,8 @@ impl CopyPool {
     }
 
     fn hand_out(&self, bid: u16, start: u32, len: u32) -> RxBuf {
-        self.core.stats.handed_out(len as u64, false);
+        // Only the owner thread decodes (the pool is not `Send`).
+        self.core.stats.handed_out_by_owner(len as u64);
         let offset = bid as usize * self.buffer_size as usize + start as usize;
         // SAFETY: `bid < buffers` and `start + len <= buffer_size` (checked by the
         // callers), so the range is inside the area; the kernel reported these `len`

@@ -57,7 +57,8 @@ pub type ReturnNotifier = Arc<dyn Fn() + Send + Sync>;
 /// State shared between a pool and its buffers.
 pub(crate) struct PoolCore {
     owner: u64,
-    /// True while the owner is inside a method that holds the recycler.
+    /// True while the owner is inside a method that holds the recycler (owner thread
+    /// only; atomic so the core can be `Sync`).
     busy: AtomicBool,
     recycler: UnsafeCell<Box<dyn Recycler>>,
     remote_tx: Sender<Return>,
@@ -100,13 +101,16 @@ impl PoolCore {
 
     /// Runs `f` with the recycler if called on the owner thread and not re-entered.
     fn with_recycler<R>(&self, f: impl FnOnce(&mut dyn Recycler, &PoolStats) -> R) -> Option<R> {
-        if owner::current() != self.owner || self.busy.swap(true, Ordering::Acquire) {
+        // `busy` is only ever touched on the owner thread (after this check), so plain
+        // loads and stores suffice: no read-modify-write on the per-buffer path.
+        if owner::current() != self.owner || self.busy.load(Ordering::Relaxed) {
             return None;
         }
+        self.busy.store(true, Ordering::Relaxed);
         // SAFETY: we are on the owner thread (the only one that touches `recycler`) and
         // `busy` was false, so no other borrow of it exists on this thread either.
         let r = f(unsafe { &mut **self.recycler.get() }, &self.stats);
-        self.busy.store(false, Ordering::Release);
+        self.busy.store(false, Ordering::Relaxed);
         Some(r)
     }
 

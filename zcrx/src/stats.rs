@@ -109,6 +109,21 @@ impl PoolStats {
         self.high_water.fetch_max(now, Relaxed);
     }
 
+    /// [`handed_out`](Self::handed_out) for a pool with one decoding thread (a copy
+    /// pool decodes only on its owner thread): the counters only that thread writes
+    /// are bumped with a load and a store instead of a locked read-modify-write.
+    /// `in_use` is also decremented by returns from any thread, so it stays atomic.
+    pub(crate) fn handed_out_by_owner(&self, len: u64) {
+        let bump = |c: &AtomicU64, n: u64| c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+        bump(&self.completions, 1);
+        bump(&self.bytes, len);
+        bump(&self.copied_bytes, len);
+        let now = self.in_use.fetch_add(1, Relaxed) + 1;
+        if now > self.high_water.load(Relaxed) {
+            self.high_water.store(now, Relaxed);
+        }
+    }
+
     /// Counts a terminal receive result (a negative errno) the pool cares about.
     pub fn record_errno(&self, errno: i32) {
         let counter = match errno {

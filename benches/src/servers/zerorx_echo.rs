@@ -64,7 +64,7 @@ async fn accept_loop(l: TcpListener) {
 
 async fn echo(s: TcpStream) {
     while let Ok(Some(buf)) = s.recv().await {
-        if s.send(buf.into_bytes()).await.is_err() {
+        if s.send(buf).await.is_err() {
             break;
         }
     }

@@ -1,0 +1,68 @@
+//! [`SendBuf`]: the bytes a send hands to the kernel, either shared [`Bytes`] or a
+//! received [`RxBuf`] sent back as it is.
+
+use bytes::Bytes;
+use std::ops::Deref;
+use zcrx::RxBuf;
+
+/// What [`TcpStream::send`](super::TcpStream::send) and its variants send from.
+///
+/// A received [`RxBuf`] is sent without first becoming [`Bytes`] (which would allocate
+/// a shared owner for it): an echo or a proxy forwards pool buffers with no allocation.
+/// Either way the send owns the buffer until the kernel's final completion for it (for
+/// `SEND_ZC`, the notification), even when the send future is dropped first; an
+/// `RxBuf`'s chunk goes back to its pool then.
+///
+/// Both kinds keep their bytes where they are while the value moves (`Bytes` on the
+/// heap or in static memory, `RxBuf` in the pool's mapped area), which is what lets a
+/// send op point the kernel at them.
+#[derive(Debug)]
+pub enum SendBuf {
+    /// Shared bytes.
+    Bytes(Bytes),
+    /// A receive-pool buffer.
+    Rx(RxBuf),
+}
+
+impl From<Bytes> for SendBuf {
+    fn from(b: Bytes) -> SendBuf {
+        SendBuf::Bytes(b)
+    }
+}
+
+impl From<RxBuf> for SendBuf {
+    fn from(b: RxBuf) -> SendBuf {
+        SendBuf::Rx(b)
+    }
+}
+
+impl Deref for SendBuf {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            SendBuf::Bytes(b) => b,
+            SendBuf::Rx(b) => b,
+        }
+    }
+}
+
+impl AsRef<[u8]> for SendBuf {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SendBuf;
+    use bytes::Bytes;
+
+    #[test]
+    fn bytes_deref_to_their_contents() {
+        let b = SendBuf::from(Bytes::from_static(b"abc"));
+        assert_eq!(&*b, b"abc");
+        assert_eq!(b.as_ref(), b"abc");
+        assert!(matches!(b, SendBuf::Bytes(_)));
+    }
+}

@@ -12,11 +12,11 @@
 //! operation that completes with an error is recorded by kind; its pair is then closed,
 //! its messages in flight count as lost, and the slot opens a new pair.
 
-use crate::client::ledger::{Judgement, Ledger, Pending};
+use crate::client::ledger::{Judgement, Ledger};
 use crate::client::stats::WorkerStats;
 use crate::client::{LoadPlan, Pacer, RunCtx};
 use crate::errors::{ErrorKind, ErrorSample};
-use crate::wire::{reply, request, Frame, Header, Kind, Reject, HEADER_LEN};
+use crate::wire::{reply, Frame, Header, Kind, Reject, HEADER_LEN};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -397,22 +397,9 @@ impl<'a> Exchange<'a> {
                 break;
             }
             let intended = self.due.take();
-            let (size, kind) = self.plan.request_shape(self.seq);
+            let (header, payload) = self.ledger.issue(self.plan, self.seq, intended);
             self.seq += 1;
-            let id = self.ledger.next_id();
-            let payload = self.plan.payloads.payload(id, size);
-            let (header, crc) = request(kind, self.ledger.conn(), id, &payload);
             let slot = self.a_free.pop().unwrap_or_default();
-            let sent_at = Instant::now();
-            self.ledger.sent(
-                id,
-                Pending {
-                    intended: intended.unwrap_or(sent_at),
-                    kind,
-                    len: payload.len() as u32,
-                    crc,
-                },
-            );
             self.credits -= 1;
             let n = self.p.send(Role::ASend, slot, &[&header, &payload])?;
             self.stats.record_sent(n as u64);
@@ -494,7 +481,7 @@ impl<'a> Exchange<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::PayloadSource;
+    use crate::wire::{request, PayloadSource};
 
     #[test]
     fn contexts_round_trip() {

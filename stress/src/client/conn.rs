@@ -1,13 +1,13 @@
 //! Drives one established connection: a sender that keeps the pipeline window full
 //! (or follows the open-loop schedule) and a receiver that judges every reply.
 
-use super::ledger::{Judgement, Ledger, Pending};
+use super::ledger::{Judgement, Ledger};
 use super::stats::WorkerStats;
 use super::window::Window;
 use super::{LoadPlan, Pacer, RunCtx};
 use crate::errors::{ErrorKind, ErrorSample};
 use crate::framer::Framer;
-use crate::wire::{request, HEADER_LEN};
+use crate::wire::HEADER_LEN;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -137,21 +137,8 @@ async fn send(
         if !sh.window.acquire().await {
             return (false, seq);
         }
-        let (size, kind) = plan.request_shape(seq);
+        let (header, payload) = sh.ledger.borrow_mut().issue(plan, seq, intended);
         seq += 1;
-        let id = sh.ledger.borrow_mut().next_id();
-        let payload = plan.payloads.payload(id, size);
-        let (header, crc) = request(kind, sh.ledger.borrow().conn(), id, &payload);
-        let sent_at = Instant::now();
-        sh.ledger.borrow_mut().sent(
-            id,
-            Pending {
-                intended: intended.unwrap_or(sent_at),
-                kind,
-                len: payload.len() as u32,
-                crc,
-            },
-        );
         let bytes = (HEADER_LEN + payload.len()) as u64;
         if let Err(e) = sh.stream.send_vectored(&[header, payload]).await {
             if !sh.failed.get() {

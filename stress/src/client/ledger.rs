@@ -3,8 +3,10 @@
 //! Request ids are `conn << 32 | seq`: unique in a run, and they say which connection
 //! and which request a reply belongs to, so every wrong reply can be named precisely.
 
+use super::LoadPlan;
 use crate::errors::ErrorKind;
-use crate::wire::{Frame, Kind, Reject};
+use crate::wire::{request, Frame, Kind, Reject};
+use bytes::Bytes;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -78,6 +80,30 @@ impl Ledger {
     /// Records request `id` as sent.
     pub fn sent(&mut self, id: u64, p: Pending) {
         self.outstanding.insert(id, p);
+    }
+
+    /// Makes the `seq`-th request of a connection following `plan` and records it as
+    /// sent, due at `intended` (closed loop: now). Returns its header and payload.
+    pub fn issue(
+        &mut self,
+        plan: &LoadPlan,
+        seq: u64,
+        intended: Option<Instant>,
+    ) -> (Bytes, Bytes) {
+        let (size, kind) = plan.request_shape(seq);
+        let id = self.next_id();
+        let payload = plan.payloads.payload(id, size);
+        let (header, crc) = request(kind, self.conn, id, &payload);
+        self.sent(
+            id,
+            Pending {
+                intended: intended.unwrap_or_else(Instant::now),
+                kind,
+                len: payload.len() as u32,
+                crc,
+            },
+        );
+        (header, payload)
     }
 
     /// Requests still waiting for a reply.

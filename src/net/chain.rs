@@ -1,7 +1,7 @@
 //! [`BytesChain`]: received bytes as an ordered list of shared segments, so a message
 //! that arrived in several buffers is handed out without gluing them together.
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use std::collections::VecDeque;
 use std::fmt;
 use std::io::IoSlice;
@@ -59,19 +59,14 @@ impl BytesChain {
     }
 
     /// The bytes as one [`Bytes`]: no copy when contiguous (the segment itself, still
-    /// pointing into the receive buffer); otherwise one allocation of exactly
-    /// [`len`](Self::len) bytes and one copy.
+    /// pointing into the receive buffer); otherwise one copy into a buffer recycled per
+    /// thread (it returns to the dropping thread's free list with the last view, so
+    /// large frames do not fault fresh pages in every time).
     pub fn into_contiguous(mut self) -> Bytes {
         match self.segs.len() {
             0 => Bytes::new(),
             1 => self.segs.pop_front().unwrap_or_default(),
-            _ => {
-                let mut out = BytesMut::with_capacity(self.len);
-                for s in &self.segs {
-                    out.extend_from_slice(s);
-                }
-                out.freeze()
-            }
+            _ => super::assembly::concat(&self.segs, self.len),
         }
     }
 

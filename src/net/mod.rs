@@ -4,6 +4,7 @@
 //! core). Create them inside tasks, e.g. with
 //! [`Handle::spawn_on_each`](crate::Handle::spawn_on_each).
 
+mod assembly;
 mod chain;
 mod compat;
 mod frame;

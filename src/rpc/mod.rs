@@ -35,7 +35,6 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-mod assembly;
 pub mod bench;
 pub mod client;
 mod codec;

@@ -10,7 +10,6 @@
 //!   what has arrived; an incomplete message waits for at least the bytes it is known
 //!   to need. Always assembled when it spans buffers.
 
-use super::assembly::assemble;
 use super::error::DecodeError;
 use super::protocol::{binary, compact, DecodeLimits, Protocol};
 use crate::net::{BytesChain, CopyStats, FrameReader, TcpStream};
@@ -242,7 +241,7 @@ impl MessageStream {
     fn incoming(&self, chain: BytesChain) -> Incoming {
         let copied = self.reader.last_copied() || !chain.is_contiguous();
         Incoming {
-            bytes: assemble(chain),
+            bytes: chain.into_contiguous(),
             copied,
         }
     }

@@ -1,15 +1,17 @@
-//! [`assemble`]: one contiguous message out of a [`BytesChain`] that arrived in
-//! several receive buffers, written into a buffer recycled per thread.
+//! [`concat`]: the one copy [`BytesChain::into_contiguous`] makes of bytes that
+//! arrived in several receive buffers, written into a buffer recycled per thread.
 //!
-//! A message that straddles two receive buffers has to be copied into one allocation
-//! so its `binary`/`string` fields can be borrowed as `Bytes`. A fresh allocation per
+//! A frame that straddles two receive buffers has to be copied into one allocation
+//! so that, for example, an RPC request's `binary`/`string` fields can be borrowed as
+//! `Bytes`. A fresh allocation per
 //! message cost more than the copy itself at 64 KiB: glibc hands such blocks back to
 //! the kernel when they are freed and the next message faults the pages in again.
 //! Here the allocation goes back to a per-thread free list when the last view of the
 //! message drops, and the next straddling message is written into memory that is
 //! already mapped.
 
-use crate::net::BytesChain;
+#[cfg(doc)]
+use super::BytesChain;
 use bytes::Bytes;
 use std::cell::RefCell;
 
@@ -82,14 +84,10 @@ fn take(len: usize) -> Vec<u8> {
     buf
 }
 
-/// The chain's bytes as one [`Bytes`]: the segment itself when there is one (no copy),
-/// otherwise one copy into a recycled buffer.
-pub(crate) fn assemble(chain: BytesChain) -> Bytes {
-    if chain.is_contiguous() {
-        return chain.into_contiguous();
-    }
-    let mut buf = take(chain.len());
-    for s in chain.segments() {
+/// `segs` (`len` bytes in all) copied one after another into a recycled buffer.
+pub(super) fn concat<'a>(segs: impl IntoIterator<Item = &'a Bytes>, len: usize) -> Bytes {
+    let mut buf = take(len);
+    for s in segs {
         buf.extend_from_slice(s);
     }
     Bytes::from_owner(Assembled(buf))
@@ -98,6 +96,11 @@ pub(crate) fn assemble(chain: BytesChain) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::BytesChain;
+
+    fn assemble(chain: BytesChain) -> Bytes {
+        chain.into_contiguous()
+    }
 
     /// Free buffers and bytes the current thread keeps.
     fn kept() -> (usize, usize) {

@@ -313,6 +313,67 @@ impl<T: OpCode> Op<T> {
             _data: PhantomData,
         })
     }
+
+    /// [`submit`](Self::submit) of data boxed already (by [`boxed_op`]), e.g. the box
+    /// a finished op of a loop gave back.
+    pub(crate) fn submit_boxed(data: Box<Single<T>>) -> io::Result<Op<T>> {
+        let core = context::current().ok_or_else(not_in_runtime)?;
+        let key = core
+            .driver
+            .borrow_mut()
+            .submit(data, Lifecycle::Pending(None))?;
+        Ok(Op {
+            key: Some(key),
+            core,
+            _data: PhantomData,
+        })
+    }
+
+    /// Like polling the future, but gives the op's data back in its box, for a loop
+    /// that submits it again ([`submit_boxed`](Self::submit_boxed)) or recycles it
+    /// ([`recycle_op`]).
+    pub(crate) fn poll_boxed(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<(Completion, Box<Single<T>>)>> {
+        let Some(key) = self.key else {
+            return Poll::Ready(Err(io::Error::from_raw_os_error(libc::ECANCELED)));
+        };
+        let ready = self.core.driver.borrow_mut().poll_op(key, cx);
+        let done = match ready {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(done) => done,
+        };
+        self.key = None;
+        let Some((c, data)) = done else {
+            return Poll::Ready(Err(io::Error::from_raw_os_error(libc::ECANCELED)));
+        };
+        match data.into_any().downcast::<Single<T>>() {
+            Ok(data) => Poll::Ready(Ok((c, data))),
+            Err(_) => Poll::Ready(Err(io::Error::other("op slot held a foreign op type"))),
+        }
+    }
+}
+
+/// Boxes `data` for [`Op::submit_boxed`], in a recycled op box of the current worker
+/// when it has one of the right size (a plain allocation otherwise).
+pub(crate) fn boxed_op<T: OpCode>(data: T) -> Box<Single<T>> {
+    let core = context::current();
+    let boxed = match core.as_ref().map(|c| c.driver.try_borrow_mut()) {
+        Some(Ok(mut driver)) => driver.spare.boxed(Single(data)),
+        _ => Box::new(Single(data)),
+    };
+    boxed
+}
+
+/// Moves the data out of an op box and keeps the box for the next op of its size.
+pub(crate) fn recycle_op<T: OpCode>(data: Box<Single<T>>) -> T {
+    let core = context::current();
+    let value = match core.as_ref().map(|c| c.driver.try_borrow_mut()) {
+        Some(Ok(mut driver)) => driver.spare.recycle(data).0,
+        _ => data.0,
+    };
+    value
 }
 
 #[cfg(test)]
@@ -331,25 +392,9 @@ impl<T: OpCode> Future for Op<T> {
     type Output = io::Result<(Completion, T)>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(key) = self.key else {
-            return Poll::Ready(Err(io::Error::from_raw_os_error(libc::ECANCELED)));
-        };
-        let ready = self.core.driver.borrow_mut().poll_op(key, cx);
-        let done = match ready {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(done) => done,
-        };
-        self.key = None;
-        let Some((c, data)) = done else {
-            return Poll::Ready(Err(io::Error::from_raw_os_error(libc::ECANCELED)));
-        };
-        match data.into_any().downcast::<Single<T>>() {
-            Ok(data) => {
-                let Single(data) = self.core.driver.borrow_mut().spare.recycle(data);
-                Poll::Ready(Ok((c, data)))
-            }
-            Err(_) => Poll::Ready(Err(io::Error::other("op slot held a foreign op type"))),
-        }
+        let (c, data) = std::task::ready!(self.poll_boxed(cx))?;
+        let Single(data) = self.core.driver.borrow_mut().spare.recycle(data);
+        Poll::Ready(Ok((c, data)))
     }
 }
 

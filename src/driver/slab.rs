@@ -2,6 +2,8 @@
 //! (and the io_uring `user_data` built from it) that outlived its entry can never reach
 //! the entry that reused the slot.
 
+use std::num::NonZeroU32;
+
 /// Generations stay below this bound so that an encoded `user_data` can never reach the
 /// reserved values at the top of the `u64` space (see [`reserved`]).
 const GEN_LIMIT: u32 = 1 << 31;
@@ -22,13 +24,27 @@ pub(crate) mod reserved {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct Key {
     index: u32,
-    generation: u32,
+    /// The generation plus one: never zero, so an `Option<Key>` (every op future holds
+    /// one) is as small as a key.
+    generation: NonZeroU32,
 }
 
 impl Key {
+    fn new(index: u32, generation: u32) -> Key {
+        Key {
+            index,
+            // Generations stay below `GEN_LIMIT`, so this never wraps to zero.
+            generation: NonZeroU32::MIN.saturating_add(generation),
+        }
+    }
+
+    fn generation(self) -> u32 {
+        self.generation.get() - 1
+    }
+
     /// Encodes the key as io_uring `user_data`.
     pub(crate) fn user_data(self) -> u64 {
-        (u64::from(self.generation) << 32) | u64::from(self.index)
+        (u64::from(self.generation()) << 32) | u64::from(self.index)
     }
 
     /// Decodes `user_data`; `None` for values no key can produce (the reserved ones).
@@ -37,10 +53,7 @@ impl Key {
         if generation >= GEN_LIMIT {
             return None;
         }
-        Some(Key {
-            index: user_data as u32,
-            generation,
-        })
+        Some(Key::new(user_data as u32, generation))
     }
 }
 
@@ -104,16 +117,13 @@ impl<T> GenSlab<T> {
         // Every index on the free list names a slot of a page.
         let slot = &mut self.pages[index as usize / PAGE][index as usize % PAGE];
         slot.value = Some(value);
-        Key {
-            index,
-            generation: slot.generation,
-        }
+        Key::new(index, slot.generation)
     }
 
     /// The entry `key` names, if it is still the one that was inserted under `key`.
     pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut T> {
         let slot = self.slot_mut(key.index)?;
-        if slot.generation != key.generation {
+        if slot.generation != key.generation() {
             return None;
         }
         slot.value.as_mut()
@@ -122,7 +132,7 @@ impl<T> GenSlab<T> {
     /// Removes the entry `key` names; a stale key removes nothing.
     pub(crate) fn remove(&mut self, key: Key) -> Option<T> {
         let slot = self.slot_mut(key.index)?;
-        if slot.generation != key.generation {
+        if slot.generation != key.generation() {
             return None;
         }
         let value = slot.value.take()?;
@@ -151,7 +161,9 @@ impl<T> GenSlab<T> {
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (Key, &mut T)> {
         self.slots_mut().filter_map(|(index, slot)| {
             let generation = slot.generation;
-            slot.value.as_mut().map(|v| (Key { index, generation }, v))
+            slot.value
+                .as_mut()
+                .map(|v| (Key::new(index, generation), v))
         })
     }
 
@@ -196,10 +208,7 @@ mod tests {
         for ud in [reserved::WAKE, reserved::CANCEL, reserved::MSG_SENT] {
             assert!(Key::from_user_data(ud).is_none());
         }
-        let k = Key {
-            index: u32::MAX,
-            generation: GEN_LIMIT - 1,
-        };
+        let k = Key::new(u32::MAX, GEN_LIMIT - 1);
         assert_eq!(Key::from_user_data(k.user_data()), Some(k));
     }
 
@@ -208,10 +217,10 @@ mod tests {
         let mut slab = GenSlab::default();
         let mut key = slab.insert(0u8);
         slab.pages[0][0].generation = GEN_LIMIT - 1;
-        key.generation = GEN_LIMIT - 1;
+        key = Key::new(key.index, GEN_LIMIT - 1);
         slab.remove(key);
         let again = slab.insert(1u8);
-        assert_eq!(again.generation, 0);
+        assert_eq!(again.generation(), 0);
         assert_eq!(slab.len(), 1);
         assert_eq!(slab.drain(), vec![1u8]);
         assert_eq!(slab.len(), 0);

@@ -5,8 +5,8 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 /// Why a task produced no value.
 pub enum JoinError {
@@ -62,93 +62,15 @@ impl fmt::Display for JoinError {
 
 impl std::error::Error for JoinError {}
 
-/// A task's result as its join slot keeps it: one word plus the value for a `()`
-/// task (an `Option<Result<T, JoinError>>` with a `bool` beside it takes three), since
-/// every spawned task, idle or not, carries one.
-enum Output<T> {
-    /// Not finished, and the handle may still want the result.
-    Empty,
-    /// The handle is gone: the task drops its result itself, on its owner thread,
-    /// instead of storing it.
-    Detached,
-    Value(T),
-    Cancelled,
-    /// Boxed twice so the slot needs one word for it, not two; only a panic pays for
-    /// the extra allocation.
-    Panicked(Box<Box<dyn Any + Send + 'static>>),
-}
-
-/// The result slot shared by a task and its handle.
-pub(crate) struct JoinState<T> {
-    output: Output<T>,
-    pub(crate) waker: Option<Waker>,
-}
-
-impl<T> Default for JoinState<T> {
-    fn default() -> Self {
-        JoinState {
-            output: Output::Empty,
-            waker: None,
-        }
-    }
-}
-
-impl<T> JoinState<T> {
-    /// Stores the task's result for the handle; gives it back when the handle is gone
-    /// (the caller drops it outside the lock).
-    pub(crate) fn store(&mut self, result: Result<T, JoinError>) -> Option<Result<T, JoinError>> {
-        if matches!(self.output, Output::Detached) {
-            return Some(result);
-        }
-        self.output = match result {
-            Ok(v) => Output::Value(v),
-            Err(JoinError::Cancelled) => Output::Cancelled,
-            Err(JoinError::Panic(p)) => Output::Panicked(Box::new(p)),
-        };
-        None
-    }
-
-    /// Whether the result is still to come and the handle waits for it.
-    pub(crate) fn awaited(&self) -> bool {
-        matches!(self.output, Output::Empty)
-    }
-
-    /// Takes the stored result.
-    fn take(&mut self) -> Option<Result<T, JoinError>> {
-        self.take_leaving(Output::Empty)
-    }
-
-    /// Marks the handle gone and takes whatever result was stored.
-    fn detach(&mut self) -> Option<Result<T, JoinError>> {
-        self.waker = None;
-        self.take_leaving(Output::Detached)
-    }
-
-    fn take_leaving(&mut self, rest: Output<T>) -> Option<Result<T, JoinError>> {
-        match &self.output {
-            Output::Empty | Output::Detached => return None,
-            Output::Value(_) | Output::Cancelled | Output::Panicked(_) => {}
-        }
-        match std::mem::replace(&mut self.output, rest) {
-            Output::Value(v) => Some(Ok(v)),
-            Output::Cancelled => Some(Err(JoinError::Cancelled)),
-            Output::Panicked(p) => Some(Err(JoinError::Panic(*p))),
-            Output::Empty | Output::Detached => None,
-        }
-    }
-}
-
 /// What a [`JoinHandle`] needs from its task, whatever the future's type.
 pub(crate) trait Join<T>: Send + Sync {
-    fn join_state(&self) -> MutexGuard<'_, JoinState<T>>;
+    /// The result once the task finished; otherwise registers `cx`'s waker.
+    fn poll_join(&self, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>>;
+    /// The handle is gone: its result (if already made) is dropped here, on the
+    /// handle's thread, and otherwise by the task.
+    fn drop_handle(&self);
     fn abort(self: Arc<Self>);
     fn is_complete(&self) -> bool;
-}
-
-/// Locks a join state, ignoring poisoning: the state is updated in single assignments
-/// that a panic cannot leave half done.
-pub(crate) fn lock<T>(m: &Mutex<JoinState<T>>) -> MutexGuard<'_, JoinState<T>> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// An owned permission to await a task's result.
@@ -189,24 +111,13 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut st = self.task.join_state();
-        if let Some(out) = st.take() {
-            return Poll::Ready(out);
-        }
-        match &st.waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => st.waker = Some(cx.waker().clone()),
-        }
-        Poll::Pending
+        self.task.poll_join(cx)
     }
 }
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        let out = self.task.join_state().detach();
-        // Dropped here, outside the lock and on the handle's thread (the owner thread
-        // when `T: !Send`).
-        drop(out);
+        self.task.drop_handle();
     }
 }
 

@@ -1,5 +1,5 @@
-//! A spawned task: one allocation holding the scheduling state, the future and the
-//! result slot.
+//! A spawned task: one allocation holding the scheduling state and a stage that is
+//! first the future, then its result.
 //!
 //! Thread rules: the future is polled and dropped only on its owner worker thread. The
 //! one exception is a task spawned from another thread that never reached its worker
@@ -7,7 +7,7 @@
 //! because `spawn_on` requires that future to be `Send`. Wakers may be used from any
 //! thread; they only touch the atomic state and the owner's queues.
 
-use super::join::{lock, Join, JoinError, JoinState};
+use super::join::{Join, JoinError};
 use crate::runtime::context;
 use crate::runtime::worker::{Core, Remote, WorkerShared};
 use std::cell::UnsafeCell;
@@ -16,15 +16,20 @@ use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 /// In a run queue (local or remote), or about to be.
 const SCHEDULED: u8 = 1;
-/// Finished: value, panic or cancellation stored; the future is gone.
+/// Finished: the future is gone and the result is in the stage (or was dropped).
 const COMPLETE: u8 = 2;
 /// `abort()` was called; the owner drops the future at the next run.
 const CANCELLED: u8 = 4;
+/// The `JoinHandle` exists: the result is kept for it.
+const JOIN_INTEREST: u8 = 8;
+/// The handle's waker is in `join_waker` for the task to wake: see [`Task`] for who
+/// may touch that slot when.
+const JOIN_WAKER: u8 = 16;
 
 /// Not in the owner's task registry (yet). Keys are `u32` (four billion live tasks on
 /// one worker is beyond any memory), so the key packs next to `state`.
@@ -41,53 +46,75 @@ pub(crate) trait Runnable: Send + Sync {
     fn set_registry_key(&self, key: usize);
 }
 
-pub(crate) struct Task<F: Future> {
-    state: AtomicU8,
-    owner: Arc<WorkerShared>,
-    registry_key: AtomicU32,
-    future: UnsafeCell<Option<F>>,
-    join: Mutex<JoinState<F::Output>>,
+/// What a task's storage holds: the future while it runs, then its result until the
+/// handle takes it. One place for both, so a task costs the larger of the two, not
+/// their sum.
+enum Stage<F: Future> {
+    Running(F),
+    Finished(Result<F::Output, JoinError>),
+    /// The future is gone and the result was taken or dropped (or is being made).
+    Consumed,
 }
 
-// SAFETY: `future` is only accessed by the owner worker thread (see the module doc; the
-// one cross-thread drop is of a `Send` future). The output in `join` is taken either by
-// the `JoinHandle`, which is `Send` only when the output is, or by the owner thread.
-// Everything else is atomics, a mutex, and an `Arc` of `Sync` shared state.
+/// A spawned task.
+///
+/// Who touches what (tokio's handshake, on the `state` bits):
+/// - `stage` while `Running`: the owner thread only (polls and the final drop). It
+///   becomes `Finished` on the owner thread before `COMPLETE` is set (release); from
+///   then on exactly one side takes the result: the handle, after it saw `COMPLETE`
+///   (acquire) while holding `JOIN_INTEREST`, or the owner, when setting `COMPLETE`
+///   found `JOIN_INTEREST` already gone. Each side flips its bit in one atomic step,
+///   so the two never both take it.
+/// - `join_waker`: while `JOIN_WAKER` is clear and the task is not complete, only the
+///   handle (which holds `JOIN_INTEREST`) writes it; it sets `JOIN_WAKER` afterwards,
+///   and may clear it again only while the task is not complete. While `JOIN_WAKER` is
+///   set both sides only read it. When `COMPLETE` is set with `JOIN_WAKER`, the owner
+///   wakes it and then clears `JOIN_WAKER`; whichever of the owner and the dropping
+///   handle comes second (seeing the other's bit gone) drops the waker.
+pub(crate) struct Task<F: Future> {
+    state: AtomicU8,
+    registry_key: AtomicU32,
+    owner: Arc<WorkerShared>,
+    join_waker: UnsafeCell<Option<Waker>>,
+    stage: UnsafeCell<Stage<F>>,
+}
+
+// SAFETY: the future in `stage` is only touched on the owner worker thread (see the
+// module doc; the one cross-thread drop is of a `Send` future). The result is taken
+// by the `JoinHandle`, which is `Send` only when the output is, or dropped on the
+// owner thread; `stage` and `join_waker` change hands between threads only through
+// the `state` bits (see [`Task`]), with release/acquire ordering. The rest is atomics
+// and an `Arc` of `Sync` shared state.
 unsafe impl<F: Future> Send for Task<F> {}
-// SAFETY: as for `Send`: shared access from other threads is limited to `state`,
-// `join` (mutex) and `owner`.
+// SAFETY: as for `Send`: what other threads reach through a shared reference is
+// `state`, `owner`, and `stage`/`join_waker` under the handshake of [`Task`].
 unsafe impl<F: Future> Sync for Task<F> {}
 
 impl<F: Future + 'static> Task<F> {
-    /// Allocates a task that starts out scheduled (the caller enqueues it).
+    /// Allocates a task that starts out scheduled (the caller enqueues it) and with a
+    /// handle (the caller makes it).
     pub(crate) fn new(future: F, owner: Arc<WorkerShared>) -> Arc<Task<F>> {
         Arc::new(Task {
-            state: AtomicU8::new(SCHEDULED),
-            owner,
+            state: AtomicU8::new(SCHEDULED | JOIN_INTEREST),
             registry_key: AtomicU32::new(UNREGISTERED),
-            future: UnsafeCell::new(Some(future)),
-            join: Mutex::new(JoinState::default()),
+            owner,
+            join_waker: UnsafeCell::new(None),
+            stage: UnsafeCell::new(Stage::Running(future)),
         })
     }
 
     /// Sets `SCHEDULED`; `true` when the caller must enqueue the task (it was neither
     /// queued nor finished).
     fn mark_scheduled(&self) -> bool {
-        let mut s = self.state.load(Ordering::Acquire);
-        loop {
-            if s & (SCHEDULED | COMPLETE) != 0 {
-                return false;
-            }
-            match self.state.compare_exchange_weak(
-                s,
-                s | SCHEDULED,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return true,
-                Err(actual) => s = actual,
-            }
-        }
+        self.update(|s| (s & (SCHEDULED | COMPLETE) == 0).then_some(s | SCHEDULED))
+            .is_ok()
+    }
+
+    /// Applies `f` to the state until it sticks, or until `f` refuses (`None`, state
+    /// unchanged). Returns the state it replaced (`Err`: the one `f` refused).
+    fn update(&self, f: impl Fn(u8) -> Option<u8>) -> Result<u8, u8> {
+        self.state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, f)
     }
 
     /// Puts the task in its owner's run queue: this reference moves into the queue,
@@ -114,11 +141,13 @@ impl<F: Future + 'static> Task<F> {
         }
     }
 
-    /// Drops the future, stores the result and wakes the handle. Owner thread only.
+    /// Drops the future, stores the result and wakes the handle. Owner thread only
+    /// (or the one thread that owns a never-run remote spawn), never during a poll,
+    /// and only while not complete.
     fn finish(&self, result: Result<F::Output, JoinError>, core: Option<&Core>) {
-        // SAFETY: owner thread (the caller's contract), and no poll is running: `run`
-        // calls this after its poll returned.
-        let future = unsafe { (*self.future.get()).take() };
+        // SAFETY: the caller's contract: the owner thread, no poll running, and not
+        // `COMPLETE`, so the handle does not look at `stage`.
+        let future = std::mem::replace(unsafe { &mut *self.stage.get() }, Stage::Consumed);
         let result = match catch_unwind(AssertUnwindSafe(move || drop(future))) {
             Ok(()) => result,
             Err(p) => Err(JoinError::Panic(p)),
@@ -132,18 +161,44 @@ impl<F: Future + 'static> Task<F> {
                 drop(removed);
             }
         }
-        let (waker, dropped) = {
-            let mut st = lock(&self.join);
-            let dropped = st.store(result);
-            (st.waker.take(), dropped)
-        };
-        // Set only now, so `is_finished()` implies the result can be taken. No other
-        // thread runs the task meanwhile: only the owner does, and it is here.
-        self.state.fetch_or(COMPLETE, Ordering::AcqRel);
-        drop(dropped);
-        if let Some(w) = waker {
-            w.wake();
+        // SAFETY: as above; dropping the future (which may drop the task's own handle)
+        // has not set `COMPLETE` either.
+        unsafe { *self.stage.get() = Stage::Finished(result) };
+        // Release: the result is visible to whoever sees `COMPLETE`.
+        let prev = self.state.fetch_or(COMPLETE, Ordering::AcqRel);
+        if prev & JOIN_INTEREST == 0 {
+            // SAFETY: the handle was gone before `COMPLETE`, so it never takes the
+            // result: it is the owner's, dropped here on the owner thread.
+            let out = std::mem::replace(unsafe { &mut *self.stage.get() }, Stage::Consumed);
+            drop(out);
+        } else if prev & JOIN_WAKER != 0 {
+            // SAFETY: `JOIN_WAKER` and now `COMPLETE` are set: the handle only reads
+            // the slot (it writes it only while `JOIN_WAKER` is clear, and can no
+            // longer clear it).
+            if let Some(w) = unsafe { &*self.join_waker.get() } {
+                w.wake_by_ref();
+            }
+            let prev = self.state.fetch_and(!JOIN_WAKER, Ordering::AcqRel);
+            if prev & JOIN_INTEREST == 0 {
+                // SAFETY: the handle dropped while `JOIN_WAKER` was set and the task
+                // complete, so it left the waker to the owner, and it is gone.
+                drop(unsafe { (*self.join_waker.get()).take() });
+            }
         }
+    }
+
+    /// Stores `waker` for the task to wake; `false` if the task completed first (the
+    /// waker is then not kept). Handle only, with `JOIN_WAKER` clear.
+    fn set_join_waker(&self, waker: Waker) -> bool {
+        // SAFETY: `JOIN_WAKER` is clear and this handle holds `JOIN_INTEREST`: nobody
+        // else touches the slot (see [`Task`]).
+        unsafe { *self.join_waker.get() = Some(waker) };
+        let set = self.update(|s| (s & COMPLETE == 0).then_some(s | JOIN_WAKER));
+        if set.is_err() {
+            // SAFETY: `JOIN_WAKER` is still clear (it was never set).
+            drop(unsafe { (*self.join_waker.get()).take() });
+        }
+        set.is_ok()
     }
 }
 
@@ -164,13 +219,13 @@ impl<F: Future + 'static> Runnable for Task<F> {
         let waker = ManuallyDrop::new(Waker::from(unsafe { Arc::from_raw(Arc::as_ptr(&self)) }));
         let mut cx = Context::from_waker(&waker);
         let polled = catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: owner thread; the future lives in the `Arc` allocation and is never
-            // moved out while `Some` except by `finish`, which runs after this poll.
-            let slot = unsafe { &mut *self.future.get() };
-            match slot.as_mut() {
+            // SAFETY: owner thread and not complete, so only this thread touches the
+            // stage; the future lives in the `Arc` allocation and is never moved out
+            // while `Running` except by `finish`, which runs after this poll.
+            match unsafe { &mut *self.stage.get() } {
                 // SAFETY: see above: pinned in place until dropped.
-                Some(f) => unsafe { Pin::new_unchecked(f) }.poll(&mut cx),
-                None => Poll::Pending,
+                Stage::Running(f) => unsafe { Pin::new_unchecked(f) }.poll(&mut cx),
+                Stage::Finished(_) | Stage::Consumed => Poll::Pending,
             }
         }));
         match polled {
@@ -210,8 +265,65 @@ impl<F: Future + 'static> Wake for Task<F> {
 }
 
 impl<F: Future + 'static> Join<F::Output> for Task<F> {
-    fn join_state(&self) -> MutexGuard<'_, JoinState<F::Output>> {
-        lock(&self.join)
+    fn poll_join(&self, cx: &mut Context<'_>) -> Poll<Result<F::Output, JoinError>> {
+        let s = self.state.load(Ordering::Acquire);
+        if s & COMPLETE == 0 {
+            let stored = if s & JOIN_WAKER != 0 {
+                // SAFETY: with `JOIN_WAKER` set both sides only read the slot.
+                let same = unsafe { &*self.join_waker.get() }
+                    .as_ref()
+                    .is_some_and(|w| w.will_wake(cx.waker()));
+                if same {
+                    return Poll::Pending;
+                }
+                // Take the slot back (refused once complete), then store the new waker.
+                self.update(|s| (s & COMPLETE == 0).then_some(s & !JOIN_WAKER))
+                    .is_ok()
+                    && self.set_join_waker(cx.waker().clone())
+            } else {
+                self.set_join_waker(cx.waker().clone())
+            };
+            if stored {
+                return Poll::Pending;
+            }
+            // Completed meanwhile, as the refused update saw (acquire).
+        }
+        // SAFETY: `COMPLETE` was seen with acquire ordering while this handle holds
+        // `JOIN_INTEREST`: the result is the handle's alone (see [`Task`]).
+        let stage = unsafe { &mut *self.stage.get() };
+        match std::mem::replace(stage, Stage::Consumed) {
+            Stage::Finished(out) => Poll::Ready(out),
+            // Taken by an earlier poll: a handle polled after it resolved.
+            other => {
+                *stage = other;
+                Poll::Pending
+            }
+        }
+    }
+
+    fn drop_handle(&self) {
+        let prev = self
+            .update(|s| {
+                let s = s & !JOIN_INTEREST;
+                Some(if s & COMPLETE == 0 {
+                    s & !JOIN_WAKER
+                } else {
+                    s
+                })
+            })
+            .unwrap_or_else(|s| s);
+        if prev & COMPLETE != 0 {
+            // SAFETY: complete (acquire) while this handle held `JOIN_INTEREST`: the
+            // result is the handle's, dropped here on the handle's thread (the owner
+            // thread when the output is not `Send`).
+            let out = std::mem::replace(unsafe { &mut *self.stage.get() }, Stage::Consumed);
+            drop(out);
+        }
+        if prev & COMPLETE == 0 || prev & JOIN_WAKER == 0 {
+            // SAFETY: `JOIN_WAKER` is clear now (cleared above, or by the owner after
+            // its wake): the owner no longer touches the slot.
+            drop(unsafe { (*self.join_waker.get()).take() });
+        }
     }
 
     fn abort(self: Arc<Self>) {
@@ -221,21 +333,5 @@ impl<F: Future + 'static> Join<F::Output> for Task<F> {
 
     fn is_complete(&self) -> bool {
         self.state.load(Ordering::Acquire) & COMPLETE != 0
-    }
-}
-
-impl<F: Future> Drop for Task<F> {
-    fn drop(&mut self) {
-        // Reached with the future still present only for a never-run remote spawn;
-        // tell a waiting handle instead of leaving it pending forever.
-        if self.future.get_mut().is_some() {
-            let st = self.join.get_mut().unwrap_or_else(|e| e.into_inner());
-            if st.awaited() {
-                drop(st.store(Err(JoinError::Cancelled)));
-                if let Some(w) = st.waker.take() {
-                    w.wake();
-                }
-            }
-        }
     }
 }

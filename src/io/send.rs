@@ -55,6 +55,11 @@ impl SendMsg {
             msghdr: unsafe { std::mem::zeroed() },
         }
     }
+
+    /// Bytes of every buffer together.
+    pub(crate) fn total(&self) -> usize {
+        self.bufs.iter().map(|b| b.len()).sum()
+    }
 }
 
 // SAFETY: the msghdr points at `iovecs` and `to` inside this op; the iovecs point into

@@ -3,7 +3,7 @@
 use super::tcp_recv::Receiver;
 use super::SendBuf;
 use super::{new_socket, sock_addr, to_std};
-use crate::driver::op::{Op, OpCode};
+use crate::driver::op::{boxed_op, recycle_op, Op, OpCode, Single};
 use crate::io::connect::Connect;
 use crate::io::recv::RecvInto;
 use crate::io::send::{Send, SendMsg, SendZc};
@@ -11,8 +11,8 @@ use crate::io::shutdown::Shutdown;
 use crate::io::SharedFd;
 use bytes::{Bytes, BytesMut};
 use socket2::{Protocol, SockRef, Type};
-use std::cell::RefCell;
-use std::future::{poll_fn, Future};
+use std::cell::Cell;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
@@ -32,15 +32,16 @@ pub struct TcpStream {
     fd: SharedFd,
     /// Made at the first receive, and boxed: a task that owns the stream keeps it
     /// (often twice, in an `async fn`'s argument and in its body) for its whole life,
-    /// so the stream itself stays three words.
-    rx: RefCell<Option<Box<Receiver>>>,
+    /// so the stream itself stays two words. Out of its cell while a receive is polled
+    /// (nothing that runs then can reach this stream again).
+    rx: Cell<Option<Box<Receiver>>>,
 }
 
 impl TcpStream {
     pub(crate) fn from_fd(fd: OwnedFd) -> TcpStream {
         TcpStream {
             fd: Rc::new(fd),
-            rx: RefCell::default(),
+            rx: Cell::default(),
         }
     }
 
@@ -86,7 +87,7 @@ impl TcpStream {
         c.result()?;
         Ok(TcpStream {
             fd,
-            rx: RefCell::default(),
+            rx: Cell::default(),
         })
     }
 
@@ -105,15 +106,11 @@ impl TcpStream {
     /// [`send`](Self::send) once the buffer is a [`SendBuf`]: not generic, so the future
     /// does not depend on the caller's buffer type.
     fn send_buf(&self, buf: SendBuf) -> SendAll<Send> {
-        let total = buf.len();
-        SendAll::new(
-            Send {
-                socket: self.fd.clone(),
-                buf,
-                offset: 0,
-            },
-            total,
-        )
+        SendAll::new(Send {
+            socket: self.fd.clone(),
+            buf,
+            offset: 0,
+        })
     }
 
     /// Sends all of `buf` with `SEND_ZC`: the kernel transmits from `buf` itself and
@@ -124,15 +121,11 @@ impl TcpStream {
     }
 
     fn send_zc_buf(&self, buf: SendBuf) -> SendAll<SendZc> {
-        let total = buf.len();
-        SendAll::new(
-            SendZc {
-                socket: self.fd.clone(),
-                buf,
-                offset: 0,
-            },
-            total,
-        )
+        SendAll::new(SendZc {
+            socket: self.fd.clone(),
+            buf,
+            offset: 0,
+        })
     }
 
     /// Sends all of `bufs` with SENDMSG (one gather op per attempt), looping over
@@ -149,8 +142,7 @@ impl TcpStream {
     }
 
     fn send_msg(&self, bufs: Vec<SendBuf>) -> SendAll<SendMsg> {
-        let total: usize = bufs.iter().map(|b| b.len()).sum();
-        SendAll::new(SendMsg::new(self.fd.clone(), bufs, 0, None), total)
+        SendAll::new(SendMsg::new(self.fd.clone(), bufs, 0, None))
     }
 
     /// Receives the next chunk of bytes from the worker's receive pool: `Ok(None)` at
@@ -170,30 +162,33 @@ impl TcpStream {
     /// waiter); sending from other tasks concurrently is fine.
     ///
     /// Errors with `Unsupported` when the runtime was built without a pool.
-    pub async fn recv(&self) -> io::Result<Option<RxBuf>> {
-        poll_fn(|cx| self.poll_recv(cx)).await
+    pub fn recv(&self) -> impl Future<Output = io::Result<Option<RxBuf>>> + '_ {
+        // A named one-word future: a task awaiting it keeps room for it all its life.
+        Recv(self)
     }
 
     pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
-        self.rx
-            .borrow_mut()
-            .get_or_insert_with(Box::default)
-            .poll_recv(&self.fd, cx)
+        self.with_rx(|rx| rx.poll_recv(&self.fd, cx))
+    }
+
+    /// Runs `f` on the receive state, made at the first use.
+    fn with_rx<R>(&self, f: impl FnOnce(&mut Receiver) -> R) -> R {
+        let mut rx = self.rx.take().unwrap_or_default();
+        let out = f(&mut rx);
+        self.rx.set(Some(rx));
+        out
     }
 
     /// Routes this stream's receives through worker `owner` (tests of the handover).
     #[cfg(test)]
     pub(crate) fn force_handover(&self, owner: usize) {
-        self.rx
-            .borrow_mut()
-            .get_or_insert_with(Box::default)
-            .force_handover(owner);
+        self.with_rx(|rx| rx.force_handover(owner));
     }
 
     /// The receive source in use, once the first receive chose it.
     #[cfg(test)]
     pub(crate) fn recv_path(&self) -> Option<super::tcp_recv::Path> {
-        self.rx.borrow().as_ref().and_then(|rx| rx.path())
+        self.with_rx(|rx| rx.path())
     }
 
     /// Receives into the spare capacity of `buf` (reserve capacity first) and returns
@@ -251,15 +246,32 @@ impl TcpStream {
     }
 }
 
+/// The future of [`TcpStream::recv`].
+struct Recv<'a>(&'a TcpStream);
+
+impl Future for Recv<'_> {
+    type Output = io::Result<Option<RxBuf>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.poll_recv(cx)
+    }
+}
+
 /// A send-like op that counts the bytes already sent.
-trait SendProgress: OpCode + Unpin {
+trait SendProgress: OpCode {
     /// Bytes sent so far: the op sends from there on.
     fn sent(&mut self) -> &mut usize;
+    /// Whether every byte is sent.
+    fn done(&self) -> bool;
 }
 
 impl SendProgress for Send {
     fn sent(&mut self) -> &mut usize {
         &mut self.offset
+    }
+
+    fn done(&self) -> bool {
+        self.offset >= self.buf.len()
     }
 }
 
@@ -267,29 +279,36 @@ impl SendProgress for SendZc {
     fn sent(&mut self) -> &mut usize {
         &mut self.offset
     }
+
+    fn done(&self) -> bool {
+        self.offset >= self.buf.len()
+    }
 }
 
 impl SendProgress for SendMsg {
     fn sent(&mut self) -> &mut usize {
         &mut self.skip
     }
+
+    fn done(&self) -> bool {
+        self.skip >= self.total()
+    }
 }
 
-/// Resubmits a send-like op until `total` bytes are sent: the kernel may send less
-/// than asked.
+/// Resubmits a send-like op until every byte is sent: the kernel may send less than
+/// asked.
 ///
-/// Written by hand rather than as an `async fn` so that it is hardly larger than the
-/// op: a task that receives and sends in a loop keeps room for this future in its
-/// allocation even while it idles in a receive, and a compiler-made state machine
-/// holds several copies of the op.
+/// Written by hand rather than as an `async fn`, and with the op's data boxed from the
+/// start (the box goes to the driver as it is, and comes back between attempts), so
+/// that it is two words: a task that receives and sends in a loop keeps room for this
+/// future in its allocation even while it idles in a receive.
 struct SendAll<T: SendProgress> {
     state: SendState<T>,
-    total: usize,
 }
 
 enum SendState<T: SendProgress> {
     /// Not in flight: submitted next (unless everything is sent).
-    Ready(T),
+    Ready(Box<Single<T>>),
     /// In flight; its data lives in the driver until the completion.
     Sending(Op<T>),
     /// Resolved.
@@ -297,10 +316,9 @@ enum SendState<T: SendProgress> {
 }
 
 impl<T: SendProgress> SendAll<T> {
-    fn new(op: T, total: usize) -> SendAll<T> {
+    fn new(op: T) -> SendAll<T> {
         SendAll {
-            state: SendState::Ready(op),
-            total,
+            state: SendState::Ready(boxed_op(op)),
         }
     }
 }
@@ -312,23 +330,31 @@ impl<T: SendProgress> Future for SendAll<T> {
         let this = self.get_mut();
         loop {
             match std::mem::replace(&mut this.state, SendState::Done) {
-                SendState::Ready(mut op) => {
-                    if *op.sent() >= this.total {
+                SendState::Ready(op) => {
+                    if op.0.done() {
+                        drop(recycle_op(op));
                         return Poll::Ready(Ok(()));
                     }
-                    this.state = SendState::Sending(Op::submit(op)?);
+                    this.state = SendState::Sending(Op::submit_boxed(op)?);
                 }
                 SendState::Sending(mut flight) => {
-                    let (c, mut op) = match Pin::new(&mut flight).poll(cx) {
+                    let (c, mut op) = match flight.poll_boxed(cx) {
                         Poll::Pending => {
                             this.state = SendState::Sending(flight);
                             return Poll::Pending;
                         }
                         Poll::Ready(done) => done?,
                     };
-                    match c.result()? {
-                        0 => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                        n => *op.sent() += n as usize,
+                    match c.result() {
+                        Ok(0) => {
+                            drop(recycle_op(op));
+                            return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                        }
+                        Ok(n) => *op.0.sent() += n as usize,
+                        Err(e) => {
+                            drop(recycle_op(op));
+                            return Poll::Ready(Err(e));
+                        }
                     }
                     this.state = SendState::Ready(op);
                 }

@@ -103,52 +103,49 @@ mod tests {
     use super::*;
     use bytes::Bytes;
     use zerorx::rpc::bench::EchoArgs;
-    use zerorx::rpc::{encode_message, MessageType, Protocol, Returns};
+    use zerorx::rpc::{encode_message, MessageBody, MessageType, Protocol, Returns};
 
-    fn frame(kind: MessageType, data: &[u8], seqid: i32, reply: bool) -> Vec<u8> {
-        let data = Bytes::copy_from_slice(data);
-        let segs = if reply {
-            encode_message(
-                Protocol::Binary,
-                true,
-                usize::MAX,
-                b"echo",
-                kind,
-                seqid,
-                &Returns(data),
-            )
-        } else {
-            encode_message(
-                Protocol::Binary,
-                true,
-                usize::MAX,
-                b"echo",
-                kind,
-                seqid,
-                &EchoArgs { data },
-            )
-        }
+    fn encode<T: MessageBody>(kind: MessageType, seqid: i32, body: &T) -> Vec<u8> {
+        let segs = encode_message(
+            Protocol::Binary,
+            true,
+            usize::MAX,
+            b"echo",
+            kind,
+            seqid,
+            body,
+        )
         .expect("encodes");
         segs.iter().flat_map(|s| s.iter().copied()).collect()
+    }
+
+    fn call(data: &[u8], seqid: i32) -> Vec<u8> {
+        let data = Bytes::copy_from_slice(data);
+        encode(MessageType::Call, seqid, &EchoArgs { data })
+    }
+
+    fn reply(data: &[u8], seqid: i32) -> Vec<u8> {
+        let data = Bytes::copy_from_slice(data);
+        encode(MessageType::Reply, seqid, &Returns(data))
     }
 
     #[test]
     fn calls_become_the_replies_zerorx_would_send() {
         let mut input = BytesMut::new();
-        input.extend_from_slice(&frame(MessageType::Call, b"hello", 7, false));
-        input.extend_from_slice(&frame(MessageType::Call, &[9; 300], 8, false));
-        let half = frame(MessageType::Call, b"later", 9, false);
+        input.extend_from_slice(&call(b"hello", 7));
+        input.extend_from_slice(&call(&[9; 300], 8));
+        let half = call(b"later", 9);
         input.extend_from_slice(&half[..10]);
         let ready = reply_in_place(&mut input).expect("two whole calls");
-        let mut want = frame(MessageType::Reply, b"hello", 7, true);
-        want.extend(frame(MessageType::Reply, &[9; 300], 8, true));
+        let mut want = reply(b"hello", 7);
+        want.extend(reply(&[9; 300], 8));
         assert_eq!(ready, want.len());
         assert_eq!(&input[..ready], &want[..]);
     }
 
     #[test]
     fn anything_but_an_echo_call_is_refused() {
-        let mut other = BytesMut::from(&frame(MessageType::Reply, b"x", 1, true)[..]);
+        let mut other = BytesMut::from(&reply(b"x", 1)[..]);
         assert!(reply_in_place(&mut other).is_err());
         let mut huge = BytesMut::from(&(MAX_FRAME as u32 + 1).to_be_bytes()[..]);
         assert!(reply_in_place(&mut huge).is_err());

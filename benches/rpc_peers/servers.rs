@@ -22,15 +22,26 @@ pub enum Kind {
     ThriftCrate,
     /// Apache Thrift C++ `TNonblockingServer` (`tnonblocking_server.cpp`).
     TNonblocking,
+    /// The ceiling: frames echoed with no Thrift work (`zerorx_bench::frame_echo`).
+    /// Not in [`Kind::ALL`]: it answers `echo` only.
+    FrameEcho,
 }
 
 impl Kind {
-    /// Every server, zerorx first.
+    /// Every compared server, zerorx first (the default `--servers`).
     pub const ALL: [Kind; 4] = [
         Kind::Zerorx,
         Kind::Tokio,
         Kind::ThriftCrate,
         Kind::TNonblocking,
+    ];
+    /// Every server `--servers` accepts.
+    const KNOWN: [Kind; 5] = [
+        Kind::Zerorx,
+        Kind::Tokio,
+        Kind::ThriftCrate,
+        Kind::TNonblocking,
+        Kind::FrameEcho,
     ];
 
     /// The name used on the command line and in reports.
@@ -40,12 +51,13 @@ impl Kind {
             Kind::Tokio => "tokio",
             Kind::ThriftCrate => "thrift-crate",
             Kind::TNonblocking => "tnonblocking",
+            Kind::FrameEcho => "frame-echo",
         }
     }
 
     /// The server called `name`.
     pub fn parse(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.name() == name)
+        Kind::KNOWN.into_iter().find(|k| k.name() == name)
     }
 }
 
@@ -226,7 +238,7 @@ pub fn serve_child(args: &[String]) -> i32 {
         }
     }
     let (Some(kind), Some(port)) = (kind, port) else {
-        eprintln!("rpc bench child: usage --serve zerorx|tokio|thrift-crate --port P --threads N");
+        eprintln!("rpc bench child: usage --serve zerorx|tokio|thrift-crate|frame-echo --port P --threads N");
         return 2;
     };
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -254,6 +266,9 @@ pub fn serve_child(args: &[String]) -> i32 {
         Kind::Tokio => crate::tokio_server::serve(addr, threads).map_err(|e| e.to_string()),
         Kind::ThriftCrate => crate::thrift_crate_server::serve(addr).map_err(|e| e.to_string()),
         Kind::TNonblocking => Err("the C++ server is its own binary".into()),
+        Kind::FrameEcho => {
+            zerorx_bench::frame_echo::serve(addr, threads).map_err(|e| e.to_string())
+        }
     };
     match res {
         Ok(()) => 0,

@@ -87,10 +87,16 @@ fn standalone_server(extra: &[&str]) -> (std::process::Child, String) {
     (server, addr)
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zerorx-stress-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(name)
+/// A directory for one test's files, removed when the test ends (also when it fails).
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("zerorx-stress-test-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+fn tmp(dir: &tempfile::TempDir, name: &str) -> PathBuf {
+    dir.path().join(name)
 }
 
 fn load(path: &PathBuf) -> Report {
@@ -103,8 +109,13 @@ const SMALL: [&str; 6] = ["-c", "4", "--client-threads", "1", "--server-threads"
 
 #[test]
 fn stream_and_churn_pass_and_their_reports_compare() {
-    let (a, b) = (tmp("stream.json"), tmp("churn.json"));
-    let (hist, svg, svg2) = (tmp("stream.hlog"), tmp("stream.svg"), tmp("both.svg"));
+    let dir = scratch();
+    let (a, b) = (tmp(&dir, "stream.json"), tmp(&dir, "churn.json"));
+    let (hist, svg, svg2) = (
+        tmp(&dir, "stream.hlog"),
+        tmp(&dir, "stream.svg"),
+        tmp(&dir, "both.svg"),
+    );
     let mut args = vec!["-s", "stream", "-d", "2s", "-q", "--json"];
     args.push(a.to_str().expect("utf-8 path"));
     args.extend([
@@ -241,8 +252,9 @@ fn a_killed_server_is_a_clear_failure_not_a_hang() {
 
 #[test]
 fn connect_loads_a_standalone_server() {
+    let dir = scratch();
     let (mut server, addr) = standalone_server(&[]);
-    let json = tmp("connect.json");
+    let json = tmp(&dir, "connect.json");
     let out = harness(
         &[
             "-s",
@@ -275,6 +287,7 @@ fn connect_loads_a_standalone_server() {
 
 #[test]
 fn bad_arguments_and_missing_files_are_named() {
+    let dir = scratch();
     let out = harness(&["-c", "0"], Duration::from_secs(10));
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -290,7 +303,7 @@ fn bad_arguments_and_missing_files_are_named() {
     assert!(out.stderr.contains("over --max-frame"), "{}", out.stderr);
     let out = harness(&["--duration", "soon"], Duration::from_secs(10));
     assert_eq!(out.status.code(), Some(2));
-    let missing = tmp("does-not-exist.json");
+    let missing = tmp(&dir, "does-not-exist.json");
     let p = missing.to_str().expect("path");
     let out = harness(&["--compare", p, p], Duration::from_secs(10));
     assert_eq!(out.status.code(), Some(3));
@@ -317,7 +330,8 @@ fn bad_arguments_and_missing_files_are_named() {
 
 #[test]
 fn the_default_rpc_run_checks_every_call_and_the_servers_counts() {
-    let json = tmp("rpc.json");
+    let dir = scratch();
+    let json = tmp(&dir, "rpc.json");
     let mut args = vec!["-d", "2s", "-q", "--json", json.to_str().expect("path")];
     args.extend(SMALL);
     let out = harness(&args, Duration::from_secs(60));
@@ -353,8 +367,9 @@ fn the_default_rpc_run_checks_every_call_and_the_servers_counts() {
 
 #[test]
 fn connect_loads_any_bench_thrift_server() {
+    let dir = scratch();
     let (mut server, addr) = standalone_server(&["--service", "rpc"]);
-    let json = tmp("connect-rpc.json");
+    let json = tmp(&dir, "connect-rpc.json");
     let out = harness(
         &[
             "--connect",
@@ -399,7 +414,8 @@ fn connect_loads_any_bench_thrift_server() {
 
 #[test]
 fn a_fabric_run_checks_every_message_and_reports_it() {
-    let json = tmp("fabric.json");
+    let dir = scratch();
+    let json = tmp(&dir, "fabric.json");
     let mut args = vec!["-s", "fabric", "-d", "2s", "--mode", "mixed", "--json"];
     args.push(json.to_str().expect("utf-8 path"));
     args.extend(SMALL);
@@ -470,6 +486,7 @@ fn a_fabric_run_checks_every_message_and_reports_it() {
 #[cfg(feature = "libfabric")]
 #[test]
 fn a_fabric_run_over_each_libfabric_provider_checks_every_message() {
+    let dir = scratch();
     let providers: Vec<String> = zerorx::fabric::Fabric::providers()
         .into_iter()
         .filter(|p| p.starts_with("libfabric:"))
@@ -479,10 +496,10 @@ fn a_fabric_run_over_each_libfabric_provider_checks_every_message() {
         "no libfabric provider in a libfabric build: install libfabric1 (apt)"
     );
     for provider in providers {
-        let json = tmp(&format!(
-            "fabric-{}.json",
-            provider.replace([':', ';'], "-")
-        ));
+        let json = tmp(
+            &dir,
+            &format!("fabric-{}.json", provider.replace([':', ';'], "-")),
+        );
         let mut args = vec![
             "-s",
             "fabric",

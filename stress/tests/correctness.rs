@@ -107,8 +107,8 @@ fn each_broken_reply_is_named_by_its_id() {
     let l2 = log.clone();
     std::thread::spawn(move || broken_server(listener, l2));
 
-    let json =
-        std::env::temp_dir().join(format!("zerorx-stress-broken-{}.json", std::process::id()));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("broken.json");
     let t0 = Instant::now();
     let out = Command::new(BIN)
         .args([

@@ -34,8 +34,8 @@ fn run_all_faults(scenario: &str, json: &std::path::Path) -> std::process::Outpu
 #[test]
 fn every_fault_kind_is_injected_and_counted_server_side() {
     let _serial = one_at_a_time();
-    let json =
-        std::env::temp_dir().join(format!("zerorx-stress-faults-{}.json", std::process::id()));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("faults.json");
     let t0 = Instant::now();
     let out = run_all_faults("stream", &json);
     assert!(
@@ -96,10 +96,8 @@ fn every_fault_kind_is_injected_and_counted_server_side() {
 #[test]
 fn thrift_faults_are_counted_by_the_rpc_server() {
     let _serial = one_at_a_time();
-    let json = std::env::temp_dir().join(format!(
-        "zerorx-stress-rpc-faults-{}.json",
-        std::process::id()
-    ));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("rpc-faults.json");
     let out = run_all_faults("rpc", &json);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

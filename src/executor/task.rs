@@ -30,6 +30,9 @@ const JOIN_INTEREST: u8 = 8;
 /// The handle's waker is in `join_waker` for the task to wake: see [`Task`] for who
 /// may touch that slot when.
 const JOIN_WAKER: u8 = 16;
+/// The future was dropped: `stage` holds the output. Set by the owner only, before
+/// `COMPLETE`.
+const OUTPUT: u8 = 32;
 
 /// Not in the owner's task registry (yet). Keys are `u32` (four billion live tasks on
 /// one worker is beyond any memory), so the key packs next to `state`.
@@ -46,21 +49,19 @@ pub(crate) trait Runnable: Send + Sync {
     fn set_registry_key(&self, key: usize);
 }
 
-/// What a task's storage holds: the future while it runs, then its result until the
-/// handle takes it. One place for both, so a task costs the larger of the two, not
-/// their sum.
-enum Stage<F: Future> {
-    Running(F),
-    Finished(Result<F::Output, JoinError>),
-    /// The future is gone and the result was taken or dropped (or is being made).
-    Consumed,
+/// What a task's storage holds: the future while it runs, then its result until it
+/// is taken (`None` after). A union, so a task costs the larger of the two and no tag:
+/// the `OUTPUT` bit says which one it holds.
+union Stage<F: Future> {
+    future: ManuallyDrop<F>,
+    output: ManuallyDrop<Option<Result<F::Output, JoinError>>>,
 }
 
 /// A spawned task.
 ///
 /// Who touches what (tokio's handshake, on the `state` bits):
-/// - `stage` while `Running`: the owner thread only (polls and the final drop). It
-///   becomes `Finished` on the owner thread before `COMPLETE` is set (release); from
+/// - `stage` while it holds the future: the owner thread only (polls and the drop).
+///   It holds the result on the owner thread before `COMPLETE` is set (release); from
 ///   then on exactly one side takes the result: the handle, after it saw `COMPLETE`
 ///   (acquire) while holding `JOIN_INTEREST`, or the owner, when setting `COMPLETE`
 ///   found `JOIN_INTEREST` already gone. Each side flips its bit in one atomic step,
@@ -99,7 +100,9 @@ impl<F: Future + 'static> Task<F> {
             registry_key: AtomicU32::new(UNREGISTERED),
             owner,
             join_waker: UnsafeCell::new(None),
-            stage: UnsafeCell::new(Stage::Running(future)),
+            stage: UnsafeCell::new(Stage {
+                future: ManuallyDrop::new(future),
+            }),
         })
     }
 
@@ -145,10 +148,17 @@ impl<F: Future + 'static> Task<F> {
     /// (or the one thread that owns a never-run remote spawn), never during a poll,
     /// and only while not complete.
     fn finish(&self, result: Result<F::Output, JoinError>, core: Option<&Core>) {
+        let stage = self.stage.get();
         // SAFETY: the caller's contract: the owner thread, no poll running, and not
-        // `COMPLETE`, so the handle does not look at `stage`.
-        let future = std::mem::replace(unsafe { &mut *self.stage.get() }, Stage::Consumed);
-        let result = match catch_unwind(AssertUnwindSafe(move || drop(future))) {
+        // `COMPLETE` (so `OUTPUT` is clear: the union holds the future, dropped once
+        // here, and the handle does not look at it).
+        let dropped = catch_unwind(AssertUnwindSafe(|| unsafe {
+            ManuallyDrop::drop(&mut (*stage).future)
+        }));
+        // SAFETY: as above; the future is gone (a panicking drop has still ended).
+        unsafe { (*stage).output = ManuallyDrop::new(None) };
+        self.state.fetch_or(OUTPUT, Ordering::Relaxed);
+        let result = match dropped {
             Ok(()) => result,
             Err(p) => Err(JoinError::Panic(p)),
         };
@@ -163,14 +173,13 @@ impl<F: Future + 'static> Task<F> {
         }
         // SAFETY: as above; dropping the future (which may drop the task's own handle)
         // has not set `COMPLETE` either.
-        unsafe { *self.stage.get() = Stage::Finished(result) };
+        unsafe { *(*stage).output = Some(result) };
         // Release: the result is visible to whoever sees `COMPLETE`.
         let prev = self.state.fetch_or(COMPLETE, Ordering::AcqRel);
         if prev & JOIN_INTEREST == 0 {
             // SAFETY: the handle was gone before `COMPLETE`, so it never takes the
             // result: it is the owner's, dropped here on the owner thread.
-            let out = std::mem::replace(unsafe { &mut *self.stage.get() }, Stage::Consumed);
-            drop(out);
+            drop(unsafe { (*(*stage).output).take() });
         } else if prev & JOIN_WAKER != 0 {
             // SAFETY: `JOIN_WAKER` and now `COMPLETE` are set: the handle only reads
             // the slot (it writes it only while `JOIN_WAKER` is clear, and can no
@@ -219,14 +228,11 @@ impl<F: Future + 'static> Runnable for Task<F> {
         let waker = ManuallyDrop::new(Waker::from(unsafe { Arc::from_raw(Arc::as_ptr(&self)) }));
         let mut cx = Context::from_waker(&waker);
         let polled = catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: owner thread and not complete, so only this thread touches the
-            // stage; the future lives in the `Arc` allocation and is never moved out
-            // while `Running` except by `finish`, which runs after this poll.
-            match unsafe { &mut *self.stage.get() } {
-                // SAFETY: see above: pinned in place until dropped.
-                Stage::Running(f) => unsafe { Pin::new_unchecked(f) }.poll(&mut cx),
-                Stage::Finished(_) | Stage::Consumed => Poll::Pending,
-            }
+            // SAFETY: owner thread and not complete, so the union holds the future
+            // (only `finish` drops it, and then sets `COMPLETE`) and only this thread
+            // touches it; it lives in the `Arc` allocation, never moved: pinned until
+            // `finish` drops it after this poll.
+            unsafe { Pin::new_unchecked(&mut *(*self.stage.get()).future) }.poll(&mut cx)
         }));
         match polled {
             Ok(Poll::Pending) => {}
@@ -289,15 +295,12 @@ impl<F: Future + 'static> Join<F::Output> for Task<F> {
             // Completed meanwhile, as the refused update saw (acquire).
         }
         // SAFETY: `COMPLETE` was seen with acquire ordering while this handle holds
-        // `JOIN_INTEREST`: the result is the handle's alone (see [`Task`]).
-        let stage = unsafe { &mut *self.stage.get() };
-        match std::mem::replace(stage, Stage::Consumed) {
-            Stage::Finished(out) => Poll::Ready(out),
+        // `JOIN_INTEREST`: the union holds the result (`OUTPUT` was set before), and
+        // it is the handle's alone (see [`Task`]).
+        match unsafe { (*(*self.stage.get()).output).take() } {
+            Some(out) => Poll::Ready(out),
             // Taken by an earlier poll: a handle polled after it resolved.
-            other => {
-                *stage = other;
-                Poll::Pending
-            }
+            None => Poll::Pending,
         }
     }
 
@@ -314,10 +317,9 @@ impl<F: Future + 'static> Join<F::Output> for Task<F> {
             .unwrap_or_else(|s| s);
         if prev & COMPLETE != 0 {
             // SAFETY: complete (acquire) while this handle held `JOIN_INTEREST`: the
-            // result is the handle's, dropped here on the handle's thread (the owner
-            // thread when the output is not `Send`).
-            let out = std::mem::replace(unsafe { &mut *self.stage.get() }, Stage::Consumed);
-            drop(out);
+            // union holds the result, and it is the handle's, dropped here on the
+            // handle's thread (the owner thread when the output is not `Send`).
+            drop(unsafe { (*(*self.stage.get()).output).take() });
         }
         if prev & COMPLETE == 0 || prev & JOIN_WAKER == 0 {
             // SAFETY: `JOIN_WAKER` is clear now (cleared above, or by the owner after
@@ -333,5 +335,20 @@ impl<F: Future + 'static> Join<F::Output> for Task<F> {
 
     fn is_complete(&self) -> bool {
         self.state.load(Ordering::Acquire) & COMPLETE != 0
+    }
+}
+
+impl<F: Future> Drop for Task<F> {
+    fn drop(&mut self) {
+        let stage = self.stage.get_mut();
+        if *self.state.get_mut() & OUTPUT != 0 {
+            // SAFETY: `OUTPUT` is set once the union holds the output.
+            unsafe { ManuallyDrop::drop(&mut stage.output) }
+        } else {
+            // SAFETY: `OUTPUT` is clear: the future was never dropped. This is the
+            // owner thread, or a never-run task spawned from another thread, whose
+            // future is `Send` (module doc).
+            unsafe { ManuallyDrop::drop(&mut stage.future) }
+        }
     }
 }

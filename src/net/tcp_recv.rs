@@ -33,51 +33,54 @@ use zcrx::{RearmReason, RecvEnd, RecvFailure, RecvTracker, RxBuf};
 pub(crate) enum Path {
     Copy,
     ZeroCopy,
-    Handover(usize),
-}
-
-/// The multishot receive op of an armed receive.
-enum ArmedOp {
-    Copy(MultiOp<RecvMulti>),
-    Zc(MultiOp<RecvZcMulti>),
+    /// Through this worker (a `u16`, so the receive state stays small).
+    Handover(u16),
 }
 
 /// The armed multishot receive, and how many bytes of the data completion taken last
-/// are still in the op's decoded buffers. The buffers stay in the op until the stream
-/// asks for them, so a stream needs no queue of its own.
-struct Armed {
-    op: ArmedOp,
-    owed: u32,
+/// are still in the op's decoded buffers (`owed`, next to the tag, where it costs no
+/// room). The buffers stay in the op until the stream asks for them, so a stream needs
+/// no queue of its own.
+enum Armed {
+    Copy { op: MultiOp<RecvMulti>, owed: u32 },
+    Zc { op: MultiOp<RecvZcMulti>, owed: u32 },
 }
 
 impl Armed {
-    fn new(op: ArmedOp) -> Armed {
-        Armed { op, owed: 0 }
+    fn owed(&self) -> u32 {
+        match self {
+            Armed::Copy { owed, .. } | Armed::Zc { owed, .. } => *owed,
+        }
+    }
+
+    fn set_owed(&mut self, n: u32) {
+        match self {
+            Armed::Copy { owed, .. } | Armed::Zc { owed, .. } => *owed = n,
+        }
     }
 
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
-        match &mut self.op {
-            ArmedOp::Copy(op) => op.poll_next(cx),
-            ArmedOp::Zc(op) => op.poll_next(cx),
+        match self {
+            Armed::Copy { op, .. } => op.poll_next(cx),
+            Armed::Zc { op, .. } => op.poll_next(cx),
         }
     }
 
     /// Whether this receive stopped itself because its stream held its limit of
     /// untaken bytes (its `-ECANCELED` end is not a cancellation from outside).
     fn stopped_at_limit(&self) -> bool {
-        match &self.op {
-            ArmedOp::Copy(op) => op.with_data(|d| d.decoded.stopped_at_limit()),
-            ArmedOp::Zc(op) => op.with_data(|d| d.decoded.stopped_at_limit()),
+        match self {
+            Armed::Copy { op, .. } => op.with_data(|d| d.decoded.stopped_at_limit()),
+            Armed::Zc { op, .. } => op.with_data(|d| d.decoded.stopped_at_limit()),
         }
         .unwrap_or(false)
     }
 
     /// The next buffer of the `owed` bytes.
     fn take_owed(&mut self) -> io::Result<RxBuf> {
-        let owed = &mut self.owed;
-        let taken = match &self.op {
-            ArmedOp::Copy(op) => op.with_data(|d| d.take_next(owed)),
-            ArmedOp::Zc(op) => op.with_data(|d| d.take_next(owed)),
+        let (taken, owed) = match self {
+            Armed::Copy { op, owed } => (op.with_data(|d| d.take_next(owed)), owed),
+            Armed::Zc { op, owed } => (op.with_data(|d| d.take_next(owed)), owed),
         };
         taken.unwrap_or_else(|| {
             *owed = 0;
@@ -93,7 +96,7 @@ impl Drop for Armed {
     /// the op must be only buffers of completions nobody took, which the op hands
     /// back itself when it is cancelled.
     fn drop(&mut self) {
-        while self.owed > 0 {
+        while self.owed() > 0 {
             if self.take_owed().is_err() {
                 break;
             }
@@ -112,7 +115,8 @@ enum Wait {
     ZcChunks,
 }
 
-/// One stream's receive state.
+/// One stream's receive state. Every connection keeps one for its whole life: keep it
+/// small (rarely used parts behind a pointer).
 #[derive(Default)]
 pub(crate) struct Receiver {
     path: Option<Path>,
@@ -145,7 +149,10 @@ fn choose(core: &Core, fd: &SharedFd) -> Path {
     match &core.zc {
         ZcWorker::None => Path::Copy,
         ZcWorker::Local { loopback, .. } if eligible(fd, *loopback) => Path::ZeroCopy,
-        ZcWorker::Handover { owner, loopback } if eligible(fd, *loopback) => Path::Handover(*owner),
+        ZcWorker::Handover { owner, loopback } if eligible(fd, *loopback) => {
+            // Past `u16::MAX` workers (never), receive by copy.
+            u16::try_from(*owner).map_or(Path::Copy, Path::Handover)
+        }
         _ => Path::Copy,
     }
 }
@@ -167,7 +174,7 @@ impl Receiver {
     /// Routes this stream's receives through `owner`'s ring (tests of the handover on
     /// machines without zero-copy).
     #[cfg(test)]
-    pub(crate) fn force_handover(&mut self, owner: usize) {
+    pub(crate) fn force_handover(&mut self, owner: u16) {
         self.path = Some(Path::Handover(owner));
     }
 
@@ -184,11 +191,10 @@ impl Receiver {
         let limit = core.recv_hold_limit;
         match (path, &core.zc) {
             (Path::ZeroCopy, ZcWorker::Local { ring, .. }) => Ok((
-                Armed::new(ArmedOp::Zc(MultiOp::submit(RecvZcMulti::new(
-                    fd.clone(),
-                    ring.clone(),
-                    limit,
-                ))?)),
+                Armed::Zc {
+                    op: MultiOp::submit(RecvZcMulti::new(fd.clone(), ring.clone(), limit))?,
+                    owed: 0,
+                },
                 limit,
             )),
             _ => {
@@ -206,7 +212,13 @@ impl Receiver {
                     core.recv_kernel_limit.get(),
                 );
                 let budget = op.kernel_limit();
-                Ok((Armed::new(ArmedOp::Copy(MultiOp::submit(op)?)), budget))
+                Ok((
+                    Armed::Copy {
+                        op: MultiOp::submit(op)?,
+                        owed: 0,
+                    },
+                    budget,
+                ))
             }
         }
     }
@@ -273,7 +285,7 @@ impl Receiver {
             return Poll::Ready(Err(not_in_runtime()));
         };
         loop {
-            if let Some(armed) = self.armed.as_mut().filter(|a| a.owed > 0) {
+            if let Some(armed) = self.armed.as_mut().filter(|a| a.owed() > 0) {
                 return Poll::Ready(armed.take_owed().map(Some));
             }
             if self.eof {
@@ -282,7 +294,7 @@ impl Receiver {
             let path = *self.path.get_or_insert_with(|| choose(&core, fd));
             if let Path::Handover(owner) = path {
                 if self.handover.is_none() {
-                    self.handover = Some(HandoverRx::start(&core, owner, fd)?);
+                    self.handover = Some(HandoverRx::start(&core, owner.into(), fd)?);
                     add_owned(&core.shared.metrics.recv_handovers, 1);
                 }
                 if let Some(h) = self.handover.as_mut() {
@@ -321,7 +333,7 @@ impl Receiver {
                 // Its buffers are handed out from the op, starting with the next turn
                 // of this loop; a final completion with data ends the receive only
                 // after they are (its end below never disarms).
-                armed.owed = c.res as u32;
+                armed.set_owed(c.res as u32);
                 if c.more() {
                     continue;
                 }

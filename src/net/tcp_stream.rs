@@ -29,19 +29,30 @@ use zcrx::RxBuf;
 /// `std::net::TcpStream` ([`into_std`](Self::into_std)), send that, and wrap it there
 /// ([`from_std`](Self::from_std)).
 pub struct TcpStream {
+    /// Boxed: a task that owns the stream keeps it (often twice, in an `async fn`'s
+    /// argument and in its body) for its whole life, so the stream itself is one word.
+    inner: Box<Inner>,
+}
+
+/// A stream's socket and receive state, in one allocation.
+struct Inner {
     fd: SharedFd,
-    /// Made at the first receive, and boxed: a task that owns the stream keeps it
-    /// (often twice, in an `async fn`'s argument and in its body) for its whole life,
-    /// so the stream itself stays two words. Out of its cell while a receive is polled
-    /// (nothing that runs then can reach this stream again).
-    rx: Cell<Option<Box<Receiver>>>,
+    /// Made at the first receive. Out of its cell while a receive is polled (nothing
+    /// that runs then can reach this stream again).
+    rx: Cell<Option<Receiver>>,
 }
 
 impl TcpStream {
     pub(crate) fn from_fd(fd: OwnedFd) -> TcpStream {
+        TcpStream::from_shared(Rc::new(fd))
+    }
+
+    fn from_shared(fd: SharedFd) -> TcpStream {
         TcpStream {
-            fd: Rc::new(fd),
-            rx: Cell::default(),
+            inner: Box::new(Inner {
+                fd,
+                rx: Cell::new(None),
+            }),
         }
     }
 
@@ -58,7 +69,7 @@ impl TcpStream {
     /// pool but not yet taken by [`recv`](Self::recv) are dropped, so call it at a
     /// message boundary.
     pub async fn into_std(self) -> io::Result<std::net::TcpStream> {
-        let TcpStream { fd, rx } = self;
+        let Inner { fd, rx } = *self.inner;
         drop(rx);
         let mut fd = fd;
         for _ in 0..10_000 {
@@ -85,10 +96,7 @@ impl TcpStream {
         })?
         .await?;
         c.result()?;
-        Ok(TcpStream {
-            fd,
-            rx: Cell::default(),
-        })
+        Ok(TcpStream::from_shared(fd))
     }
 
     /// [`connect`](Self::connect) bounded by `timeout` (`ErrorKind::TimedOut`).
@@ -107,7 +115,7 @@ impl TcpStream {
     /// does not depend on the caller's buffer type.
     fn send_buf(&self, buf: SendBuf) -> SendAll<Send> {
         SendAll::new(Send {
-            socket: self.fd.clone(),
+            socket: self.inner.fd.clone(),
             buf,
             offset: 0,
         })
@@ -122,7 +130,7 @@ impl TcpStream {
 
     fn send_zc_buf(&self, buf: SendBuf) -> SendAll<SendZc> {
         SendAll::new(SendZc {
-            socket: self.fd.clone(),
+            socket: self.inner.fd.clone(),
             buf,
             offset: 0,
         })
@@ -142,7 +150,7 @@ impl TcpStream {
     }
 
     fn send_msg(&self, bufs: Vec<SendBuf>) -> SendAll<SendMsg> {
-        SendAll::new(SendMsg::new(self.fd.clone(), bufs, 0, None))
+        SendAll::new(SendMsg::new(self.inner.fd.clone(), bufs, 0, None))
     }
 
     /// Receives the next chunk of bytes from the worker's receive pool: `Ok(None)` at
@@ -168,20 +176,20 @@ impl TcpStream {
     }
 
     pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
-        self.with_rx(|rx| rx.poll_recv(&self.fd, cx))
+        self.with_rx(|rx| rx.poll_recv(&self.inner.fd, cx))
     }
 
     /// Runs `f` on the receive state, made at the first use.
     fn with_rx<R>(&self, f: impl FnOnce(&mut Receiver) -> R) -> R {
-        let mut rx = self.rx.take().unwrap_or_default();
+        let mut rx = self.inner.rx.take().unwrap_or_default();
         let out = f(&mut rx);
-        self.rx.set(Some(rx));
+        self.inner.rx.set(Some(rx));
         out
     }
 
     /// Routes this stream's receives through worker `owner` (tests of the handover).
     #[cfg(test)]
-    pub(crate) fn force_handover(&self, owner: usize) {
+    pub(crate) fn force_handover(&self, owner: u16) {
         self.with_rx(|rx| rx.force_handover(owner));
     }
 
@@ -202,7 +210,7 @@ impl TcpStream {
             ));
         }
         let (c, op) = Op::submit(RecvInto {
-            socket: self.fd.clone(),
+            socket: self.inner.fd.clone(),
             buf,
         })?
         .await?;
@@ -218,7 +226,7 @@ impl TcpStream {
             std::net::Shutdown::Both => libc::SHUT_RDWR,
         };
         let (c, _) = Op::submit(Shutdown {
-            socket: self.fd.clone(),
+            socket: self.inner.fd.clone(),
             how,
         })?
         .await?;
@@ -232,7 +240,7 @@ impl TcpStream {
 
     /// The socket, for any other option (`socket2`).
     pub fn socket(&self) -> SockRef<'_> {
-        SockRef::from(&*self.fd)
+        SockRef::from(&*self.inner.fd)
     }
 
     /// The local address.

@@ -22,15 +22,17 @@ const CONNS: usize = 1000;
 const BATCH: usize = 100;
 /// Bytes of each connection's one ping.
 const PING: usize = 64;
-/// Heap bytes (as malloc chunks) one idle connection may keep: measured 463 (the
+/// Heap bytes (as malloc chunks) one idle connection may keep: measured 428 (the
 /// spawned echo task 144, the stream with its receive state 80, the armed receive op
-/// with its queues 112, the shared fd 32, its op slab slot and the task registry
-/// entry ~90). The goal is 256 (issue 3, W7); this bound keeps a regrowth from going
-/// unnoticed and is lowered as the cost comes down.
-const MAX_BYTES_PER_IDLE_CONN: f64 = 480.0;
+/// with its queues 64, the shared fd 32, its op slab slot and the task registry entry
+/// ~85, and ~16 of the worker's bounded caches of recycled op boxes and decoded-buffer
+/// queues, which 1000 connections fill). The goal is 256 (issue 3, W7); this bound
+/// keeps a regrowth from going unnoticed and is lowered as the cost comes down.
+const MAX_BYTES_PER_IDLE_CONN: f64 = 445.0;
 /// Heap bytes per connection that may stay after every connection closed: op slab
-/// pages and registry capacity the worker keeps for the next burst (measured 97),
-/// never per-connection objects.
+/// pages, registry capacity and the bounded caches of recycled op boxes and
+/// decoded-buffer queues the worker keeps for the next burst (measured 115), never
+/// per-connection objects.
 const MAX_BYTES_PER_CLOSED_CONN: f64 = 128.0;
 
 /// Size classes of the live-block histogram: 16 bytes each up to 1 KiB, then one per

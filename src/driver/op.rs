@@ -11,6 +11,7 @@ use std::any::Any;
 use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
+use std::num::NonZeroU32;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
@@ -99,26 +100,33 @@ pub(crate) trait OpBox {
 
 /// A completion queued for a multishot op's stream: `res` and `flags` only (the slot's
 /// key says the `user_data`, and [`OpCode::on_complete`] has already read any
-/// `big_cqe`), so the queue every armed receive carries stays small.
+/// `big_cqe`), so the queue every armed receive carries stays small: `res` is kept
+/// with its sign bit flipped in a `NonZeroU32` (a CQE's `res` is a length or a
+/// negative errno, never `i32::MIN`), which makes an `Option<Queued>` eight bytes.
 #[derive(Clone, Copy)]
 pub(crate) struct Queued {
-    res: i32,
+    res: NonZeroU32,
     flags: u32,
 }
 
 impl Queued {
     pub(crate) fn new(c: &Completion) -> Queued {
+        let flipped = (c.res as u32) ^ SIGN;
         Queued {
-            res: c.res,
+            // `i32::MIN` (never a CQE's `res`) is stored as `i32::MIN + 1`.
+            res: NonZeroU32::new(flipped).unwrap_or(NonZeroU32::MIN),
             flags: c.flags,
         }
     }
 
     /// The completion for op `key`, with `big_cqe` zero.
     pub(crate) fn completion(self, key: Key) -> Completion {
-        Landed::partial(self.res, self.flags).completion(key)
+        Landed::partial((self.res.get() ^ SIGN) as i32, self.flags).completion(key)
     }
 }
+
+/// The sign bit of an `i32` as `u32`.
+const SIGN: u32 = 1 << 31;
 
 /// A single-shot op as the slab holds it.
 pub(crate) struct Single<T>(pub(crate) T);
@@ -404,6 +412,31 @@ impl<T: OpCode> Drop for Op<T> {
             if let Ok(mut driver) = self.core.driver.try_borrow_mut() {
                 driver.drop_op(key);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Key, Queued};
+    use crate::driver::Completion;
+
+    #[test]
+    fn a_queued_completion_keeps_res_and_flags_in_eight_bytes() {
+        assert_eq!(std::mem::size_of::<Option<Queued>>(), 8);
+        let key = Key::from_user_data(5).expect("key");
+        for res in [0, 1, 4096, i32::MAX, -1, -libc::ECANCELED, -4095] {
+            let c = Completion {
+                user_data: key.user_data(),
+                res,
+                flags: 0xffff_0003,
+                big_cqe: [0; 2],
+            };
+            let back = Queued::new(&c).completion(key);
+            assert_eq!(
+                (back.res, back.flags, back.user_data),
+                (res, 0xffff_0003, 5)
+            );
         }
     }
 }

@@ -5,6 +5,8 @@ use crate::driver::queue::SmallQueue;
 use crate::driver::{Completion, OpCode};
 use bytes::BytesMut;
 use io_uring::{opcode, squeue};
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
@@ -109,16 +111,75 @@ impl HoldLimit {
     }
 }
 
+/// A decoded buffer, or why a completion could not be decoded (its bytes are lost;
+/// the stream fails when it gets there; boxed, as it is almost never made).
+type Decode = Result<RxBuf, Box<PoolError>>;
+
+/// Decoded-buffer queues this many at most are kept per thread for reuse.
+const SPARE_QUEUES: usize = 64;
+
+/// A kept queue keeps at most this many slots (a burst's larger one is shrunk).
+const SPARE_QUEUE_SLOTS: usize = 16;
+
+thread_local! {
+    /// Empty queues of receives that drained theirs, for the next receive that gets a
+    /// completion: an idle receive holds no queue, and a busy one does not allocate
+    /// per completion.
+    static SPARE: RefCell<Vec<Box<VecDeque<Decode>>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A FIFO of decoded buffers that holds no memory while empty (one word in every
+/// idle receive), borrowing a queue from the thread's spares while it has items.
+#[derive(Default)]
+struct DecodeQueue(
+    // Boxed on purpose: one word while empty, and a kept queue moves as a pointer.
+    #[allow(clippy::box_collection)] Option<Box<VecDeque<Decode>>>,
+);
+
+impl DecodeQueue {
+    fn push_back(&mut self, item: Decode) {
+        self.0
+            .get_or_insert_with(|| {
+                SPARE
+                    .try_with(|s| s.try_borrow_mut().ok()?.pop())
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default()
+            })
+            .push_back(item);
+    }
+
+    fn pop_front(&mut self) -> Option<Decode> {
+        let q = self.0.as_mut()?;
+        let item = q.pop_front();
+        if q.is_empty() {
+            if let Some(mut q) = self.0.take() {
+                q.shrink_to(SPARE_QUEUE_SLOTS);
+                // Kept unless enough are (or the thread is exiting): then freed here.
+                let _ = SPARE.try_with(|s| {
+                    if let Ok(mut s) = s.try_borrow_mut() {
+                        if s.len() < SPARE_QUEUES {
+                            s.push(q);
+                        }
+                    }
+                });
+            }
+        }
+        item
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
 /// Buffers decoded from the completions of a multishot pool receive, in completion
 /// order, until the stream takes them; and how much of the pool they hold, against the
 /// stream's [`HoldLimit`]. Lives in the op of every armed receive (one per connection):
-/// small while nothing is queued.
+/// two words while nothing is queued.
 #[derive(Default)]
 pub(crate) struct Decoded {
-    bufs: SmallQueue<RxBuf>,
-    /// Why a completion could not be decoded (its bytes are lost; the stream fails).
-    /// Boxed: it is almost never set.
-    bad: Option<Box<PoolError>>,
+    bufs: DecodeQueue,
     /// Pool bytes `bufs` keep from other streams (saturating: past the limit only
     /// whether it was passed matters, and that is `stopped`).
     held: u32,
@@ -140,16 +201,14 @@ impl Decoded {
             Ok(bufs) => {
                 for buf in bufs {
                     self.held = self.held.saturating_add(hold.charge(&buf));
-                    self.bufs.push_back(buf);
+                    self.bufs.push_back(Ok(buf));
                 }
                 if hold.limit > 0 && self.held > hold.limit && !self.stopped {
                     self.stopped = true;
                     self.stop_wanted = true;
                 }
             }
-            Err(e) => {
-                self.bad.get_or_insert_with(|| Box::new(e));
-            }
+            Err(e) => self.bufs.push_back(Err(Box::new(e))),
         }
     }
 
@@ -164,9 +223,11 @@ impl Decoded {
         self.stopped
     }
 
-    fn pop(&mut self, hold: HoldLimit) -> Option<RxBuf> {
+    fn pop(&mut self, hold: HoldLimit) -> Option<Decode> {
         let buf = self.bufs.pop_front()?;
-        self.held = self.held.saturating_sub(hold.charge(&buf));
+        if let Ok(b) = &buf {
+            self.held = self.held.saturating_sub(hold.charge(b));
+        }
         Some(buf)
     }
 
@@ -174,19 +235,23 @@ impl Decoded {
     /// of it not handed out yet (counted down here; `0` after an error, whose bytes
     /// are lost).
     pub(crate) fn take_next(&mut self, owed: &mut u32, hold: HoldLimit) -> io::Result<RxBuf> {
-        if let Some(why) = self.bad.take() {
-            *owed = 0;
-            return Err(io::Error::new(io::ErrorKind::InvalidData, why.to_string()));
+        match self.pop(hold) {
+            Some(Ok(buf)) => {
+                *owed = owed.saturating_sub(buf.len() as u32);
+                Ok(buf)
+            }
+            Some(Err(why)) => {
+                *owed = 0;
+                Err(io::Error::new(io::ErrorKind::InvalidData, why.to_string()))
+            }
+            None => {
+                let left = std::mem::take(owed);
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{left} received bytes have no decoded buffer"),
+                ))
+            }
         }
-        let Some(buf) = self.pop(hold) else {
-            let left = std::mem::take(owed);
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{left} received bytes have no decoded buffer"),
-            ));
-        };
-        *owed = owed.saturating_sub(buf.len() as u32);
-        Ok(buf)
     }
 
     /// Drops the buffers of a queued completion nobody will take; `false` if nothing
@@ -198,7 +263,9 @@ impl Decoded {
         let mut left = res.max(0) as usize;
         while left > 0 {
             match self.pop(hold) {
-                Some(buf) => left = left.saturating_sub(buf.len()),
+                Some(Ok(buf)) => left = left.saturating_sub(buf.len()),
+                // The completion whose decoding failed: its bytes are lost with it.
+                Some(Err(_)) => break,
                 None => break,
             }
         }
@@ -365,6 +432,65 @@ unsafe impl OpCode for RecvMulti {
 mod tests {
     use super::*;
     use io_uring::{opcode, types};
+
+    fn bad(i: usize) -> Decode {
+        Err(Box::new(PoolError::InvalidConfig {
+            field: "test",
+            reason: i.to_string(),
+        }))
+    }
+
+    fn reason(d: Option<Decode>) -> Option<String> {
+        match d? {
+            Err(e) => match *e {
+                PoolError::InvalidConfig { reason, .. } => Some(reason),
+                other => panic!("unexpected {other:?}"),
+            },
+            Ok(_) => panic!("no buffers were queued"),
+        }
+    }
+
+    #[test]
+    fn an_idle_receive_keeps_one_word_of_decoded_queue() {
+        // What every armed receive (one per idle connection) carries.
+        assert_eq!(std::mem::size_of::<DecodeQueue>(), 8);
+        assert!(std::mem::size_of::<crate::driver::op::Multi<RecvMulti>>() <= 56);
+    }
+
+    #[test]
+    fn decode_queue_keeps_order_and_hands_drained_queues_to_the_next() {
+        let mut a = DecodeQueue::default();
+        assert!(a.is_empty() && a.pop_front().is_none());
+        for i in 0..40 {
+            a.push_back(bad(i));
+        }
+        for i in 0..40 {
+            assert_eq!(reason(a.pop_front()), Some(i.to_string()));
+        }
+        // Drained: it holds nothing, and its queue (shrunk) waits for the next one.
+        assert!(a.is_empty());
+        let kept = SPARE.with(|s| s.borrow().last().map(|q| (q.capacity(), &**q as *const _)));
+        let (capacity, queue) = kept.expect("the drained queue is kept");
+        assert!(capacity <= SPARE_QUEUE_SLOTS.max(4));
+        let mut b = DecodeQueue::default();
+        b.push_back(bad(7));
+        assert_eq!(b.0.as_deref().map(|q| q as *const _), Some(queue));
+        assert_eq!(reason(b.pop_front()), Some("7".into()));
+    }
+
+    #[test]
+    fn spare_decode_queues_are_bounded() {
+        let mut qs: Vec<DecodeQueue> = (0..SPARE_QUEUES + 8)
+            .map(|_| DecodeQueue::default())
+            .collect();
+        for q in &mut qs {
+            q.push_back(bad(0));
+        }
+        for q in &mut qs {
+            assert!(reason(q.pop_front()).is_some());
+        }
+        assert_eq!(SPARE.with(|s| s.borrow().len()), SPARE_QUEUES);
+    }
 
     fn bytes(entry: squeue::Entry) -> [u8; SQE_SIZE] {
         // SAFETY: see `with_optlen`.

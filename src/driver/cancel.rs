@@ -32,7 +32,7 @@ impl Driver {
                     *finished
                 }
                 Lifecycle::Partial { res, flags, .. } => {
-                    let c = Landed::partial(*res, *flags).completion(key);
+                    let c = Landed::partial(*res, u32::from(*flags)).completion(key);
                     slot.data.release(&c);
                     false
                 }

@@ -311,7 +311,7 @@ impl Driver {
             Lifecycle::Partial { res, flags, .. } => {
                 // The operation itself is done; only the notification is outstanding,
                 // and cancelling cannot speed it up.
-                let result = Landed::partial(*res, *flags).completion(key);
+                let result = Landed::partial(*res, u32::from(*flags)).completion(key);
                 slot.data.release(&result);
                 slot.lifecycle = Lifecycle::Abandoned;
                 false
@@ -436,7 +436,7 @@ impl Driver {
                 let waker = waker.take();
                 slot.lifecycle = Lifecycle::Partial {
                     res: c.res,
-                    flags: c.flags,
+                    flags: c.flags as u16,
                     waker,
                 };
             }
@@ -451,7 +451,7 @@ impl Driver {
                     if let Some(w) = waker.take() {
                         self.wakers.push(w);
                     }
-                    slot.lifecycle = Lifecycle::Completed(Landed::partial(*res, *flags));
+                    slot.lifecycle = Lifecycle::Completed(Landed::partial(*res, u32::from(*flags)));
                 }
             }
             Lifecycle::Completed(_) => {

@@ -207,13 +207,13 @@ impl<T: OpCode> OpBox for Multi<T> {
     }
 }
 
-/// A completion without its `user_data` (the slot's key says it): what the slot keeps
-/// of a single-shot op's result, so the slot stays small.
+/// A completion without its `user_data` (the slot's key says it) and `big_cqe` (no
+/// single-shot op gets a 32-byte CQE): what the slot keeps of a single-shot op's
+/// result, so the slot stays small.
 #[derive(Clone, Copy)]
 pub(crate) struct Landed {
     res: i32,
     flags: u32,
-    big_cqe: [u64; 2],
 }
 
 impl Landed {
@@ -221,18 +221,13 @@ impl Landed {
         Landed {
             res: c.res,
             flags: c.flags,
-            big_cqe: c.big_cqe,
         }
     }
 
-    /// The result of a single-shot op that came in two CQEs (SEND_ZC): a 16-byte CQE
-    /// in the first place, so nothing is lost by keeping only `res` and `flags`.
+    /// The result of a single-shot op that came in two CQEs (SEND_ZC), or a queued
+    /// multishot completion: `res` and `flags` are all there is of it.
     pub(crate) fn partial(res: i32, flags: u32) -> Landed {
-        Landed {
-            res,
-            flags,
-            big_cqe: [0; 2],
-        }
+        Landed { res, flags }
     }
 
     /// The completion as the kernel posted it for op `key`.
@@ -241,7 +236,7 @@ impl Landed {
             user_data: key.user_data(),
             res: self.res,
             flags: self.flags,
-            big_cqe: self.big_cqe,
+            big_cqe: [0; 2],
         }
     }
 }
@@ -265,10 +260,12 @@ pub(crate) enum Lifecycle {
     /// Single-shot op in flight, with the waker of the future once it has been polled.
     Pending(Option<Waker>),
     /// Single-shot op whose result (`res`, `flags`) came with `F_MORE` (SEND_ZC): the
-    /// kernel still uses the op's memory until the notification CQE.
+    /// kernel still uses the op's memory until the notification CQE. Only the low
+    /// half of `flags` is kept (the high half names a provided buffer, which a send
+    /// never has), so the variant leaves room for the tag and the slot stays small.
     Partial {
         res: i32,
-        flags: u32,
+        flags: u16,
         waker: Option<Waker>,
     },
     /// Single-shot op done; the future has not taken the result yet.
@@ -420,6 +417,13 @@ impl<T: OpCode> Drop for Op<T> {
 mod tests {
     use super::{Key, Queued};
     use crate::driver::Completion;
+
+    #[test]
+    fn an_op_slot_stays_small() {
+        // Every op in flight has one, and every idle connection has an op in flight.
+        assert!(std::mem::size_of::<super::Lifecycle>() <= 24);
+        assert!(std::mem::size_of::<super::OpSlot>() <= 48);
+    }
 
     #[test]
     fn a_queued_completion_keeps_res_and_flags_in_eight_bytes() {

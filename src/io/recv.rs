@@ -125,6 +125,8 @@ thread_local! {
     /// Empty queues of receives that drained theirs, for the next receive that gets a
     /// completion: an idle receive holds no queue, and a busy one does not allocate
     /// per completion.
+    // Boxed on purpose: a queue is handed to a receive as the box it keeps.
+    #[allow(clippy::vec_box)]
     static SPARE: RefCell<Vec<Box<VecDeque<Decode>>>> = const { RefCell::new(Vec::new()) };
 }
 

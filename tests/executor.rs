@@ -237,3 +237,111 @@ fn pin_cpus_pins_background_workers() {
     });
     assert_eq!((count, on_expected), (1, true));
 }
+
+/// A waker that counts its wakes (and, through its `Arc`, its clones).
+#[derive(Default)]
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Counting {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Counts how often it is dropped: a task's result must be dropped exactly once,
+/// whoever ends up with it.
+struct DropCount(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_join_handle_on_another_thread_wakes_its_latest_waker_only() {
+    use std::future::Future;
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+    // Worker 1 runs on a thread of its own (worker 0 only inside `block_on`).
+    let rt = rt(2, Default::default());
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let mut h = Box::pin(rt.handle().spawn_on(1, async move {
+        // Finishes only once the test says so (polled again every millisecond).
+        while rx.try_recv().is_err() {
+            zerorx::time::sleep(Duration::from_millis(1)).await;
+        }
+        41 + 1
+    }));
+    let (a, b) = (Arc::new(Counting::default()), Arc::new(Counting::default()));
+    let (wa, wb) = (Waker::from(a.clone()), Waker::from(b.clone()));
+    assert!(h.as_mut().poll(&mut Context::from_waker(&wa)).is_pending());
+    // The same waker again keeps it; another one replaces it.
+    assert!(h.as_mut().poll(&mut Context::from_waker(&wa)).is_pending());
+    assert!(h.as_mut().poll(&mut Context::from_waker(&wb)).is_pending());
+    assert_eq!(Arc::strong_count(&a), 2, "the replaced waker was dropped");
+    tx.send(()).expect("finish");
+    wait_for("the latest waker is woken", || b.0.load(SeqCst) > 0);
+    assert_eq!(a.0.load(SeqCst), 0, "a replaced waker is not woken");
+    match h.as_mut().poll(&mut Context::from_waker(&wb)) {
+        Poll::Ready(v) => assert_eq!(v.expect("value"), 42),
+        Poll::Pending => panic!("woken but pending"),
+    }
+    drop((wb, h));
+    // Nothing keeps the waker once the handle is gone.
+    wait_for("the task lets go of the waker", || {
+        Arc::strong_count(&b) == 1
+    });
+}
+
+#[test]
+fn a_tasks_result_is_dropped_once_whoever_drops_it() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    let rt = rt(2, Default::default());
+    let drops = Arc::new(AtomicUsize::new(0));
+    // Handle dropped before the task finishes: the task drops its result.
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let d = drops.clone();
+    let h = rt.handle().spawn_on(1, async move {
+        while rx.try_recv().is_err() {
+            zerorx::time::sleep(Duration::from_millis(1)).await;
+        }
+        DropCount(d)
+    });
+    drop(h);
+    tx.send(()).expect("finish");
+    wait_for("the detached result is dropped", || drops.load(SeqCst) == 1);
+    // Handle dropped after the task finished, never polled: the handle drops it.
+    let d = drops.clone();
+    let h = rt.handle().spawn_on(1, async move { DropCount(d) });
+    wait_for("the task finishes", || h.is_finished());
+    assert_eq!(
+        drops.load(SeqCst),
+        1,
+        "a result kept for its handle is not dropped"
+    );
+    drop(h);
+    assert_eq!(drops.load(SeqCst), 2);
+    // Awaited: the value goes to the caller and is dropped there, once.
+    let d = drops.clone();
+    let v = rt.block_on(async move { spawn(async move { DropCount(d) }).await });
+    assert_eq!(drops.load(SeqCst), 2);
+    drop(v);
+    assert_eq!(drops.load(SeqCst), 3);
+    drop(rt);
+    assert_eq!(drops.load(SeqCst), 3);
+}

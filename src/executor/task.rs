@@ -76,7 +76,9 @@ pub(crate) struct Task<F: Future> {
     state: AtomicU8,
     registry_key: AtomicU32,
     owner: Arc<WorkerShared>,
-    join_waker: UnsafeCell<Option<Waker>>,
+    /// Boxed: most handles never wait (a spawned connection's is dropped at once), so
+    /// every task keeps one word for it, and the box is made once per awaited handle.
+    join_waker: UnsafeCell<Option<Box<Waker>>>,
     stage: UnsafeCell<Stage<F>>,
 }
 
@@ -201,7 +203,11 @@ impl<F: Future + 'static> Task<F> {
     fn set_join_waker(&self, waker: Waker) -> bool {
         // SAFETY: `JOIN_WAKER` is clear and this handle holds `JOIN_INTEREST`: nobody
         // else touches the slot (see [`Task`]).
-        unsafe { *self.join_waker.get() = Some(waker) };
+        let slot = unsafe { &mut *self.join_waker.get() };
+        match slot {
+            Some(kept) => **kept = waker,
+            None => *slot = Some(Box::new(waker)),
+        }
         let set = self.update(|s| (s & COMPLETE == 0).then_some(s | JOIN_WAKER));
         if set.is_err() {
             // SAFETY: `JOIN_WAKER` is still clear (it was never set).

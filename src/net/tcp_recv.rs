@@ -115,14 +115,25 @@ enum Wait {
     ZcChunks,
 }
 
+/// What a stream receives through right now: its own armed receive, or the owner
+/// worker's (handover). One or the other, so they share the room (the handover
+/// goes in a spare value of the armed receive's tag).
+enum Source {
+    Armed(Armed),
+    Handover(HandoverRx),
+}
+
 /// One stream's receive state. Every connection keeps one for its whole life: keep it
 /// small (rarely used parts behind a pointer).
 #[derive(Default)]
 pub(crate) struct Receiver {
     path: Option<Path>,
-    armed: Option<Armed>,
-    handover: Option<HandoverRx>,
-    tracker: RecvTracker,
+    source: Option<Source>,
+    /// The armed receive's byte budget and what it received (a [`RecvTracker`] in
+    /// half the room: the budget is a `u32`, so a saturating `u32` count decides the
+    /// same).
+    budget: u32,
+    received: u32,
     wait: Option<Wait>,
     /// The receiving pool's `returned_to_kernel` when the receive was armed. An
     /// `ENOBUFS`/`ENOMEM` end waits for buffers returned after it: any return since
@@ -131,6 +142,13 @@ pub(crate) struct Receiver {
     /// receive never re-arms into a pool the kernel already found empty).
     armed_mark: u64,
     eof: bool,
+}
+
+/// The byte accounting of a receive armed with `budget` that got `received` bytes.
+fn tracker(budget: u32, received: u32) -> RecvTracker {
+    let mut t = RecvTracker::new(budget);
+    t.on_data(received);
+    t
 }
 
 /// Whether a stream may receive zero-copy: its peer is not on loopback, unless the
@@ -285,23 +303,26 @@ impl Receiver {
             return Poll::Ready(Err(not_in_runtime()));
         };
         loop {
-            if let Some(armed) = self.armed.as_mut().filter(|a| a.owed() > 0) {
-                return Poll::Ready(armed.take_owed().map(Some));
+            if let Some(Source::Armed(armed)) = self.source.as_mut() {
+                if armed.owed() > 0 {
+                    return Poll::Ready(armed.take_owed().map(Some));
+                }
             }
             if self.eof {
                 return Poll::Ready(Ok(None));
             }
             let path = *self.path.get_or_insert_with(|| choose(&core, fd));
             if let Path::Handover(owner) = path {
-                if self.handover.is_none() {
-                    self.handover = Some(HandoverRx::start(&core, owner.into(), fd)?);
+                if !matches!(self.source, Some(Source::Handover(_))) {
+                    let rx = HandoverRx::start(&core, owner.into(), fd)?;
+                    self.source = Some(Source::Handover(rx));
                     add_owned(&core.shared.metrics.recv_handovers, 1);
                 }
-                if let Some(h) = self.handover.as_mut() {
+                if let Some(Source::Handover(h)) = self.source.as_mut() {
                     return h.poll_recv(cx);
                 }
             }
-            if self.armed.is_none() {
+            if self.source.is_none() {
                 if let Some(wait) = self.wait {
                     if !Self::wait_over(&core, wait, self.armed_mark, cx) {
                         return Poll::Pending;
@@ -313,23 +334,25 @@ impl Receiver {
                     _ => core.copy_returned(),
                 };
                 let (armed, budget) = self.arm(&core, fd, path)?;
-                self.armed = Some(armed);
-                self.tracker = RecvTracker::new(budget);
+                self.source = Some(Source::Armed(armed));
+                self.budget = budget;
+                self.received = 0;
             }
-            let Some(armed) = self.armed.as_mut() else {
+            // Not a handover stream (that returned above): the source is a receive.
+            let Some(Source::Armed(armed)) = self.source.as_mut() else {
                 continue;
             };
             let c = match armed.poll_next(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => {
                     // The final completion was consumed: arm a new receive.
-                    self.armed = None;
+                    self.source = None;
                     continue;
                 }
                 Poll::Ready(Some(c)) => c,
             };
             if c.res > 0 {
-                self.tracker.on_data(c.res as u32);
+                self.received = self.received.saturating_add(c.res as u32);
                 // Its buffers are handed out from the op, starting with the next turn
                 // of this loop; a final completion with data ends the receive only
                 // after they are (its end below never disarms).
@@ -338,15 +361,16 @@ impl Receiver {
                     continue;
                 }
             }
-            let end = match self.tracker.on_end(c.res) {
+            let tracker = tracker(self.budget, self.received);
+            let end = match tracker.on_end(c.res) {
                 // This receive stopped itself at the hold limit and everything it got
                 // has been taken: arm again.
                 RecvEnd::Cancelled if armed.stopped_at_limit() => RecvEnd::BudgetDone,
                 end => end,
             };
             if end == RecvEnd::Failed(RecvFailure::Errno(libc::EINVAL))
-                && self.tracker.remaining_budget() > 0
-                && self.tracker.received() == 0
+                && tracker.remaining_budget() > 0
+                && tracker.received() == 0
                 && path != Path::ZeroCopy
             {
                 // Before Linux 6.17 a multishot `recv` refuses a byte limit: arm
@@ -358,14 +382,14 @@ impl Receiver {
                          limiting receives by cancelling them instead"
                     );
                 }
-                self.armed = None;
+                self.source = None;
                 continue;
             }
             Self::record(&core, path, c.res, &end);
             match end {
                 RecvEnd::Eof => {
                     self.eof = true;
-                    self.armed = None;
+                    self.source = None;
                 }
                 RecvEnd::Rearm(RearmReason::NoBuffers) => {
                     add_owned(&core.shared.metrics.recv_enobufs, 1);
@@ -376,12 +400,12 @@ impl Receiver {
                 }
                 RecvEnd::Rearm(_) | RecvEnd::BudgetDone => {}
                 RecvEnd::Cancelled => {
-                    self.armed = None;
+                    self.source = None;
                     return Poll::Ready(Err(io::Error::from_raw_os_error(libc::ECANCELED)));
                 }
                 RecvEnd::Failed(RecvFailure::Steering) if path == Path::ZeroCopy => {
                     // This flow is not on the pool's queue: receive it by copy.
-                    self.armed = None;
+                    self.source = None;
                     self.path = Some(Path::Copy);
                     add_owned(&core.shared.metrics.recv_steering_fallbacks, 1);
                     if !core.steering_warned.replace(true) {
@@ -394,7 +418,7 @@ impl Receiver {
                     }
                 }
                 RecvEnd::Failed(f) => {
-                    self.armed = None;
+                    self.source = None;
                     return Poll::Ready(Err(f.to_io_error()));
                 }
             }

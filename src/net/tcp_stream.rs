@@ -391,6 +391,7 @@ mod tests {
             returned(&|s: &'static TcpStream| s.send(bytes::Bytes::new())),
             16
         );
-        assert!(size_of::<super::Receiver>() <= 64);
+        assert!(size_of::<super::Receiver>() <= 48);
+        assert!(size_of::<super::Inner>() <= 56);
     }
 }

@@ -1,5 +1,5 @@
 //! One op per file: the data each io_uring request owns while in flight, and how its
-//! SQE is built. Every op holds an `Rc<OwnedFd>` of its socket, so closing the socket
+//! SQE is built. Every op holds an `Rc` of its socket (`SocketFd`), so closing the socket
 //! object early can never let the fd number be reused under an op still in the SQ or
 //! the kernel: the fd is closed when its last op's final completion is handled.
 
@@ -11,11 +11,54 @@ pub(crate) mod recv_zc;
 pub(crate) mod send;
 pub(crate) mod shutdown;
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use crate::net::Receiver;
+use std::cell::Cell;
+use std::ops::Deref;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::rc::Rc;
 
 /// A socket fd shared between its owner and its in-flight ops.
-pub(crate) type SharedFd = Rc<OwnedFd>;
+pub(crate) type SharedFd = Rc<SocketFd>;
+
+/// A socket's fd and, for a TCP stream, its receive state beside it: one allocation
+/// per connection for both. Ops keep the fd open through their `Rc`; since the armed
+/// receive is such an op, a stream takes its receive state out when it is dropped
+/// (which cancels the receive) instead of leaving it to the last `Rc`.
+pub(crate) struct SocketFd {
+    fd: OwnedFd,
+    /// A TCP stream's receive state, made at its first receive (`None` for other
+    /// sockets). Out of its cell while a receive is polled.
+    pub(crate) rx: Cell<Option<Receiver>>,
+}
+
+impl SocketFd {
+    /// `fd`, shared.
+    pub(crate) fn shared(fd: OwnedFd) -> SharedFd {
+        Rc::new(SocketFd {
+            fd,
+            rx: Cell::new(None),
+        })
+    }
+
+    /// The fd back (its receive state, if any, is dropped).
+    pub(crate) fn into_fd(self) -> OwnedFd {
+        self.fd
+    }
+}
+
+impl AsFd for SocketFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl Deref for SocketFd {
+    type Target = OwnedFd;
+
+    fn deref(&self) -> &OwnedFd {
+        &self.fd
+    }
+}
 
 pub(crate) fn fd(f: &SharedFd) -> io_uring::types::Fd {
     io_uring::types::Fd(f.as_raw_fd())

@@ -16,7 +16,6 @@ use crate::runtime::worker::Core;
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
-use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use zcrx::RxBuf;
@@ -66,10 +65,9 @@ impl HandoverRx {
         // Made here, so that a server that never starts (the owner already stopped)
         // still ends the stream when its closure is dropped.
         let guard = ServerGuard(chan.clone());
-        drop(
-            core.handle
-                .spawn_on_with(owner, move || serve(Rc::new(dup), guard)),
-        );
+        drop(core.handle.spawn_on_with(owner, move || {
+            serve(crate::io::SocketFd::shared(dup), guard)
+        }));
         Ok(HandoverRx { chan })
     }
 

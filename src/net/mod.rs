@@ -13,6 +13,7 @@ mod recv_stream;
 mod send_buf;
 mod tcp_listener;
 mod tcp_recv;
+pub(crate) use tcp_recv::Receiver;
 mod tcp_stream;
 mod udp;
 
@@ -30,7 +31,6 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
-use std::rc::Rc;
 
 /// A new blocking, close-on-exec socket for `addr`'s family. Blocking on purpose: with
 /// io_uring, a blocking socket makes the kernel wait (poll) for readiness, where a
@@ -40,7 +40,7 @@ fn new_socket(addr: &SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket
 }
 
 fn shared(socket: Socket) -> SharedFd {
-    Rc::new(OwnedFd::from(socket))
+    crate::io::SocketFd::shared(OwnedFd::from(socket))
 }
 
 fn sock_addr(addr: SocketAddr) -> SockAddr {

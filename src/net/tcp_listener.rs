@@ -45,7 +45,7 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(false)?;
         Ok(TcpListener {
-            fd: std::rc::Rc::new(std::os::fd::OwnedFd::from(listener)),
+            fd: crate::io::SocketFd::shared(std::os::fd::OwnedFd::from(listener)),
             accept: RefCell::new(None),
             rearms: std::cell::Cell::new(0),
         })

@@ -8,10 +8,9 @@ use crate::io::connect::Connect;
 use crate::io::recv::RecvInto;
 use crate::io::send::{Send, SendMsg, SendZc};
 use crate::io::shutdown::Shutdown;
-use crate::io::SharedFd;
+use crate::io::{SharedFd, SocketFd};
 use bytes::{Bytes, BytesMut};
 use socket2::{Protocol, SockRef, Type};
-use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -29,31 +28,27 @@ use zcrx::RxBuf;
 /// `std::net::TcpStream` ([`into_std`](Self::into_std)), send that, and wrap it there
 /// ([`from_std`](Self::from_std)).
 pub struct TcpStream {
-    /// Boxed: a task that owns the stream keeps it (often twice, in an `async fn`'s
-    /// argument and in its body) for its whole life, so the stream itself is one word.
-    inner: Box<Inner>,
+    /// The socket with the receive state beside it ([`SocketFd`]), in one allocation:
+    /// a task that owns the stream keeps it (often twice, in an `async fn`'s argument
+    /// and in its body) for its whole life, so the stream itself is one word.
+    fd: SharedFd,
 }
 
-/// A stream's socket and receive state, in one allocation.
-struct Inner {
-    fd: SharedFd,
-    /// Made at the first receive. Out of its cell while a receive is polled (nothing
-    /// that runs then can reach this stream again).
-    rx: Cell<Option<Receiver>>,
+impl Drop for TcpStream {
+    fn drop(&mut self) {
+        // The armed receive holds an `Rc` of the socket: its state goes now (which
+        // cancels it), not with the last `Rc`.
+        drop(self.fd.rx.take());
+    }
 }
 
 impl TcpStream {
     pub(crate) fn from_fd(fd: OwnedFd) -> TcpStream {
-        TcpStream::from_shared(Rc::new(fd))
+        TcpStream::from_shared(SocketFd::shared(fd))
     }
 
     fn from_shared(fd: SharedFd) -> TcpStream {
-        TcpStream {
-            inner: Box::new(Inner {
-                fd,
-                rx: Cell::new(None),
-            }),
-        }
+        TcpStream { fd }
     }
 
     /// Wraps a connected std stream, on the current worker. The socket is switched to
@@ -69,12 +64,12 @@ impl TcpStream {
     /// pool but not yet taken by [`recv`](Self::recv) are dropped, so call it at a
     /// message boundary.
     pub async fn into_std(self) -> io::Result<std::net::TcpStream> {
-        let Inner { fd, rx } = *self.inner;
-        drop(rx);
-        let mut fd = fd;
+        let mut fd = self.fd.clone();
+        // Drops the receive state (cancelling an armed receive).
+        drop(self);
         for _ in 0..10_000 {
             match Rc::try_unwrap(fd) {
-                Ok(owned) => return Ok(std::net::TcpStream::from(owned)),
+                Ok(owned) => return Ok(std::net::TcpStream::from(owned.into_fd())),
                 Err(shared) => fd = shared,
             }
             crate::executor::yield_now().await;
@@ -89,7 +84,7 @@ impl TcpStream {
     /// closed once the kernel has let go of it.
     pub async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
         let socket = new_socket(&addr, Type::STREAM, Protocol::TCP)?;
-        let fd: SharedFd = Rc::new(OwnedFd::from(socket));
+        let fd = SocketFd::shared(OwnedFd::from(socket));
         let (c, _op) = Op::submit(Connect {
             socket: fd.clone(),
             addr: sock_addr(addr),
@@ -115,7 +110,7 @@ impl TcpStream {
     /// does not depend on the caller's buffer type.
     fn send_buf(&self, buf: SendBuf) -> SendAll<Send> {
         SendAll::new(Send {
-            socket: self.inner.fd.clone(),
+            socket: self.fd.clone(),
             buf,
             offset: 0,
         })
@@ -130,7 +125,7 @@ impl TcpStream {
 
     fn send_zc_buf(&self, buf: SendBuf) -> SendAll<SendZc> {
         SendAll::new(SendZc {
-            socket: self.inner.fd.clone(),
+            socket: self.fd.clone(),
             buf,
             offset: 0,
         })
@@ -150,7 +145,7 @@ impl TcpStream {
     }
 
     fn send_msg(&self, bufs: Vec<SendBuf>) -> SendAll<SendMsg> {
-        SendAll::new(SendMsg::new(self.inner.fd.clone(), bufs, 0, None))
+        SendAll::new(SendMsg::new(self.fd.clone(), bufs, 0, None))
     }
 
     /// Receives the next chunk of bytes from the worker's receive pool: `Ok(None)` at
@@ -176,14 +171,15 @@ impl TcpStream {
     }
 
     pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
-        self.with_rx(|rx| rx.poll_recv(&self.inner.fd, cx))
+        self.with_rx(|rx| rx.poll_recv(&self.fd, cx))
     }
 
     /// Runs `f` on the receive state, made at the first use.
     fn with_rx<R>(&self, f: impl FnOnce(&mut Receiver) -> R) -> R {
-        let mut rx = self.inner.rx.take().unwrap_or_default();
+        // Out of its cell meanwhile: nothing that runs then can reach this stream.
+        let mut rx = self.fd.rx.take().unwrap_or_default();
         let out = f(&mut rx);
-        self.inner.rx.set(Some(rx));
+        self.fd.rx.set(Some(rx));
         out
     }
 
@@ -210,7 +206,7 @@ impl TcpStream {
             ));
         }
         let (c, op) = Op::submit(RecvInto {
-            socket: self.inner.fd.clone(),
+            socket: self.fd.clone(),
             buf,
         })?
         .await?;
@@ -226,7 +222,7 @@ impl TcpStream {
             std::net::Shutdown::Both => libc::SHUT_RDWR,
         };
         let (c, _) = Op::submit(Shutdown {
-            socket: self.inner.fd.clone(),
+            socket: self.fd.clone(),
             how,
         })?
         .await?;
@@ -240,7 +236,7 @@ impl TcpStream {
 
     /// The socket, for any other option (`socket2`).
     pub fn socket(&self) -> SockRef<'_> {
-        SockRef::from(&*self.inner.fd)
+        SockRef::from(&*self.fd)
     }
 
     /// The local address.
@@ -392,6 +388,6 @@ mod tests {
             16
         );
         assert!(size_of::<super::Receiver>() <= 48);
-        assert!(size_of::<super::Inner>() <= 56);
+        assert!(size_of::<crate::io::SocketFd>() <= 56);
     }
 }

@@ -47,7 +47,7 @@ impl UdpSocket {
     pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
         socket.set_nonblocking(false)?;
         Ok(UdpSocket {
-            fd: std::rc::Rc::new(std::os::fd::OwnedFd::from(socket)),
+            fd: crate::io::SocketFd::shared(std::os::fd::OwnedFd::from(socket)),
             rx: RefCell::default(),
         })
     }

@@ -121,8 +121,8 @@ impl Driver {
     /// `(opcode, state)` of every op in the slab, for diagnostics.
     pub(crate) fn describe_ops(&mut self) -> Vec<(u8, &'static str)> {
         self.ops
-            .iter_mut()
-            .map(|(_, s)| {
+            .labelled()
+            .map(|(opcode, s)| {
                 let state = match s.lifecycle {
                     Lifecycle::Pending(_) => "pending",
                     Lifecycle::Partial { .. } => "partial",
@@ -136,7 +136,7 @@ impl Driver {
                     }
                     Lifecycle::Abandoned => "abandoned",
                 };
-                (s.opcode, state)
+                (opcode, state)
             })
             .collect()
     }
@@ -190,19 +190,12 @@ impl Driver {
 
     /// Puts `data` in the slab and queues its SQE.
     pub(crate) fn submit(&mut self, data: Box<dyn OpBox>, lifecycle: Lifecycle) -> io::Result<Key> {
-        let key = self.ops.insert(OpSlot {
-            lifecycle,
-            data,
-            opcode: 0,
-        });
+        let key = self.ops.insert(OpSlot { lifecycle, data });
         let entry = match self.ops.get_mut(key) {
-            Some(slot) => {
-                let entry = slot.data.create_entry().user_data(key.user_data());
-                slot.opcode = entry.get_opcode() as u8;
-                entry
-            }
+            Some(slot) => slot.data.create_entry().user_data(key.user_data()),
             None => return Err(io::Error::other("op slab lost a fresh entry")),
         };
+        self.ops.set_label(key, entry.get_opcode() as u8);
         // SAFETY: the entry points into the boxed op data, which stays in the slab
         // until the op's final completion (the OpCode contract).
         if let Err(e) = unsafe { self.push(&entry) } {

@@ -59,6 +59,9 @@ impl Key {
 
 struct Slot<T> {
     generation: u32,
+    /// A byte the owner keeps with the entry (the driver: the op's opcode), in room
+    /// the generation leaves next to an 8-byte-aligned value anyway.
+    label: u8,
     value: Option<T>,
 }
 
@@ -98,6 +101,7 @@ impl<T> GenSlab<T> {
             (0..PAGE)
                 .map(|_| Slot {
                     generation: 0,
+                    label: 0,
                     value: None,
                 })
                 .collect(),
@@ -117,6 +121,7 @@ impl<T> GenSlab<T> {
         // Every index on the free list names a slot of a page.
         let slot = &mut self.pages[index as usize / PAGE][index as usize % PAGE];
         slot.value = Some(value);
+        slot.label = 0;
         Key::new(index, slot.generation)
     }
 
@@ -127,6 +132,15 @@ impl<T> GenSlab<T> {
             return None;
         }
         slot.value.as_mut()
+    }
+
+    /// Sets the label of the entry `key` names (nothing for a stale key).
+    pub(crate) fn set_label(&mut self, key: Key, label: u8) {
+        if let Some(slot) = self.slot_mut(key.index) {
+            if slot.generation == key.generation() && slot.value.is_some() {
+                slot.label = label;
+            }
+        }
     }
 
     /// Removes the entry `key` names; a stale key removes nothing.
@@ -155,6 +169,14 @@ impl<T> GenSlab<T> {
             .flat_map(|page| page.iter_mut())
             .enumerate()
             .map(|(index, slot)| (index as u32, slot))
+    }
+
+    /// Every live entry with its label.
+    pub(crate) fn labelled(&self) -> impl Iterator<Item = (u8, &T)> {
+        self.pages
+            .iter()
+            .flat_map(|page| page.iter())
+            .filter_map(|slot| slot.value.as_ref().map(|v| (slot.label, v)))
     }
 
     /// Every live entry with its key.
@@ -201,6 +223,10 @@ mod tests {
         assert!(slab.get_mut(stale).is_none());
         assert!(slab.remove(stale).is_none());
         assert_eq!(slab.get_mut(new), Some(&mut "second"));
+        // A label goes with its entry, not with a stale key.
+        slab.set_label(new, 7);
+        slab.set_label(old, 9);
+        assert_eq!(slab.labelled().collect::<Vec<_>>(), vec![(7, &"second")]);
     }
 
     #[test]

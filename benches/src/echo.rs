@@ -29,6 +29,8 @@ cargo bench -p zerorx-bench --bench echo -- [options]
   --servers LIST     comma-separated: zerorx,zerorx-mt,tokio-ct,tokio-mt,monoio (default all)
   --workloads LIST   comma-separated: W1,W2,W2-1k,W3 (or W3-50,W3-90),W4,W5,W6,W7,W8 (default all)
   --idle-conns N     W7 idle connections (default 10000)
+  --open-rate R      W3's full rate in req/s (W3-50 runs at half, W3-90 at 90 %); default:
+                     the slowest server's W2 rate of the same round, so run W2 with W3
   --requests N       end each request/response and churn window after N completions
                      (fixed work, for whole-process CPU comparisons; --secs still caps it)
   --quiet-wait S     before each cell wait up to S seconds for the machine to be >= 88% idle
@@ -36,6 +38,9 @@ cargo bench -p zerorx-bench --bench echo -- [options]
   --pool-buffer-size B  zerorx receive pool buffer size (default 65536)
   --json FILE        also write the whole run (cells, summary) as JSON
 ";
+
+/// W3's full rate when neither `--open-rate` nor a W2 cell of the round gives one.
+const DEFAULT_OPEN_RATE: f64 = 20_000.0;
 
 /// Options of one run.
 #[derive(Clone, Debug)]
@@ -56,6 +61,8 @@ pub struct Options {
     pub quiet_wait: Duration,
     /// Where to write the JSON report.
     pub json: Option<PathBuf>,
+    /// W3's full rate in req/s, instead of the round's slowest W2 rate.
+    pub open_rate: Option<f64>,
 }
 
 impl Default for Options {
@@ -77,6 +84,7 @@ impl Default for Options {
             smoke: false,
             quiet_wait: Duration::ZERO,
             json: None,
+            open_rate: None,
         }
     }
 }
@@ -197,6 +205,15 @@ impl Options {
                         .map_err(|_| format!("--pool-buffer-size: bad size {v:?}"))?;
                 }
                 "--json" => o.json = Some(PathBuf::from(value()?)),
+                "--open-rate" => {
+                    let v = value()?;
+                    o.open_rate = Some(
+                        v.parse()
+                            .ok()
+                            .filter(|r: &f64| r.is_finite() && *r >= 1.0)
+                            .ok_or_else(|| format!("--open-rate: bad rate {v:?}"))?,
+                    );
+                }
                 "-h" | "--help" => return Err(USAGE.into()),
                 other => return Err(format!("unknown argument {other:?}\n\n{USAGE}")),
             }
@@ -286,6 +303,16 @@ pub fn run(opts: &Options, command: &str) -> io::Result<Run> {
         info0.warmup_secs,
         opts.server.pool_bytes() / 1024
     );
+    let w3 = opts
+        .workloads
+        .iter()
+        .any(|w| matches!(w, Workload::W3Half | Workload::W3Most));
+    if w3 && opts.open_rate.is_none() && !opts.workloads.contains(&Workload::W2) {
+        println!(
+            "note: W3 without W2 and without --open-rate runs at a fixed {DEFAULT_OPEN_RATE} req/s \
+             (W3-50 at half of it), not at a share of any server's capacity"
+        );
+    }
     let mut cells = Vec::new();
     for round in 1..=opts.rounds {
         let mut w2_rates: Vec<f64> = Vec::new();
@@ -294,12 +321,12 @@ pub fn run(opts: &Options, command: &str) -> io::Result<Run> {
             let order: Vec<ServerKind> =
                 (0..n).map(|i| opts.servers[(i + round - 1) % n]).collect();
             // W3's rate: a share of the slowest server's W2 capacity this round.
-            let open_rate = w2_rates.iter().copied().fold(f64::INFINITY, f64::min);
-            let open_rate = if open_rate.is_finite() {
-                open_rate
+            let slowest = w2_rates.iter().copied().fold(f64::INFINITY, f64::min);
+            let open_rate = opts.open_rate.unwrap_or(if slowest.is_finite() {
+                slowest
             } else {
-                20_000.0
-            };
+                DEFAULT_OPEN_RATE
+            });
             for (pos, &kind) in order.iter().enumerate() {
                 let cell = run_one(opts, round, pos, w, kind, open_rate);
                 if w == Workload::W2 {
@@ -545,6 +572,8 @@ mod tests {
             "W4,W3,W1",
             "--json",
             "/tmp/x.json",
+            "--open-rate",
+            "90000",
         ]))
         .expect("valid");
         assert_eq!(o.rounds, 3);
@@ -560,6 +589,7 @@ mod tests {
             ]
         );
         assert!(o.json.is_some());
+        assert_eq!(o.open_rate, Some(90_000.0));
         let s = Options::parse(&args(&["--smoke"])).expect("smoke");
         assert!(s.smoke && s.rounds == 1);
     }
@@ -573,6 +603,8 @@ mod tests {
             &["--servers", "nginx"],
             &["--workloads", "W42"],
             &["--pool-buffers", "many"],
+            &["--open-rate", "0"],
+            &["--open-rate", "fast"],
             &["--frobnicate"],
         ] {
             assert!(Options::parse(&args(bad)).is_err(), "{bad:?}");

@@ -43,8 +43,8 @@ usage: cargo bench -p zerorx-bench --bench rpc -- [options]
                       gets one worker per connection instead)
   --client-threads N  load generator threads (default 1)
   --servers LIST      comma-separated subset of zerorx,tokio,thrift-crate,tnonblocking
-                      (default all four), plus frame-echo on request: the machine's
-                      ceiling, a server doing only the kernel's work per call
+                      (default all four), plus frame-echo on request: a reference
+                      server doing no Thrift work (echoes each frame as its reply)
   --workloads LIST    comma-separated subset of 64B,64KiB (default both)
   --zerorx-args ARGS  extra `zerorx serve` options for the zerorx server, space-separated
                       (e.g. \"--chunk-kib 128 --pool-kib 2048\")

@@ -22,7 +22,7 @@ pub enum Kind {
     ThriftCrate,
     /// Apache Thrift C++ `TNonblockingServer` (`tnonblocking_server.cpp`).
     TNonblocking,
-    /// The ceiling: frames echoed with no Thrift work (`zerorx_bench::frame_echo`).
+    /// The reference: frames echoed with no Thrift work (`zerorx_bench::frame_echo`).
     /// Not in [`Kind::ALL`]: it answers `echo` only.
     FrameEcho,
 }

@@ -1,13 +1,14 @@
-//! The machine's ceiling for `echo`: a server that does only what every server must.
+//! The no-Thrift reference for `echo`: a tokio server that does only what every server
+//! must.
 //!
 //! It reads each framed binary `echo` call into one buffer, turns it into its reply in
 //! place (the reply is the call with the message type byte and the argument's field id
 //! changed, the same length), and writes the bytes back; no decoding, no dispatch, no
 //! allocation per call. What is left per call is the kernel's work (copy in, copy
-//! out, TCP on loopback) and one read and one write per batch, so its req/s bounds what
-//! any Thrift server, zerorx included, can reach on this machine with this client. It
-//! answers `echo` only (anything else closes the connection), so it is not one of the
-//! compared servers: the RPC benchmark runs it on request (`--servers …,frame-echo`).
+//! out, TCP on loopback) and the epoll loop's, so the gap between it and a Thrift
+//! server on the same runtime is what the Thrift layer costs. It answers `echo` only
+//! (anything else closes the connection), so it is not one of the compared servers:
+//! the RPC benchmark runs it on request (`--servers …,frame-echo`).
 
 use bytes::{Buf, BytesMut};
 use std::io;

@@ -4,7 +4,7 @@
 //!   zerorx, tokio (current-thread and multi-thread) and monoio, each server in a
 //!   child process of its own, the same io_uring client for all, rounds interleaved.
 //! - `wake` ([`wake`]): `spawn_on` round trips with eventfd vs MSG_RING wake-ups.
-//! - [`frame_echo`]: the RPC benchmark's ceiling server (only the kernel's work per call).
+//! - [`frame_echo`]: the RPC benchmark's reference server that does no Thrift work.
 //!
 //! `cargo bench -p zerorx-bench --bench echo -- --help` lists the options; `--smoke`
 //! runs everything briefly and is what `cargo test` runs (`tests/smoke.rs`).

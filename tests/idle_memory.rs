@@ -22,13 +22,13 @@ const CONNS: usize = 1000;
 const BATCH: usize = 100;
 /// Bytes of each connection's one ping.
 const PING: usize = 64;
-/// Heap bytes (as malloc chunks) one idle connection may keep: measured 356-366 (the
-/// spawned echo task 128, the socket with the stream's receive state 80, the armed
-/// receive op with its queues 64, its op slab slot ~50 and task registry entry ~16,
-/// and 10-25 of the worker's bounded caches of recycled op boxes and decoded-buffer
-/// queues, which 1000 connections fill). The goal is 256 (issue 3, W7); this bound
-/// keeps a regrowth from going unnoticed and is lowered as the cost comes down.
-const MAX_BYTES_PER_IDLE_CONN: f64 = 375.0;
+/// Heap bytes (as malloc chunks) one idle connection may keep: measured 347-348 (the
+/// spawned echo task 128, the socket with the stream's receive state and its armed
+/// receive op 128, the op's slab slot ~50 and task registry entry ~16, and 10-25 of
+/// the worker's bounded caches of recycled op boxes and decoded-buffer queues, which
+/// 1000 connections fill). The goal is 256 (issue 3, W7); this bound keeps a regrowth
+/// from going unnoticed and is lowered as the cost comes down.
+const MAX_BYTES_PER_IDLE_CONN: f64 = 356.0;
 /// Heap bytes per connection that may stay after every connection closed: op slab
 /// pages, registry capacity and the bounded caches of recycled op boxes and
 /// decoded-buffer queues the worker keeps for the next burst (measured 115), never

@@ -1,6 +1,7 @@
 //! Multishot ops: one SQE, a stream of CQEs until one arrives without `F_MORE`.
 
-use super::op::{not_in_runtime, Lifecycle, Multi, OpCode};
+use super::op::{not_in_runtime, Lifecycle, Multi, OpCode, OpData};
+use crate::io::stream_recv::{SocketOp, StreamRecv};
 use super::ring::Completion;
 use super::slab::Key;
 use crate::runtime::context;
@@ -13,7 +14,7 @@ use std::task::{Context, Poll};
 /// A multishot op on the current worker's ring. Completions queue in the driver until
 /// taken; dropping it cancels the op and [`release`](OpCode::release)s every completion
 /// nobody took.
-pub struct MultiOp<T: OpCode> {
+pub struct MultiOp<T> {
     key: Option<Key>,
     core: Rc<Core>,
     _data: PhantomData<T>,
@@ -22,12 +23,25 @@ pub struct MultiOp<T: OpCode> {
 impl<T: OpCode> MultiOp<T> {
     /// Queues `data`'s SQE on the current worker's ring. Fails outside a worker thread.
     pub fn submit(data: T) -> io::Result<MultiOp<T>> {
+        MultiOp::submit_data(OpData::Boxed(Box::new(Multi {
+            queue: Default::default(),
+            op: data,
+        })))
+    }
+}
+
+impl MultiOp<StreamRecv> {
+    /// Queues the SQE of a stream's receive kept in its socket.
+    pub(crate) fn submit_in_socket(op: SocketOp) -> io::Result<MultiOp<StreamRecv>> {
+        MultiOp::submit_data(OpData::Socket(op))
+    }
+}
+
+impl<T: 'static> MultiOp<T> {
+    fn submit_data(data: OpData) -> io::Result<MultiOp<T>> {
         let core = context::current().ok_or_else(not_in_runtime)?;
         let key = core.driver.borrow_mut().submit(
-            Box::new(Multi {
-                queue: Default::default(),
-                op: data,
-            }),
+            data,
             Lifecycle::Streaming {
                 waker: None,
                 finished: false,
@@ -54,7 +68,7 @@ impl<T: OpCode> MultiOp<T> {
     }
 }
 
-impl<T: OpCode> MultiOp<T> {
+impl<T: 'static> MultiOp<T> {
     /// Runs `f` on the op's data (what [`OpCode::on_complete`] kept), while the op is
     /// streaming; `None` once it has ended.
     pub(crate) fn with_data<R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
@@ -68,7 +82,7 @@ impl<T: OpCode> MultiOp<T> {
     }
 }
 
-impl<T: OpCode> Drop for MultiOp<T> {
+impl<T> Drop for MultiOp<T> {
     fn drop(&mut self) {
         if let Some(key) = self.key {
             if let Ok(mut driver) = self.core.driver.try_borrow_mut() {

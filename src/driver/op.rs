@@ -7,6 +7,7 @@ use super::slab::Key;
 use crate::runtime::context;
 use crate::runtime::worker::Core;
 use io_uring::squeue;
+use crate::io::stream_recv::{SocketOp, StreamRecv};
 use std::any::Any;
 use std::future::Future;
 use std::io;
@@ -286,7 +287,89 @@ pub(crate) enum Lifecycle {
 /// entry's label).
 pub(crate) struct OpSlot {
     pub(crate) lifecycle: Lifecycle,
-    pub(crate) data: Box<dyn OpBox>,
+    pub(crate) data: OpData,
+}
+
+/// Where an op's memory is: its own box, or (a TCP stream's armed receive) the
+/// allocation of its socket, held through an `Rc` that stands for the box. Either way
+/// the slab owns it until the op's final completion. As large as the box's fat
+/// pointer: the `Rc` takes the room of its vtable pointer.
+pub(crate) enum OpData {
+    Boxed(Box<dyn OpBox>),
+    Socket(SocketOp),
+}
+
+impl OpData {
+    pub(crate) fn create_entry(&mut self) -> Option<squeue::Entry> {
+        match self {
+            OpData::Boxed(b) => Some(b.create_entry()),
+            OpData::Socket(s) => s.create_entry(),
+        }
+    }
+
+    pub(crate) fn release(&mut self, completion: &Completion) {
+        match self {
+            OpData::Boxed(b) => b.release(completion),
+            OpData::Socket(s) => {
+                if let Some(r) = s.recv() {
+                    r.release(completion)
+                }
+            }
+        }
+    }
+
+    pub(crate) fn on_complete(&mut self, completion: &Completion) {
+        match self {
+            OpData::Boxed(b) => b.on_complete(completion),
+            OpData::Socket(s) => {
+                if let Some(r) = s.recv() {
+                    r.on_complete(completion)
+                }
+            }
+        }
+    }
+
+    pub(crate) fn take_stop_request(&mut self) -> bool {
+        match self {
+            OpData::Boxed(b) => b.take_stop_request(),
+            OpData::Socket(s) => s.recv().is_some_and(StreamRecv::take_stop_request),
+        }
+    }
+
+    /// The completions queued for the stream of a multishot op.
+    pub(crate) fn stream_queue(&mut self) -> Option<&mut SmallQueue<Queued>> {
+        match self {
+            OpData::Boxed(b) => b.stream_queue(),
+            OpData::Socket(s) => s.recv().map(|r| &mut r.queue),
+        }
+    }
+
+    /// Releases every completion queued for the stream of op `key`, which nobody will
+    /// read.
+    pub(crate) fn release_all_queued(&mut self, key: Key) {
+        match self {
+            OpData::Boxed(b) => b.release_all_queued(key),
+            OpData::Socket(s) => {
+                if let Some(r) = s.recv() {
+                    while let Some(q) = r.queue.pop_front() {
+                        r.release_queued(&q.completion(key));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The data of a multishot op as a `T`: the `op` of a boxed [`Multi<T>`], or the
+    /// receive in a socket when `T` is [`StreamRecv`].
+    pub(crate) fn stream_data<T: 'static>(&mut self) -> Option<&mut T> {
+        match self {
+            OpData::Boxed(b) => b
+                .as_any_mut()
+                .downcast_mut::<Multi<T>>()
+                .map(|m| &mut m.op),
+            OpData::Socket(s) => (s.recv()? as &mut dyn Any).downcast_mut::<T>(),
+        }
+    }
 }
 
 pub(crate) fn not_in_runtime() -> io::Error {
@@ -310,7 +393,7 @@ impl<T: OpCode> Op<T> {
         let key = {
             let mut driver = core.driver.borrow_mut();
             let data = driver.spare.boxed(Single(data));
-            driver.submit(data, Lifecycle::Pending(None))?
+            driver.submit(OpData::Boxed(data), Lifecycle::Pending(None))?
         };
         Ok(Op {
             key: Some(key),
@@ -326,7 +409,7 @@ impl<T: OpCode> Op<T> {
         let key = core
             .driver
             .borrow_mut()
-            .submit(data, Lifecycle::Pending(None))?;
+            .submit(OpData::Boxed(data), Lifecycle::Pending(None))?;
         Ok(Op {
             key: Some(key),
             core,
@@ -422,6 +505,7 @@ mod tests {
     fn an_op_slot_stays_small() {
         // Every op in flight has one, and every idle connection has an op in flight.
         assert!(std::mem::size_of::<super::Lifecycle>() <= 24);
+        assert!(std::mem::size_of::<super::OpData>() <= 16);
         assert!(std::mem::size_of::<super::OpSlot>() <= 40);
     }
 

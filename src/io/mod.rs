@@ -10,9 +10,11 @@ pub(crate) mod recv_msg;
 pub(crate) mod recv_zc;
 pub(crate) mod send;
 pub(crate) mod shutdown;
+pub(crate) mod stream_recv;
 
 use crate::net::Receiver;
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
+use stream_recv::StreamRecv;
 use std::ops::Deref;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::rc::Rc;
@@ -20,15 +22,19 @@ use std::rc::Rc;
 /// A socket fd shared between its owner and its in-flight ops.
 pub(crate) type SharedFd = Rc<SocketFd>;
 
-/// A socket's fd and, for a TCP stream, its receive state beside it: one allocation
-/// per connection for both. Ops keep the fd open through their `Rc`; since the armed
-/// receive is such an op, a stream takes its receive state out when it is dropped
-/// (which cancels the receive) instead of leaving it to the last `Rc`.
+/// A socket's fd and, for a TCP stream, its receive state and its armed receive op
+/// beside it: one allocation per connection for all three. Ops keep the fd open
+/// through their `Rc`; since the armed receive is such an op, a stream takes its
+/// receive state out when it is dropped (which cancels the receive) instead of leaving
+/// it to the last `Rc`.
 pub(crate) struct SocketFd {
     fd: OwnedFd,
     /// A TCP stream's receive state, made at its first receive (`None` for other
     /// sockets). Out of its cell while a receive is polled.
     pub(crate) rx: Cell<Option<Receiver>>,
+    /// The stream's multishot receive while it is in flight: touched only by the
+    /// [`SocketOp`](stream_recv::SocketOp) the driver's slab holds for it.
+    recv: UnsafeCell<Option<StreamRecv>>,
 }
 
 impl SocketFd {
@@ -37,6 +43,7 @@ impl SocketFd {
         Rc::new(SocketFd {
             fd,
             rx: Cell::new(None),
+            recv: UnsafeCell::new(None),
         })
     }
 

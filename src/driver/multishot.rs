@@ -1,9 +1,9 @@
 //! Multishot ops: one SQE, a stream of CQEs until one arrives without `F_MORE`.
 
 use super::op::{not_in_runtime, Lifecycle, Multi, OpCode, OpData};
-use crate::io::stream_recv::{SocketOp, StreamRecv};
 use super::ring::Completion;
 use super::slab::Key;
+use crate::io::stream_recv::{SocketOp, StreamRecv};
 use crate::runtime::context;
 use crate::runtime::worker::Core;
 use std::io;

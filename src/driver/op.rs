@@ -4,10 +4,10 @@
 use super::queue::SmallQueue;
 use super::ring::Completion;
 use super::slab::Key;
+use crate::io::stream_recv::{SocketOp, StreamRecv};
 use crate::runtime::context;
 use crate::runtime::worker::Core;
 use io_uring::squeue;
-use crate::io::stream_recv::{SocketOp, StreamRecv};
 use std::any::Any;
 use std::future::Future;
 use std::io;
@@ -363,10 +363,7 @@ impl OpData {
     /// receive in a socket when `T` is [`StreamRecv`].
     pub(crate) fn stream_data<T: 'static>(&mut self) -> Option<&mut T> {
         match self {
-            OpData::Boxed(b) => b
-                .as_any_mut()
-                .downcast_mut::<Multi<T>>()
-                .map(|m| &mut m.op),
+            OpData::Boxed(b) => b.as_any_mut().downcast_mut::<Multi<T>>().map(|m| &mut m.op),
             OpData::Socket(s) => (s.recv()? as &mut dyn Any).downcast_mut::<T>(),
         }
     }

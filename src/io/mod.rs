@@ -14,10 +14,10 @@ pub(crate) mod stream_recv;
 
 use crate::net::Receiver;
 use std::cell::{Cell, UnsafeCell};
-use stream_recv::StreamRecv;
 use std::ops::Deref;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::rc::Rc;
+use stream_recv::StreamRecv;
 
 /// A socket fd shared between its owner and its in-flight ops.
 pub(crate) type SharedFd = Rc<SocketFd>;

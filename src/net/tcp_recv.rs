@@ -226,12 +226,8 @@ impl Receiver {
                         "the runtime has no receive pool (Builder::copy_pool(None))",
                     ));
                 };
-                let op = RecvMulti::new(
-                    pool,
-                    core.recv_bundles,
-                    limit,
-                    core.recv_kernel_limit.get(),
-                );
+                let op =
+                    RecvMulti::new(pool, core.recv_bundles, limit, core.recv_kernel_limit.get());
                 let budget = op.kernel_limit();
                 (StreamRecv::copy(op), budget, false)
             }

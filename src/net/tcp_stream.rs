@@ -414,8 +414,8 @@ mod tests {
             let held = || pool.stats().in_use;
             assert_eq!(held(), 0);
             let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-            let mut peer = std::net::TcpStream::connect(l.local_addr().expect("addr"))
-                .expect("connect");
+            let mut peer =
+                std::net::TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
             let (s, _) = l.accept().await.expect("accept");
             // Arm the receive, then let data land in its buffers that nobody takes.
             let first = crate::timeout(Duration::from_millis(20), s.recv()).await;
@@ -443,7 +443,11 @@ mod tests {
                 }
                 crate::sleep(Duration::from_millis(2)).await;
             }
-            assert_eq!(Rc::strong_count(&fd), 1, "the final completion freed the op");
+            assert_eq!(
+                Rc::strong_count(&fd),
+                1,
+                "the final completion freed the op"
+            );
             assert!(!fd.recv_in_flight(), "the op left the socket");
             assert_eq!(held(), 0, "every received buffer went back");
             assert_eq!(core.driver.borrow().ops_in_flight(), ops - 1);

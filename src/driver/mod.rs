@@ -40,7 +40,7 @@ pub use ring::{Completion, RingFlags};
 
 use crate::metrics::{add_owned, WorkerMetrics};
 use io_uring::{opcode, squeue, types};
-use op::{Landed, Lifecycle, OpBox, OpData, OpSlot, Queued};
+use op::{Landed, Lifecycle, OpBox, OpData, OpSlot};
 use ring::{Ring, RingConfig};
 use slab::{reserved, GenSlab, Key};
 use spare::SpareBoxes;
@@ -238,11 +238,13 @@ impl Driver {
             }
             Lifecycle::Completed(landed) => {
                 let c = landed.completion(key);
-                Poll::Ready(self.ops.remove(key).and_then(|slot| match slot.data {
-                    OpData::Boxed(data) => Some((c, data)),
-                    // Only multishot ops live in a socket.
-                    OpData::Socket(_) => None,
-                }))
+                // Only multishot ops live in a socket: a single-shot op is boxed.
+                Poll::Ready(
+                    self.ops
+                        .remove(key)
+                        .and_then(|slot| slot.data.into_boxed())
+                        .map(|data| (c, data)),
+                )
             }
             Lifecycle::Streaming { .. } | Lifecycle::Abandoned => Poll::Ready(None),
         }
@@ -261,7 +263,7 @@ impl Driver {
         let Lifecycle::Streaming { waker, finished } = &mut slot.lifecycle else {
             return Poll::Ready(None);
         };
-        if let Some(q) = slot.data.stream_queue().and_then(|q| q.pop_front()) {
+        if let Some(q) = slot.data.pop_for_stream() {
             return Poll::Ready(Some(q.completion(key)));
         }
         if *finished {
@@ -286,7 +288,7 @@ impl Driver {
         if !matches!(slot.lifecycle, Lifecycle::Streaming { .. }) {
             return None;
         }
-        slot.data.stream_data::<T>().map(f)
+        slot.data.with_stream_data(f)
     }
 
     /// The future of op `key` is gone: release a completion nobody took, or cancel the
@@ -458,9 +460,7 @@ impl Driver {
             }
             Lifecycle::Streaming { waker, finished } => {
                 slot.data.on_complete(&c);
-                if let Some(queue) = slot.data.stream_queue() {
-                    queue.push_back(Queued::new(&c));
-                }
+                slot.data.queue_for_stream(&c);
                 if !c.more() {
                     *finished = true;
                 } else if slot.data.take_stop_request() {

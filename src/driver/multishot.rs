@@ -23,17 +23,14 @@ pub struct MultiOp<T> {
 impl<T: OpCode> MultiOp<T> {
     /// Queues `data`'s SQE on the current worker's ring. Fails outside a worker thread.
     pub fn submit(data: T) -> io::Result<MultiOp<T>> {
-        MultiOp::submit_data(OpData::Boxed(Box::new(Multi {
-            queue: Default::default(),
-            op: data,
-        })))
+        MultiOp::submit_data(OpData::boxed(Box::new(Multi::new(data))))
     }
 }
 
 impl MultiOp<StreamRecv> {
     /// Queues the SQE of a stream's receive kept in its socket.
     pub(crate) fn submit_in_socket(op: SocketOp) -> io::Result<MultiOp<StreamRecv>> {
-        MultiOp::submit_data(OpData::Socket(op))
+        MultiOp::submit_data(OpData::socket(op))
     }
 }
 

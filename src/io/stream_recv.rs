@@ -16,7 +16,10 @@ use crate::driver::queue::SmallQueue;
 use crate::driver::Completion;
 use io_uring::squeue;
 use std::io;
+use std::mem::ManuallyDrop;
 use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
+use std::rc::Rc;
 use zcrx::RxBuf;
 
 /// Which pool the receive draws from. The zero-copy receive is boxed (one allocation
@@ -142,6 +145,37 @@ impl SocketOp {
         // reaches the cell while it exists; `&mut self` makes the reference it
         // returns the only one for as long as it lives.
         unsafe { &mut *self.0.recv.get() }.as_mut()
+    }
+
+    /// The socket's pointer, carrying this op's strong count, for the slab's one-word
+    /// op pointer ([`from_raw`](Self::from_raw) takes it back).
+    pub(crate) fn into_raw(self) -> NonNull<SocketFd> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the `Rc` is read out once, and `this` (not dropped) never uses it
+        // again, so the strong count moves into the pointer.
+        let rc = unsafe { std::ptr::read(&this.0) };
+        // SAFETY: `Rc::into_raw` never returns null.
+        unsafe { NonNull::new_unchecked(Rc::into_raw(rc).cast_mut()) }
+    }
+
+    /// The op [`into_raw`](Self::into_raw) gave `ptr` for.
+    ///
+    /// # Safety
+    /// `ptr` came from `into_raw`, and its strong count is given back once.
+    pub(crate) unsafe fn from_raw(ptr: NonNull<SocketFd>) -> SocketOp {
+        // SAFETY: the caller's contract: an `Rc::into_raw` pointer, taken back once.
+        SocketOp(unsafe { Rc::from_raw(ptr.as_ptr()) })
+    }
+
+    /// The op of `ptr` (from `into_raw`) for one call, without its ownership: never
+    /// dropped, so the strong count stays with the owner.
+    ///
+    /// # Safety
+    /// `ptr` came from `into_raw` and its owner outlives the copy; the copy is the
+    /// only one used while it lives (the owner's `&mut` borrow covers it).
+    pub(crate) unsafe fn borrowed(ptr: NonNull<SocketFd>) -> ManuallyDrop<SocketOp> {
+        // SAFETY: the caller's contract; `ManuallyDrop` keeps the count with the owner.
+        ManuallyDrop::new(unsafe { SocketOp::from_raw(ptr) })
     }
 
     /// The receive's SQE, on the socket's fd (held open by this op's `Rc`).

@@ -394,7 +394,7 @@ impl OpData {
 
     /// A stream's receive in its socket.
     pub(crate) fn socket(op: SocketOp) -> OpData {
-        OpData(op.into_raw().cast())
+        OpData(op.into_raw())
     }
 
     /// The boxed op's fat pointer; `None` for a socket's receive.
@@ -419,7 +419,7 @@ impl OpData {
             Some(op) => View::Boxed(unsafe { &mut *op.as_ptr() }),
             // SAFETY: not a box, so `socket` made it from a `SocketOp`; the copy is
             // the view's and is never dropped (`SocketOp::borrowed`).
-            None => View::Socket(unsafe { SocketOp::borrowed(self.0.cast()) }),
+            None => View::Socket(unsafe { SocketOp::borrowed(self.0) }),
         }
     }
 
@@ -530,7 +530,7 @@ impl Drop for OpData {
             Some(op) => drop(unsafe { Box::from_raw(op.as_ptr()) }),
             // SAFETY: made by `socket` from a `SocketOp` whose `Rc` this `OpData`
             // owns; given back once.
-            None => drop(unsafe { SocketOp::from_raw(self.0.cast()) }),
+            None => drop(unsafe { SocketOp::from_raw(self.0) }),
         }
     }
 }

@@ -19,7 +19,6 @@ use std::io;
 use std::mem::ManuallyDrop;
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
-use std::rc::Rc;
 use zcrx::RxBuf;
 
 /// Which pool the receive draws from. The zero-copy receive is boxed (one allocation
@@ -110,8 +109,8 @@ impl StreamRecv {
     }
 }
 
-/// The in-flight receive of a socket, as the driver's slab owns it: a strong `Rc` of
-/// the socket whose [`SocketFd::recv`] cell holds the op. At most one exists per
+/// The in-flight receive of a socket, as the driver's slab owns it: an owner of
+/// the socket whose `recv` cell holds the op. At most one exists per
 /// socket: it is made only while the cell is empty, fills it, and empties it (dropping
 /// the op, which hands back the buffers it still holds) when it is dropped, which the
 /// driver does only after the op's final completion (or never, when shutdown leaks
@@ -147,24 +146,23 @@ impl SocketOp {
         unsafe { &mut *self.0.recv.get() }.as_mut()
     }
 
-    /// The socket's pointer, carrying this op's strong count, for the slab's one-word
-    /// op pointer ([`from_raw`](Self::from_raw) takes it back).
-    pub(crate) fn into_raw(self) -> NonNull<SocketFd> {
+    /// The socket's pointer (8-byte aligned), carrying this op's count, for the
+    /// slab's one-word op pointer ([`from_raw`](Self::from_raw) takes it back).
+    pub(crate) fn into_raw(self) -> NonNull<u8> {
         let this = ManuallyDrop::new(self);
-        // SAFETY: the `Rc` is read out once, and `this` (not dropped) never uses it
-        // again, so the strong count moves into the pointer.
-        let rc = unsafe { std::ptr::read(&this.0) };
-        // SAFETY: `Rc::into_raw` never returns null.
-        unsafe { NonNull::new_unchecked(Rc::into_raw(rc).cast_mut()) }
+        // SAFETY: the owner is read out once, and `this` (not dropped) never uses it
+        // again, so its count moves into the pointer.
+        SharedFd::into_raw(unsafe { std::ptr::read(&this.0) })
     }
 
     /// The op [`into_raw`](Self::into_raw) gave `ptr` for.
     ///
     /// # Safety
-    /// `ptr` came from `into_raw`, and its strong count is given back once.
-    pub(crate) unsafe fn from_raw(ptr: NonNull<SocketFd>) -> SocketOp {
-        // SAFETY: the caller's contract: an `Rc::into_raw` pointer, taken back once.
-        SocketOp(unsafe { Rc::from_raw(ptr.as_ptr()) })
+    /// `ptr` came from `into_raw`, and its count is given back once.
+    pub(crate) unsafe fn from_raw(ptr: NonNull<u8>) -> SocketOp {
+        // SAFETY: the caller's contract: a `SharedFd::into_raw` pointer, taken back
+        // once.
+        SocketOp(unsafe { SharedFd::from_raw(ptr) })
     }
 
     /// The op of `ptr` (from `into_raw`) for one call, without its ownership: never
@@ -173,7 +171,7 @@ impl SocketOp {
     /// # Safety
     /// `ptr` came from `into_raw` and its owner outlives the copy; the copy is the
     /// only one used while it lives (the owner's `&mut` borrow covers it).
-    pub(crate) unsafe fn borrowed(ptr: NonNull<SocketFd>) -> ManuallyDrop<SocketOp> {
+    pub(crate) unsafe fn borrowed(ptr: NonNull<u8>) -> ManuallyDrop<SocketOp> {
         // SAFETY: the caller's contract; `ManuallyDrop` keeps the count with the owner.
         ManuallyDrop::new(unsafe { SocketOp::from_raw(ptr) })
     }
@@ -197,7 +195,7 @@ impl Drop for SocketOp {
 impl SocketFd {
     /// Whether a receive of this socket is in flight (its op is in the socket).
     #[cfg(test)]
-    pub(crate) fn recv_in_flight(self: &SharedFd) -> bool {
+    pub(crate) fn recv_in_flight(&self) -> bool {
         // SAFETY: a read of the tag between driver calls: no `SocketOp` reference into
         // the cell is live (they last a `&mut self` borrow inside the driver).
         unsafe { &*self.recv.get() }.is_some()
@@ -210,10 +208,10 @@ mod tests {
     use std::mem::size_of;
 
     #[test]
-    fn a_socket_with_its_receive_op_fits_a_128_byte_chunk() {
+    fn a_socket_with_its_receive_op_fits_a_112_byte_chunk() {
         // Every idle connection keeps one: the fd, the stream's receive state and the
-        // armed receive, with the `Rc` counts (16) and malloc's header (8) in 128.
+        // armed receive, with the `SharedFd` count (8) and malloc's header (8) in 112.
         assert_eq!(size_of::<StreamRecv>(), 48);
-        assert!(size_of::<SocketFd>() <= 104);
+        assert!(size_of::<SocketFd>() <= 96);
     }
 }

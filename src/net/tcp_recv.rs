@@ -14,7 +14,7 @@
 //! - **copy**: multishot `recv` into the worker's provided-buffer pool.
 
 use super::handover::HandoverRx;
-use crate::driver::multishot::MultiOp;
+use crate::driver::multishot::SocketMultiOp;
 use crate::driver::op::not_in_runtime;
 use crate::driver::Completion;
 use crate::io::recv::RecvMulti;
@@ -45,12 +45,12 @@ pub(crate) enum Path {
 /// the pool: a tag with spare values, where [`Source`] and its `Option` keep theirs
 /// (without it, they would need a word more in every connection's socket).
 enum Armed {
-    Copy { op: MultiOp<StreamRecv>, owed: u32 },
-    Zc { op: MultiOp<StreamRecv>, owed: u32 },
+    Copy { op: SocketMultiOp, owed: u32 },
+    Zc { op: SocketMultiOp, owed: u32 },
 }
 
 impl Armed {
-    fn new(op: MultiOp<StreamRecv>, zero_copy: bool) -> Armed {
+    fn new(op: SocketMultiOp, zero_copy: bool) -> Armed {
         if zero_copy {
             Armed::Zc { op, owed: 0 }
         } else {
@@ -58,7 +58,7 @@ impl Armed {
         }
     }
 
-    fn parts(&mut self) -> (&mut MultiOp<StreamRecv>, &mut u32) {
+    fn parts(&mut self) -> (&mut SocketMultiOp, &mut u32) {
         match self {
             Armed::Copy { op, owed } | Armed::Zc { op, owed } => (op, owed),
         }
@@ -232,7 +232,7 @@ impl Receiver {
                 (StreamRecv::copy(op), budget, false)
             }
         };
-        let op = MultiOp::submit_in_socket(SocketOp::new(fd.clone(), recv)?)?;
+        let op = SocketMultiOp::submit(SocketOp::new(fd.clone(), recv)?)?;
         Ok((Armed::new(op, zero_copy), budget))
     }
 

@@ -16,7 +16,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use zcrx::RxBuf;
@@ -36,8 +35,8 @@ pub struct TcpStream {
 
 impl Drop for TcpStream {
     fn drop(&mut self) {
-        // The armed receive holds an `Rc` of the socket: its state goes now (which
-        // cancels it), not with the last `Rc`.
+        // The armed receive owns the socket too: its state goes now (which cancels
+        // it), not with the last owner.
         drop(self.fd.rx.take());
     }
 }
@@ -68,7 +67,7 @@ impl TcpStream {
         // Drops the receive state (cancelling an armed receive).
         drop(self);
         for _ in 0..10_000 {
-            match Rc::try_unwrap(fd) {
+            match SharedFd::try_unwrap(fd) {
                 Ok(owned) => return Ok(std::net::TcpStream::from(owned.into_fd())),
                 Err(shared) => fd = shared,
             }
@@ -387,18 +386,18 @@ mod tests {
             returned(&|s: &'static TcpStream| s.send(bytes::Bytes::new())),
             16
         );
-        assert!(size_of::<super::Receiver>() <= 48);
+        assert!(size_of::<super::Receiver>() <= 40);
         // With the armed receive op in it (`io::stream_recv`).
-        assert!(size_of::<crate::io::SocketFd>() <= 104);
+        assert!(size_of::<crate::io::SocketFd>() <= 96);
     }
 
     #[test]
     fn a_dropped_stream_keeps_its_socket_until_the_cancelled_receive_ends() {
+        use crate::io::SharedFd;
         use crate::net::TcpListener;
         use crate::runtime::context;
         use crate::{ReceiveMode, Runtime};
         use std::io::Write;
-        use std::rc::Rc;
         use std::time::Duration;
 
         let rt = Runtime::builder()
@@ -435,19 +434,15 @@ mod tests {
             let ops = core.driver.borrow().ops_in_flight();
             drop(s);
             // The slab still holds the socket (and its fd) for the cancelled receive.
-            assert!(Rc::strong_count(&fd) > 1, "the op keeps the socket");
+            assert!(SharedFd::count(&fd) > 1, "the op keeps the socket");
             assert!(fd.recv_in_flight());
             for _ in 0..500 {
-                if Rc::strong_count(&fd) == 1 && held() == 0 {
+                if SharedFd::count(&fd) == 1 && held() == 0 {
                     break;
                 }
                 crate::sleep(Duration::from_millis(2)).await;
             }
-            assert_eq!(
-                Rc::strong_count(&fd),
-                1,
-                "the final completion freed the op"
-            );
+            assert_eq!(SharedFd::count(&fd), 1, "the final completion freed the op");
             assert!(!fd.recv_in_flight(), "the op left the socket");
             assert_eq!(held(), 0, "every received buffer went back");
             assert_eq!(core.driver.borrow().ops_in_flight(), ops - 1);

@@ -170,7 +170,12 @@ impl TcpStream {
         Recv(self)
     }
 
-    pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
+    /// Polls for the next buffer, as [`recv`](Self::recv) does (`Pending` registers
+    /// `cx`'s task to be woken when one arrives). Within a task that holds a buffer
+    /// already, `Pending` means nothing more has arrived yet: an echo or a proxy takes
+    /// what is queued this way and sends it all in one
+    /// [`send_vectored_owned`](Self::send_vectored_owned).
+    pub fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
         self.with_rx(|rx| rx.poll_recv(&self.fd, cx))
     }
 

@@ -40,7 +40,7 @@ pub use ring::{Completion, RingFlags};
 
 use crate::metrics::{add_owned, WorkerMetrics};
 use io_uring::{opcode, squeue, types};
-use op::{Landed, Lifecycle, Multi, OpBox, OpSlot, Queued};
+use op::{Landed, Lifecycle, OpBox, OpData, OpSlot};
 use ring::{Ring, RingConfig};
 use slab::{reserved, GenSlab, Key};
 use spare::SpareBoxes;
@@ -189,15 +189,19 @@ impl Driver {
     }
 
     /// Puts `data` in the slab and queues its SQE.
-    pub(crate) fn submit(&mut self, data: Box<dyn OpBox>, lifecycle: Lifecycle) -> io::Result<Key> {
+    pub(crate) fn submit(&mut self, data: OpData, lifecycle: Lifecycle) -> io::Result<Key> {
         let key = self.ops.insert(OpSlot { lifecycle, data });
-        let entry = match self.ops.get_mut(key) {
-            Some(slot) => slot.data.create_entry().user_data(key.user_data()),
-            None => return Err(io::Error::other("op slab lost a fresh entry")),
+        let entry = match self.ops.get_mut(key).map(|slot| slot.data.create_entry()) {
+            Some(Some(entry)) => entry.user_data(key.user_data()),
+            _ => {
+                self.ops.remove(key);
+                return Err(io::Error::other("op slab lost a fresh entry"));
+            }
         };
         self.ops.set_label(key, entry.get_opcode() as u8);
-        // SAFETY: the entry points into the boxed op data, which stays in the slab
-        // until the op's final completion (the OpCode contract).
+        // SAFETY: the entry points into the op data (its box, or its socket's
+        // allocation), which the slab owns until the op's final completion (the
+        // OpCode contract).
         if let Err(e) = unsafe { self.push(&entry) } {
             self.ops.remove(key);
             return Err(e);
@@ -234,7 +238,13 @@ impl Driver {
             }
             Lifecycle::Completed(landed) => {
                 let c = landed.completion(key);
-                Poll::Ready(self.ops.remove(key).map(|slot| (c, slot.data)))
+                // Only multishot ops live in a socket: a single-shot op is boxed.
+                Poll::Ready(
+                    self.ops
+                        .remove(key)
+                        .and_then(|slot| slot.data.into_boxed())
+                        .map(|data| (c, data)),
+                )
             }
             Lifecycle::Streaming { .. } | Lifecycle::Abandoned => Poll::Ready(None),
         }
@@ -253,7 +263,7 @@ impl Driver {
         let Lifecycle::Streaming { waker, finished } = &mut slot.lifecycle else {
             return Poll::Ready(None);
         };
-        if let Some(q) = slot.data.stream_queue().and_then(|q| q.pop_front()) {
+        if let Some(q) = slot.data.pop_for_stream() {
             return Poll::Ready(Some(q.completion(key)));
         }
         if *finished {
@@ -268,7 +278,7 @@ impl Driver {
     }
 
     /// Runs `f` on the data of multishot op `key` while it is streaming; `None` if the
-    /// op is gone, not streaming, or not a `T`.
+    /// op is gone, not streaming, or not a `T` (see [`OpData::stream_data`]).
     pub(crate) fn with_stream_data<T: 'static, R>(
         &mut self,
         key: Key,
@@ -278,10 +288,7 @@ impl Driver {
         if !matches!(slot.lifecycle, Lifecycle::Streaming { .. }) {
             return None;
         }
-        slot.data
-            .as_any_mut()
-            .downcast_mut::<Multi<T>>()
-            .map(|m| f(&mut m.op))
+        slot.data.with_stream_data(f)
     }
 
     /// The future of op `key` is gone: release a completion nobody took, or cancel the
@@ -453,9 +460,7 @@ impl Driver {
             }
             Lifecycle::Streaming { waker, finished } => {
                 slot.data.on_complete(&c);
-                if let Some(queue) = slot.data.stream_queue() {
-                    queue.push_back(Queued::new(&c));
-                }
+                slot.data.queue_for_stream(&c);
                 if !c.more() {
                     *finished = true;
                 } else if slot.data.take_stop_request() {

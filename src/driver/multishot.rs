@@ -1,8 +1,9 @@
 //! Multishot ops: one SQE, a stream of CQEs until one arrives without `F_MORE`.
 
-use super::op::{not_in_runtime, Lifecycle, Multi, OpCode};
+use super::op::{not_in_runtime, Lifecycle, Multi, OpCode, OpData};
 use super::ring::Completion;
 use super::slab::Key;
+use crate::io::stream_recv::{SocketOp, StreamRecv};
 use crate::runtime::context;
 use crate::runtime::worker::Core;
 use std::io;
@@ -13,7 +14,7 @@ use std::task::{Context, Poll};
 /// A multishot op on the current worker's ring. Completions queue in the driver until
 /// taken; dropping it cancels the op and [`release`](OpCode::release)s every completion
 /// nobody took.
-pub struct MultiOp<T: OpCode> {
+pub struct MultiOp<T> {
     key: Option<Key>,
     core: Rc<Core>,
     _data: PhantomData<T>,
@@ -22,12 +23,15 @@ pub struct MultiOp<T: OpCode> {
 impl<T: OpCode> MultiOp<T> {
     /// Queues `data`'s SQE on the current worker's ring. Fails outside a worker thread.
     pub fn submit(data: T) -> io::Result<MultiOp<T>> {
+        MultiOp::submit_data(OpData::boxed(Box::new(Multi::new(data))))
+    }
+}
+
+impl<T: 'static> MultiOp<T> {
+    fn submit_data(data: OpData) -> io::Result<MultiOp<T>> {
         let core = context::current().ok_or_else(not_in_runtime)?;
         let key = core.driver.borrow_mut().submit(
-            Box::new(Multi {
-                queue: Default::default(),
-                op: data,
-            }),
+            data,
             Lifecycle::Streaming {
                 waker: None,
                 finished: false,
@@ -54,7 +58,7 @@ impl<T: OpCode> MultiOp<T> {
     }
 }
 
-impl<T: OpCode> MultiOp<T> {
+impl<T: 'static> MultiOp<T> {
     /// Runs `f` on the op's data (what [`OpCode::on_complete`] kept), while the op is
     /// streaming; `None` once it has ended.
     pub(crate) fn with_data<R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
@@ -68,12 +72,70 @@ impl<T: OpCode> MultiOp<T> {
     }
 }
 
-impl<T: OpCode> Drop for MultiOp<T> {
+impl<T> Drop for MultiOp<T> {
     fn drop(&mut self) {
         if let Some(key) = self.key {
             if let Ok(mut driver) = self.core.driver.try_borrow_mut() {
                 driver.drop_op(key);
             }
+        }
+    }
+}
+
+/// The handle of a stream's receive kept in its socket ([`SocketOp`]): a [`MultiOp`]
+/// that reaches the driver through the thread's current worker instead of an `Rc` of
+/// it, so that it is one word in the receive state every connection keeps. A stream
+/// lives and is dropped on its worker's thread, where that worker is current (also
+/// while the worker shuts down); elsewhere it does nothing, and the driver's own
+/// shutdown cancels and frees the op.
+pub(crate) struct SocketMultiOp {
+    key: Option<Key>,
+}
+
+impl SocketMultiOp {
+    /// Queues the SQE of a stream's receive kept in its socket.
+    pub(crate) fn submit(op: SocketOp) -> io::Result<SocketMultiOp> {
+        let key = context::with_core(|core| {
+            core.driver.borrow_mut().submit(
+                OpData::socket(op),
+                Lifecycle::Streaming {
+                    waker: None,
+                    finished: false,
+                },
+            )
+        })
+        .ok_or_else(not_in_runtime)??;
+        Ok(SocketMultiOp { key: Some(key) })
+    }
+
+    /// As [`MultiOp::poll_next`]; `None` also off the worker's thread.
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
+        let Some(key) = self.key else {
+            return Poll::Ready(None);
+        };
+        let next = context::with_core(|core| core.driver.borrow_mut().poll_multi(key, cx))
+            .unwrap_or(Poll::Ready(None));
+        if let Poll::Ready(None) = next {
+            self.key = None;
+        }
+        next
+    }
+
+    /// As [`MultiOp::with_data`].
+    pub(crate) fn with_data<R>(&self, f: impl FnOnce(&mut StreamRecv) -> R) -> Option<R> {
+        let key = self.key?;
+        context::with_core(|core| core.driver.borrow_mut().with_stream_data(key, f)).flatten()
+    }
+}
+
+impl Drop for SocketMultiOp {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            context::with_core(|core| {
+                if let Ok(mut driver) = core.driver.try_borrow_mut() {
+                    driver.drop_op(key);
+                }
+            });
         }
     }
 }

@@ -4,6 +4,7 @@
 use super::queue::SmallQueue;
 use super::ring::Completion;
 use super::slab::Key;
+use crate::io::stream_recv::{SocketOp, StreamRecv};
 use crate::runtime::context;
 use crate::runtime::worker::Core;
 use io_uring::squeue;
@@ -11,8 +12,10 @@ use std::any::Any;
 use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
+use std::mem::{offset_of, ManuallyDrop};
 use std::num::NonZeroU32;
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
@@ -128,8 +131,51 @@ impl Queued {
 /// The sign bit of an `i32` as `u32`.
 const SIGN: u32 = 1 << 31;
 
+/// What the slab's one-word op pointer points at in a boxed op ([`Single`], [`Multi`]):
+/// the function that turns it back into the op's fat pointer. It is a field of the op
+/// (the last one, so `Single`'s data stays `.0`), which makes the slab slot one word
+/// smaller than a `Box<dyn OpBox>` would.
+pub(crate) struct Header(unsafe fn(NonNull<Header>) -> NonNull<dyn OpBox>);
+
+/// A boxed op type whose [`Header`] field says how to re-form its fat pointer.
+///
+/// # Safety
+///
+/// `header` returns a pointer to a field of `*this` holding a [`Header`] whose
+/// function, given that pointer (with `this`'s provenance), returns `this` as a
+/// `dyn OpBox`.
+pub(crate) unsafe trait Headed: OpBox + 'static {
+    /// The header field of the op `this` points to.
+    fn header(this: NonNull<Self>) -> NonNull<Header>;
+}
+
 /// A single-shot op as the slab holds it.
-pub(crate) struct Single<T>(pub(crate) T);
+pub(crate) struct Single<T>(pub(crate) T, Header);
+
+impl<T: OpCode> Single<T> {
+    pub(crate) fn new(op: T) -> Single<T> {
+        Single(op, Header(single_from_header::<T>))
+    }
+}
+
+/// The op a [`Single`]'s header is in.
+///
+/// # Safety
+/// `h` points to the header of a live `Single<T>`, with the provenance of its box.
+unsafe fn single_from_header<T: OpCode>(h: NonNull<Header>) -> NonNull<dyn OpBox> {
+    // SAFETY: the caller's contract: the header is field `1` of a `Single<T>`.
+    let op: NonNull<Single<T>> = unsafe { h.byte_sub(offset_of!(Single<T>, 1)) }.cast();
+    op
+}
+
+// SAFETY: the header is field `1`, and `Single::new` (its only constructor) sets it to
+// `single_from_header::<T>`, which steps back by that field's offset.
+unsafe impl<T: OpCode> Headed for Single<T> {
+    fn header(this: NonNull<Self>) -> NonNull<Header> {
+        // SAFETY: a field of the live op `this` points to.
+        unsafe { NonNull::new_unchecked(&raw mut (*this.as_ptr()).1) }
+    }
+}
 
 /// A multishot op as the slab holds it: the queue of completions its stream has not
 /// taken lives in the op's own allocation, so it costs the slab (shared by every op)
@@ -137,6 +183,36 @@ pub(crate) struct Single<T>(pub(crate) T);
 pub(crate) struct Multi<T> {
     pub(crate) queue: SmallQueue<Queued>,
     pub(crate) op: T,
+    header: Header,
+}
+
+impl<T: OpCode> Multi<T> {
+    pub(crate) fn new(op: T) -> Multi<T> {
+        Multi {
+            queue: SmallQueue::default(),
+            op,
+            header: Header(multi_from_header::<T>),
+        }
+    }
+}
+
+/// The op a [`Multi`]'s header is in.
+///
+/// # Safety
+/// `h` points to the header of a live `Multi<T>`, with the provenance of its box.
+unsafe fn multi_from_header<T: OpCode>(h: NonNull<Header>) -> NonNull<dyn OpBox> {
+    // SAFETY: the caller's contract: the header is field `header` of a `Multi<T>`.
+    let op: NonNull<Multi<T>> = unsafe { h.byte_sub(offset_of!(Multi<T>, header)) }.cast();
+    op
+}
+
+// SAFETY: `Multi::new` (its only constructor) sets `header` to
+// `multi_from_header::<T>`, which steps back by that field's offset.
+unsafe impl<T: OpCode> Headed for Multi<T> {
+    fn header(this: NonNull<Self>) -> NonNull<Header> {
+        // SAFETY: a field of the live op `this` points to.
+        unsafe { NonNull::new_unchecked(&raw mut (*this.as_ptr()).header) }
+    }
 }
 
 impl<T: OpCode> OpBox for Single<T> {
@@ -286,7 +362,177 @@ pub(crate) enum Lifecycle {
 /// entry's label).
 pub(crate) struct OpSlot {
     pub(crate) lifecycle: Lifecycle,
-    pub(crate) data: Box<dyn OpBox>,
+    pub(crate) data: OpData,
+}
+
+/// Where an op's memory is: its own box, or (a TCP stream's armed receive) the
+/// allocation of its socket, held through an `Rc` that stands for the box. Either way
+/// the slab owns it until the op's final completion. One word (every slab slot has
+/// one): a box is named by its [`Header`] field with the low bit set (a header is
+/// 8-byte aligned), a socket by its `Rc`'s pointer.
+pub(crate) struct OpData(NonNull<u8>);
+
+/// The low bit of an [`OpData`] that names a boxed op's header.
+const BOXED: usize = 1;
+// Both kinds of pointer leave the tag bit clear.
+const _: () = assert!(std::mem::align_of::<Header>() > BOXED);
+const _: () = assert!(std::mem::align_of::<crate::io::SocketFd>() > BOXED);
+
+/// An [`OpData`] opened up for one call.
+enum View<'a> {
+    Boxed(&'a mut dyn OpBox),
+    /// A copy of the slab's `SocketOp`, never dropped: the slab's stays the owner.
+    Socket(ManuallyDrop<SocketOp>),
+}
+
+impl OpData {
+    /// A boxed op, owned by the slab from now on.
+    pub(crate) fn boxed<O: Headed>(op: Box<O>) -> OpData {
+        let header = O::header(NonNull::from(Box::leak(op)));
+        OpData(header.cast::<u8>().map_addr(|a| a | BOXED))
+    }
+
+    /// A stream's receive in its socket.
+    pub(crate) fn socket(op: SocketOp) -> OpData {
+        OpData(op.into_raw())
+    }
+
+    /// The boxed op's fat pointer; `None` for a socket's receive.
+    fn boxed_ptr(&self) -> Option<NonNull<dyn OpBox>> {
+        if self.0.addr().get() & BOXED == 0 {
+            return None;
+        }
+        // SAFETY: the tag bit was set on a header pointer (8-byte aligned, so the bit
+        // was clear and the address stays non-zero); clearing it keeps its provenance.
+        let header = unsafe { NonNull::new_unchecked(self.0.as_ptr().wrapping_byte_sub(BOXED)) }
+            .cast::<Header>();
+        // SAFETY: `boxed` made it from the header of a live `Headed` op, which the slab
+        // owns until this `OpData` is dropped or taken apart; the function is the one
+        // its type stored for exactly this.
+        Some(unsafe { (header.as_ref().0)(header) })
+    }
+
+    fn view(&mut self) -> View<'_> {
+        match self.boxed_ptr() {
+            // SAFETY: the op is live and owned by this `OpData`; `&mut self` makes the
+            // reference unique for as long as it lives.
+            Some(op) => View::Boxed(unsafe { &mut *op.as_ptr() }),
+            // SAFETY: not a box, so `socket` made it from a `SocketOp`; the copy is
+            // the view's and is never dropped (`SocketOp::borrowed`).
+            None => View::Socket(unsafe { SocketOp::borrowed(self.0) }),
+        }
+    }
+
+    /// The boxed op back (a single-shot op's result was taken); `None` for a
+    /// socket's receive, which is then dropped as usual.
+    pub(crate) fn into_boxed(self) -> Option<Box<dyn OpBox>> {
+        let op = self.boxed_ptr()?;
+        std::mem::forget(self);
+        // SAFETY: the box `boxed` leaked, handed back once (`self` is forgotten).
+        Some(unsafe { Box::from_raw(op.as_ptr()) })
+    }
+
+    pub(crate) fn create_entry(&mut self) -> Option<squeue::Entry> {
+        match self.view() {
+            View::Boxed(b) => Some(b.create_entry()),
+            View::Socket(mut s) => s.create_entry(),
+        }
+    }
+
+    pub(crate) fn release(&mut self, completion: &Completion) {
+        match self.view() {
+            View::Boxed(b) => b.release(completion),
+            View::Socket(mut s) => {
+                if let Some(r) = s.recv() {
+                    r.release(completion)
+                }
+            }
+        }
+    }
+
+    pub(crate) fn on_complete(&mut self, completion: &Completion) {
+        match self.view() {
+            View::Boxed(b) => b.on_complete(completion),
+            View::Socket(mut s) => {
+                if let Some(r) = s.recv() {
+                    r.on_complete(completion)
+                }
+            }
+        }
+    }
+
+    pub(crate) fn take_stop_request(&mut self) -> bool {
+        match self.view() {
+            View::Boxed(b) => b.take_stop_request(),
+            View::Socket(mut s) => s.recv().is_some_and(StreamRecv::take_stop_request),
+        }
+    }
+
+    /// Queues a completion for the stream of a multishot op.
+    pub(crate) fn queue_for_stream(&mut self, completion: &Completion) {
+        match self.view() {
+            View::Boxed(b) => {
+                if let Some(q) = b.stream_queue() {
+                    q.push_back(Queued::new(completion));
+                }
+            }
+            View::Socket(mut s) => {
+                if let Some(r) = s.recv() {
+                    r.queue.push_back(Queued::new(completion));
+                }
+            }
+        }
+    }
+
+    /// The oldest completion queued for the stream of a multishot op.
+    pub(crate) fn pop_for_stream(&mut self) -> Option<Queued> {
+        match self.view() {
+            View::Boxed(b) => b.stream_queue()?.pop_front(),
+            View::Socket(mut s) => s.recv()?.queue.pop_front(),
+        }
+    }
+
+    /// Releases every completion queued for the stream of op `key`, which nobody will
+    /// read.
+    pub(crate) fn release_all_queued(&mut self, key: Key) {
+        match self.view() {
+            View::Boxed(b) => b.release_all_queued(key),
+            View::Socket(mut s) => {
+                if let Some(r) = s.recv() {
+                    while let Some(q) = r.queue.pop_front() {
+                        r.release_queued(&q.completion(key));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs `f` on the data of a multishot op as a `T`: the `op` of a boxed
+    /// [`Multi<T>`], or the receive in a socket when `T` is [`StreamRecv`].
+    pub(crate) fn with_stream_data<T: 'static, R>(
+        &mut self,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Option<R> {
+        match self.view() {
+            View::Boxed(b) => b
+                .as_any_mut()
+                .downcast_mut::<Multi<T>>()
+                .map(|m| f(&mut m.op)),
+            View::Socket(mut s) => (s.recv()? as &mut dyn Any).downcast_mut::<T>().map(f),
+        }
+    }
+}
+
+impl Drop for OpData {
+    fn drop(&mut self) {
+        match self.boxed_ptr() {
+            // SAFETY: the box `boxed` leaked, owned by this `OpData` and freed once.
+            Some(op) => drop(unsafe { Box::from_raw(op.as_ptr()) }),
+            // SAFETY: made by `socket` from a `SocketOp` whose `Rc` this `OpData`
+            // owns; given back once.
+            None => drop(unsafe { SocketOp::from_raw(self.0) }),
+        }
+    }
 }
 
 pub(crate) fn not_in_runtime() -> io::Error {
@@ -309,8 +555,8 @@ impl<T: OpCode> Op<T> {
         let core = context::current().ok_or_else(not_in_runtime)?;
         let key = {
             let mut driver = core.driver.borrow_mut();
-            let data = driver.spare.boxed(Single(data));
-            driver.submit(data, Lifecycle::Pending(None))?
+            let data = driver.spare.boxed(Single::new(data));
+            driver.submit(OpData::boxed(data), Lifecycle::Pending(None))?
         };
         Ok(Op {
             key: Some(key),
@@ -326,7 +572,7 @@ impl<T: OpCode> Op<T> {
         let key = core
             .driver
             .borrow_mut()
-            .submit(data, Lifecycle::Pending(None))?;
+            .submit(OpData::boxed(data), Lifecycle::Pending(None))?;
         Ok(Op {
             key: Some(key),
             core,
@@ -365,8 +611,8 @@ impl<T: OpCode> Op<T> {
 pub(crate) fn boxed_op<T: OpCode>(data: T) -> Box<Single<T>> {
     let core = context::current();
     let boxed = match core.as_ref().map(|c| c.driver.try_borrow_mut()) {
-        Some(Ok(mut driver)) => driver.spare.boxed(Single(data)),
-        _ => Box::new(Single(data)),
+        Some(Ok(mut driver)) => driver.spare.boxed(Single::new(data)),
+        _ => Box::new(Single::new(data)),
     };
     boxed
 }
@@ -398,7 +644,7 @@ impl<T: OpCode> Future for Op<T> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let (c, data) = std::task::ready!(self.poll_boxed(cx))?;
-        let Single(data) = self.core.driver.borrow_mut().spare.recycle(data);
+        let Single(data, _) = self.core.driver.borrow_mut().spare.recycle(data);
         Poll::Ready(Ok((c, data)))
     }
 }
@@ -422,7 +668,8 @@ mod tests {
     fn an_op_slot_stays_small() {
         // Every op in flight has one, and every idle connection has an op in flight.
         assert!(std::mem::size_of::<super::Lifecycle>() <= 24);
-        assert!(std::mem::size_of::<super::OpSlot>() <= 40);
+        assert_eq!(std::mem::size_of::<super::OpData>(), 8);
+        assert!(std::mem::size_of::<super::OpSlot>() <= 32);
     }
 
     #[test]

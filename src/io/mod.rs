@@ -9,35 +9,46 @@ pub(crate) mod recv;
 pub(crate) mod recv_msg;
 pub(crate) mod recv_zc;
 pub(crate) mod send;
+mod shared_fd;
 pub(crate) mod shutdown;
+pub(crate) mod stream_recv;
 
 use crate::net::Receiver;
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::ops::Deref;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::rc::Rc;
+use stream_recv::StreamRecv;
 
-/// A socket fd shared between its owner and its in-flight ops.
-pub(crate) type SharedFd = Rc<SocketFd>;
+pub(crate) use shared_fd::SharedFd;
 
-/// A socket's fd and, for a TCP stream, its receive state beside it: one allocation
-/// per connection for both. Ops keep the fd open through their `Rc`; since the armed
-/// receive is such an op, a stream takes its receive state out when it is dropped
-/// (which cancels the receive) instead of leaving it to the last `Rc`.
+/// A socket's fd and, for a TCP stream, its receive state and its armed receive op
+/// beside it: one allocation per connection for all three. Ops keep the fd open
+/// through their [`SharedFd`]; since the armed receive is such an op, a stream takes its
+/// receive state out when it is dropped (which cancels the receive) instead of leaving
+/// it to the last owner.
 pub(crate) struct SocketFd {
     fd: OwnedFd,
     /// A TCP stream's receive state, made at its first receive (`None` for other
     /// sockets). Out of its cell while a receive is polled.
     pub(crate) rx: Cell<Option<Receiver>>,
+    /// The stream's multishot receive while it is in flight: touched only by the
+    /// [`SocketOp`](stream_recv::SocketOp) the driver's slab holds for it.
+    recv: UnsafeCell<Option<StreamRecv>>,
 }
 
 impl SocketFd {
-    /// `fd`, shared.
-    pub(crate) fn shared(fd: OwnedFd) -> SharedFd {
-        Rc::new(SocketFd {
+    /// `fd`, with no receive state.
+    pub(crate) fn new(fd: OwnedFd) -> SocketFd {
+        SocketFd {
             fd,
             rx: Cell::new(None),
-        })
+            recv: UnsafeCell::new(None),
+        }
+    }
+
+    /// `fd`, shared.
+    pub(crate) fn shared(fd: OwnedFd) -> SharedFd {
+        SharedFd::new(SocketFd::new(fd))
     }
 
     /// The fd back (its receive state, if any, is dropped).

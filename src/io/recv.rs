@@ -8,7 +8,7 @@ use io_uring::{opcode, squeue};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::RawFd;
 use std::rc::Rc;
 use zcrx::{CopyPool, PoolError, RxBuf};
 
@@ -299,7 +299,6 @@ fn with_optlen(entry: squeue::Entry, len: u32) -> squeue::Entry {
 /// pool the position of a completion's bytes depends on every completion before it,
 /// and a bundle's buffers are named by ring slots that later returns overwrite.
 pub(crate) struct RecvMulti {
-    socket: SharedFd,
     pool: Rc<CopyPool>,
     pub(crate) decoded: Decoded,
     hold_limit: u32,
@@ -309,14 +308,14 @@ pub(crate) struct RecvMulti {
 }
 
 impl RecvMulti {
-    /// A multishot receive on `socket`; `bundle`: one completion may fill several
+    /// A multishot receive (on the socket whose allocation it goes in: see
+    /// [`SocketOp`](super::stream_recv::SocketOp)); `bundle`: one completion may fill several
     /// buffers (not on incremental pools). It stops once it holds more than
     /// `hold_limit` pool bytes nobody has taken (`0`: no limit): ended by the kernel
     /// after that many bytes when `kernel_limit` (Linux 6.17), and cancelled when the
     /// buffers it filled count for more (a buffer of a pool that is not consumed
     /// incrementally counts whole, however few bytes it got).
     pub(crate) fn new(
-        socket: SharedFd,
         pool: Rc<CopyPool>,
         bundle: bool,
         hold_limit: u32,
@@ -324,7 +323,6 @@ impl RecvMulti {
     ) -> RecvMulti {
         RecvMulti {
             bundle: bundle && !pool.is_incremental(),
-            socket,
             pool,
             decoded: Decoded::default(),
             hold_limit,
@@ -383,12 +381,13 @@ impl RecvMulti {
     }
 }
 
-// SAFETY: the entry names the fd `socket` keeps open and a buffer group whose memory
-// the pool owns; the `Rc` keeps the pool (and so the memory) alive for as long as this
-// op exists. Buffers delivered to nobody are handed back to the pool in `release`.
-unsafe impl OpCode for RecvMulti {
-    fn create_entry(&mut self) -> squeue::Entry {
-        let fd = self.socket.as_raw_fd();
+/// The op's side of the [`OpCode`] contract, called through
+/// [`StreamRecv`](super::stream_recv::StreamRecv) (which holds the socket's fd open, so
+/// the entry takes it as a plain number). The entry names a buffer group whose memory
+/// the pool owns; the `Rc` keeps the pool (and so the memory) alive for as long as this
+/// op exists. Buffers delivered to nobody are handed back to the pool in `release`.
+impl RecvMulti {
+    pub(crate) fn create_entry(&mut self, fd: RawFd) -> squeue::Entry {
         let entry = if self.bundle {
             self.pool.recv_multishot_bundle(fd)
         } else {
@@ -401,18 +400,18 @@ unsafe impl OpCode for RecvMulti {
         }
     }
 
-    fn on_complete(&mut self, c: &Completion) {
+    pub(crate) fn on_complete(&mut self, c: &Completion) {
         if c.res > 0 {
             let hold = self.hold();
             Self::decode_into(&self.pool, self.bundle, c, &mut self.decoded, hold);
         }
     }
 
-    fn take_stop_request(&mut self) -> bool {
+    pub(crate) fn take_stop_request(&mut self) -> bool {
         self.decoded.take_stop_request()
     }
 
-    fn release(&mut self, c: &Completion) {
+    pub(crate) fn release(&mut self, c: &Completion) {
         let hold = self.hold();
         if c.res > 0 && !self.decoded.discard(c.res, hold) {
             // Never decoded: taking and dropping returns the buffers (in reaping
@@ -422,7 +421,7 @@ unsafe impl OpCode for RecvMulti {
         }
     }
 
-    fn release_queued(&mut self, c: &Completion) {
+    pub(crate) fn release_queued(&mut self, c: &Completion) {
         // Decoded by `on_complete` already (or lost to a decode error): never take
         // from the pool a second time.
         let hold = self.hold();
@@ -456,7 +455,7 @@ mod tests {
     fn an_idle_receive_keeps_one_word_of_decoded_queue() {
         // What every armed receive (one per idle connection) carries.
         assert_eq!(std::mem::size_of::<DecodeQueue>(), 8);
-        assert!(std::mem::size_of::<crate::driver::op::Multi<RecvMulti>>() <= 56);
+        assert!(std::mem::size_of::<RecvMulti>() <= 32);
     }
 
     #[test]

@@ -2,11 +2,11 @@
 //! worker that owns it).
 
 use super::recv::{Decoded, HoldLimit};
-use super::SharedFd;
-use crate::driver::{Completion, OpCode};
+
+use crate::driver::Completion;
 use io_uring::squeue;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::rc::Rc;
 use zcrx::{PoolError, RxBuf, StatsHandle, ZcImport, ZcPool};
 
@@ -55,16 +55,14 @@ impl ZcRing {
 /// completions (32-byte CQEs) are decoded into buffers as they are reaped; the receive
 /// asks to stop once they hold more than `budget` bytes nobody has taken.
 pub(crate) struct RecvZcMulti {
-    socket: SharedFd,
     ring: Rc<ZcRing>,
     budget: u32,
     pub(crate) decoded: Decoded,
 }
 
 impl RecvZcMulti {
-    pub(crate) fn new(socket: SharedFd, ring: Rc<ZcRing>, budget: u32) -> RecvZcMulti {
+    pub(crate) fn new(ring: Rc<ZcRing>, budget: u32) -> RecvZcMulti {
         RecvZcMulti {
-            socket,
             ring,
             budget,
             decoded: Decoded::default(),
@@ -97,16 +95,18 @@ impl RecvZcMulti {
     }
 }
 
-// SAFETY: the entry names the fd `socket` keeps open and the ZCRX instance whose area
-// and refill ring the pool core owns; the `Rc` keeps the pool (and its core) alive for
-// as long as this op exists, and the worker closes the ring before dropping its pool.
-// Chunks delivered to nobody are handed back in `release` (one refill entry each).
-unsafe impl OpCode for RecvZcMulti {
-    fn create_entry(&mut self) -> squeue::Entry {
-        self.ring.entry(self.socket.as_raw_fd(), self.budget)
+/// The op's side of the [`OpCode`](crate::driver::OpCode) contract, called through
+/// [`StreamRecv`](super::stream_recv::StreamRecv) (which holds the socket's fd open).
+/// The entry names the ZCRX instance whose area and refill ring the pool core owns; the
+/// `Rc` keeps the pool (and its core) alive for as long as this op exists, and the
+/// worker closes the ring before dropping its pool. Chunks delivered to nobody are
+/// handed back in `release` (one refill entry each).
+impl RecvZcMulti {
+    pub(crate) fn create_entry(&mut self, fd: RawFd) -> squeue::Entry {
+        self.ring.entry(fd, self.budget)
     }
 
-    fn on_complete(&mut self, c: &Completion) {
+    pub(crate) fn on_complete(&mut self, c: &Completion) {
         if c.res > 0 {
             let buf = self.decode(c).map(|b| vec![b]);
             let hold = self.hold();
@@ -114,17 +114,17 @@ unsafe impl OpCode for RecvZcMulti {
         }
     }
 
-    fn take_stop_request(&mut self) -> bool {
+    pub(crate) fn take_stop_request(&mut self) -> bool {
         self.decoded.take_stop_request()
     }
 
-    fn release(&mut self, c: &Completion) {
+    pub(crate) fn release(&mut self, c: &Completion) {
         if c.res > 0 && !self.decoded.discard(c.res, self.hold()) {
             drop(self.decode(c));
         }
     }
 
-    fn release_queued(&mut self, c: &Completion) {
+    pub(crate) fn release_queued(&mut self, c: &Completion) {
         // Decoded by `on_complete` already (or lost to a decode error); this copy of
         // the completion has no ZCRX CQE to decode again.
         let hold = self.hold();

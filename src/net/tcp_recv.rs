@@ -14,11 +14,12 @@
 //! - **copy**: multishot `recv` into the worker's provided-buffer pool.
 
 use super::handover::HandoverRx;
-use crate::driver::multishot::MultiOp;
+use crate::driver::multishot::SocketMultiOp;
 use crate::driver::op::not_in_runtime;
 use crate::driver::Completion;
 use crate::io::recv::RecvMulti;
 use crate::io::recv_zc::RecvZcMulti;
+use crate::io::stream_recv::{SocketOp, StreamRecv};
 use crate::io::SharedFd;
 use crate::metrics::{add_owned, rearm_index};
 use crate::runtime::context;
@@ -37,52 +38,57 @@ pub(crate) enum Path {
     Handover(u16),
 }
 
-/// The armed multishot receive, and how many bytes of the data completion taken last
-/// are still in the op's decoded buffers (`owed`, next to the tag, where it costs no
-/// room). The buffers stay in the op until the stream asks for them, so a stream needs
-/// no queue of its own.
+/// The armed multishot receive (its op data in the stream's socket: see
+/// [`crate::io::stream_recv`]), and how many bytes of the data completion taken last
+/// are still in the op's decoded buffers (`owed`). The buffers stay in the op until
+/// the stream asks for them, so a stream needs no queue of its own. Its variant says
+/// the pool: a tag with spare values, where [`Source`] and its `Option` keep theirs
+/// (without it, they would need a word more in every connection's socket).
 enum Armed {
-    Copy { op: MultiOp<RecvMulti>, owed: u32 },
-    Zc { op: MultiOp<RecvZcMulti>, owed: u32 },
+    Copy { op: SocketMultiOp, owed: u32 },
+    Zc { op: SocketMultiOp, owed: u32 },
 }
 
 impl Armed {
-    fn owed(&self) -> u32 {
-        match self {
-            Armed::Copy { owed, .. } | Armed::Zc { owed, .. } => *owed,
+    fn new(op: SocketMultiOp, zero_copy: bool) -> Armed {
+        if zero_copy {
+            Armed::Zc { op, owed: 0 }
+        } else {
+            Armed::Copy { op, owed: 0 }
         }
+    }
+
+    fn parts(&mut self) -> (&mut SocketMultiOp, &mut u32) {
+        match self {
+            Armed::Copy { op, owed } | Armed::Zc { op, owed } => (op, owed),
+        }
+    }
+
+    fn owed(&mut self) -> u32 {
+        *self.parts().1
     }
 
     fn set_owed(&mut self, n: u32) {
-        match self {
-            Armed::Copy { owed, .. } | Armed::Zc { owed, .. } => *owed = n,
-        }
+        *self.parts().1 = n;
     }
 
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
-        match self {
-            Armed::Copy { op, .. } => op.poll_next(cx),
-            Armed::Zc { op, .. } => op.poll_next(cx),
-        }
+        self.parts().0.poll_next(cx)
     }
 
     /// Whether this receive stopped itself because its stream held its limit of
     /// untaken bytes (its `-ECANCELED` end is not a cancellation from outside).
-    fn stopped_at_limit(&self) -> bool {
-        match self {
-            Armed::Copy { op, .. } => op.with_data(|d| d.decoded.stopped_at_limit()),
-            Armed::Zc { op, .. } => op.with_data(|d| d.decoded.stopped_at_limit()),
-        }
-        .unwrap_or(false)
+    fn stopped_at_limit(&mut self) -> bool {
+        self.parts()
+            .0
+            .with_data(|d| d.stopped_at_limit())
+            .unwrap_or(false)
     }
 
     /// The next buffer of the `owed` bytes.
     fn take_owed(&mut self) -> io::Result<RxBuf> {
-        let (taken, owed) = match self {
-            Armed::Copy { op, owed } => (op.with_data(|d| d.take_next(owed)), owed),
-            Armed::Zc { op, owed } => (op.with_data(|d| d.take_next(owed)), owed),
-        };
-        taken.unwrap_or_else(|| {
+        let (op, owed) = self.parts();
+        op.with_data(|d| d.take_next(owed)).unwrap_or_else(|| {
             *owed = 0;
             Err(io::Error::other(
                 "the receive op vanished under a data completion",
@@ -207,14 +213,12 @@ impl Receiver {
     /// task has not taken.
     fn arm(&self, core: &Core, fd: &SharedFd, path: Path) -> io::Result<(Armed, u32)> {
         let limit = core.recv_hold_limit;
-        match (path, &core.zc) {
-            (Path::ZeroCopy, ZcWorker::Local { ring, .. }) => Ok((
-                Armed::Zc {
-                    op: MultiOp::submit(RecvZcMulti::new(fd.clone(), ring.clone(), limit))?,
-                    owed: 0,
-                },
+        let (recv, budget, zero_copy) = match (path, &core.zc) {
+            (Path::ZeroCopy, ZcWorker::Local { ring, .. }) => (
+                StreamRecv::zc(RecvZcMulti::new(ring.clone(), limit)),
                 limit,
-            )),
+                true,
+            ),
             _ => {
                 let Some(pool) = core.pool.clone() else {
                     return Err(io::Error::new(
@@ -222,23 +226,14 @@ impl Receiver {
                         "the runtime has no receive pool (Builder::copy_pool(None))",
                     ));
                 };
-                let op = RecvMulti::new(
-                    fd.clone(),
-                    pool,
-                    core.recv_bundles,
-                    limit,
-                    core.recv_kernel_limit.get(),
-                );
+                let op =
+                    RecvMulti::new(pool, core.recv_bundles, limit, core.recv_kernel_limit.get());
                 let budget = op.kernel_limit();
-                Ok((
-                    Armed::Copy {
-                        op: MultiOp::submit(op)?,
-                        owed: 0,
-                    },
-                    budget,
-                ))
+                (StreamRecv::copy(op), budget, false)
             }
-        }
+        };
+        let op = SocketMultiOp::submit(SocketOp::new(fd.clone(), recv)?)?;
+        Ok((Armed::new(op, zero_copy), budget))
     }
 
     /// Whether the wait for returns after `mark` is over; registers `cx`'s waker to

@@ -16,7 +16,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use zcrx::RxBuf;
@@ -36,8 +35,8 @@ pub struct TcpStream {
 
 impl Drop for TcpStream {
     fn drop(&mut self) {
-        // The armed receive holds an `Rc` of the socket: its state goes now (which
-        // cancels it), not with the last `Rc`.
+        // The armed receive owns the socket too: its state goes now (which cancels
+        // it), not with the last owner.
         drop(self.fd.rx.take());
     }
 }
@@ -68,7 +67,7 @@ impl TcpStream {
         // Drops the receive state (cancelling an armed receive).
         drop(self);
         for _ in 0..10_000 {
-            match Rc::try_unwrap(fd) {
+            match SharedFd::try_unwrap(fd) {
                 Ok(owned) => return Ok(std::net::TcpStream::from(owned.into_fd())),
                 Err(shared) => fd = shared,
             }
@@ -392,7 +391,66 @@ mod tests {
             returned(&|s: &'static TcpStream| s.send(bytes::Bytes::new())),
             16
         );
-        assert!(size_of::<super::Receiver>() <= 48);
-        assert!(size_of::<crate::io::SocketFd>() <= 56);
+        assert!(size_of::<super::Receiver>() <= 40);
+        // With the armed receive op in it (`io::stream_recv`).
+        assert!(size_of::<crate::io::SocketFd>() <= 96);
+    }
+
+    #[test]
+    fn a_dropped_stream_keeps_its_socket_until_the_cancelled_receive_ends() {
+        use crate::io::SharedFd;
+        use crate::net::TcpListener;
+        use crate::runtime::context;
+        use crate::{ReceiveMode, Runtime};
+        use std::io::Write;
+        use std::time::Duration;
+
+        let rt = Runtime::builder()
+            .threads(1)
+            .receive_mode(ReceiveMode::Copy)
+            .pool_size(16 * 4096)
+            .chunk_size(4096)
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let core = context::current().expect("worker");
+            let pool = core.pool.clone().expect("copy pool");
+            let held = || pool.stats().in_use;
+            assert_eq!(held(), 0);
+            let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+            let mut peer =
+                std::net::TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+            let (s, _) = l.accept().await.expect("accept");
+            // Arm the receive, then let data land in its buffers that nobody takes.
+            let first = crate::timeout(Duration::from_millis(20), s.recv()).await;
+            assert!(first.is_err(), "no data was sent yet");
+            let fd = s.fd.clone();
+            assert!(fd.recv_in_flight(), "the receive op lives in the socket");
+            // Less than the hold limit, so the receive stays armed.
+            peer.write_all(&[7u8; 100]).expect("write");
+            for _ in 0..500 {
+                if pool.stats().bytes >= 100 {
+                    break;
+                }
+                crate::sleep(Duration::from_millis(2)).await;
+            }
+            assert_eq!(pool.stats().bytes, 100, "the peer's bytes reached the pool");
+            assert!(held() > 0, "the queued buffer is held");
+            let ops = core.driver.borrow().ops_in_flight();
+            drop(s);
+            // The slab still holds the socket (and its fd) for the cancelled receive.
+            assert!(SharedFd::count(&fd) > 1, "the op keeps the socket");
+            assert!(fd.recv_in_flight());
+            for _ in 0..500 {
+                if SharedFd::count(&fd) == 1 && held() == 0 {
+                    break;
+                }
+                crate::sleep(Duration::from_millis(2)).await;
+            }
+            assert_eq!(SharedFd::count(&fd), 1, "the final completion freed the op");
+            assert!(!fd.recv_in_flight(), "the op left the socket");
+            assert_eq!(held(), 0, "every received buffer went back");
+            assert_eq!(core.driver.borrow().ops_in_flight(), ops - 1);
+        });
     }
 }

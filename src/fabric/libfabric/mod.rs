@@ -4,7 +4,7 @@
 //!
 //! The API's semantics are kept where libfabric 1.17 was measured to differ
 //! (`shared/design/fabric-api.md`, section 3, this module's tests, and the quirk table in
-//! DESIGN.md):
+//! docs/design/fabric.md):
 //! - every RMA asks for `FI_DELIVERY_COMPLETE`, so a target's refusal comes back as
 //!   `RemoteAccess` rather than as a silently dropped connection; on `tcp;ofi_rxm`, which
 //!   drops the connection after such a refusal, later operations to that peer wait until

@@ -118,7 +118,9 @@ async fn flush(stream: &TcpStream, out: &mut Vec<Bytes>, c: &Counters) -> bool {
         return true;
     }
     let n: usize = out.iter().map(Bytes::len).sum();
+    c.sending.fetch_add(1, Relaxed);
     let r = stream.send_vectored(out).await;
+    c.sending.fetch_sub(1, Relaxed);
     out.clear();
     match r {
         Ok(()) => {

@@ -39,6 +39,8 @@ counters! {
     accepted,
     /// Connections open now.
     open,
+    /// Open connections waiting for a send to finish (their peer is not reading).
+    sending,
     /// Requests (frames) received.
     requests,
     /// Bytes received.

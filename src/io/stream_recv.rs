@@ -1,0 +1,217 @@
+//! A TCP stream's armed multishot receive, kept in the stream's socket allocation
+//! ([`SocketFd`]) rather than in a box of its own: every idle connection has one, so
+//! this saves an allocation (and its header and rounding) per connection, and the op
+//! needs no `Rc` of the socket, being inside it.
+//!
+//! While the op is in flight the driver's slab holds a [`SocketOp`]: a strong `Rc` of
+//! the socket that stands for the op's memory, as a boxed op's `Box` does. So the
+//! socket (its fd and this op) lives until the op's final completion even when the
+//! stream is dropped first (which cancels the op), exactly as a boxed op would.
+
+use super::recv::RecvMulti;
+use super::recv_zc::RecvZcMulti;
+use super::{SharedFd, SocketFd};
+use crate::driver::op::Queued;
+use crate::driver::queue::SmallQueue;
+use crate::driver::Completion;
+use io_uring::squeue;
+use std::io;
+use std::mem::ManuallyDrop;
+use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
+use zcrx::RxBuf;
+
+/// Which pool the receive draws from. The zero-copy receive is boxed (one allocation
+/// per arming, not per completion): then its pointer fits beside the copy receive's
+/// flags, so the tag costs no room in every connection's socket.
+enum Source {
+    Copy(RecvMulti),
+    Zc(Box<RecvZcMulti>),
+}
+
+/// The armed receive of a stream, and the completions it queued that the stream has
+/// not taken yet.
+pub(crate) struct StreamRecv {
+    pub(crate) queue: SmallQueue<Queued>,
+    source: Source,
+}
+
+impl StreamRecv {
+    /// A receive from the copy pool.
+    pub(crate) fn copy(op: RecvMulti) -> StreamRecv {
+        StreamRecv {
+            queue: SmallQueue::default(),
+            source: Source::Copy(op),
+        }
+    }
+
+    /// A RECV_ZC receive.
+    pub(crate) fn zc(op: RecvZcMulti) -> StreamRecv {
+        StreamRecv {
+            queue: SmallQueue::default(),
+            source: Source::Zc(Box::new(op)),
+        }
+    }
+
+    fn create_entry(&mut self, fd: std::os::fd::RawFd) -> squeue::Entry {
+        match &mut self.source {
+            Source::Copy(op) => op.create_entry(fd),
+            Source::Zc(op) => op.create_entry(fd),
+        }
+    }
+
+    /// [`OpCode::on_complete`](crate::driver::OpCode::on_complete) of the receive.
+    pub(crate) fn on_complete(&mut self, c: &Completion) {
+        match &mut self.source {
+            Source::Copy(op) => op.on_complete(c),
+            Source::Zc(op) => op.on_complete(c),
+        }
+    }
+
+    /// [`OpCode::release`](crate::driver::OpCode::release) of the receive.
+    pub(crate) fn release(&mut self, c: &Completion) {
+        match &mut self.source {
+            Source::Copy(op) => op.release(c),
+            Source::Zc(op) => op.release(c),
+        }
+    }
+
+    /// [`OpCode::release_queued`](crate::driver::OpCode::release_queued).
+    pub(crate) fn release_queued(&mut self, c: &Completion) {
+        match &mut self.source {
+            Source::Copy(op) => op.release_queued(c),
+            Source::Zc(op) => op.release_queued(c),
+        }
+    }
+
+    /// [`OpCode::take_stop_request`](crate::driver::OpCode::take_stop_request).
+    pub(crate) fn take_stop_request(&mut self) -> bool {
+        match &mut self.source {
+            Source::Copy(op) => op.take_stop_request(),
+            Source::Zc(op) => op.take_stop_request(),
+        }
+    }
+
+    /// The next buffer of the `owed` bytes of the data completion the stream took.
+    pub(crate) fn take_next(&mut self, owed: &mut u32) -> io::Result<RxBuf> {
+        match &mut self.source {
+            Source::Copy(op) => op.take_next(owed),
+            Source::Zc(op) => op.take_next(owed),
+        }
+    }
+
+    /// Whether this receive asked to stop because its stream held its limit.
+    pub(crate) fn stopped_at_limit(&self) -> bool {
+        match &self.source {
+            Source::Copy(op) => op.decoded.stopped_at_limit(),
+            Source::Zc(op) => op.decoded.stopped_at_limit(),
+        }
+    }
+}
+
+/// The in-flight receive of a socket, as the driver's slab owns it: an owner of
+/// the socket whose `recv` cell holds the op. At most one exists per
+/// socket: it is made only while the cell is empty, fills it, and empties it (dropping
+/// the op, which hands back the buffers it still holds) when it is dropped, which the
+/// driver does only after the op's final completion (or never, when shutdown leaks
+/// an op the kernel did not finish).
+pub(crate) struct SocketOp(SharedFd);
+
+impl SocketOp {
+    /// Puts `recv` in `socket`'s receive cell; fails if a receive of this socket is
+    /// still in flight there (a stream arms its next receive only after the previous
+    /// one's final completion, so this does not happen).
+    pub(crate) fn new(socket: SharedFd, recv: StreamRecv) -> io::Result<SocketOp> {
+        // SAFETY: only a `SocketOp` of this socket touches the cell, and none exists
+        // while it is empty; if one exists (the cell is full), this reads the tag
+        // while no reference into the cell is live, since a `SocketOp` hands out its
+        // reference only for the length of a `&mut self` borrow, which no caller
+        // holds while making another op (ops are not made from the driver's
+        // callbacks: the `OpCode` contract).
+        let cell = unsafe { &mut *socket.recv.get() };
+        if cell.is_some() {
+            return Err(io::Error::other(
+                "the socket's previous receive is still in flight",
+            ));
+        }
+        *cell = Some(recv);
+        Ok(SocketOp(socket))
+    }
+
+    /// The receive (`None` never happens while this op exists; see the type doc).
+    pub(crate) fn recv(&mut self) -> Option<&mut StreamRecv> {
+        // SAFETY: this `SocketOp` is the only one of its socket and the only code that
+        // reaches the cell while it exists; `&mut self` makes the reference it
+        // returns the only one for as long as it lives.
+        unsafe { &mut *self.0.recv.get() }.as_mut()
+    }
+
+    /// The socket's pointer (8-byte aligned), carrying this op's count, for the
+    /// slab's one-word op pointer ([`from_raw`](Self::from_raw) takes it back).
+    pub(crate) fn into_raw(self) -> NonNull<u8> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the owner is read out once, and `this` (not dropped) never uses it
+        // again, so its count moves into the pointer.
+        SharedFd::into_raw(unsafe { std::ptr::read(&this.0) })
+    }
+
+    /// The op [`into_raw`](Self::into_raw) gave `ptr` for.
+    ///
+    /// # Safety
+    /// `ptr` came from `into_raw`, and its count is given back once.
+    pub(crate) unsafe fn from_raw(ptr: NonNull<u8>) -> SocketOp {
+        // SAFETY: the caller's contract: a `SharedFd::into_raw` pointer, taken back
+        // once.
+        SocketOp(unsafe { SharedFd::from_raw(ptr) })
+    }
+
+    /// The op of `ptr` (from `into_raw`) for one call, without its ownership: never
+    /// dropped, so the strong count stays with the owner.
+    ///
+    /// # Safety
+    /// `ptr` came from `into_raw` and its owner outlives the copy; the copy is the
+    /// only one used while it lives (the owner's `&mut` borrow covers it).
+    pub(crate) unsafe fn borrowed(ptr: NonNull<u8>) -> ManuallyDrop<SocketOp> {
+        // SAFETY: the caller's contract; `ManuallyDrop` keeps the count with the owner.
+        ManuallyDrop::new(unsafe { SocketOp::from_raw(ptr) })
+    }
+
+    /// The receive's SQE, on the socket's fd (held open by this op's `Rc`).
+    pub(crate) fn create_entry(&mut self) -> Option<squeue::Entry> {
+        let fd = self.0.as_raw_fd();
+        self.recv().map(|r| r.create_entry(fd))
+    }
+}
+
+impl Drop for SocketOp {
+    fn drop(&mut self) {
+        // SAFETY: as in `recv`: this is the only holder, and no reference from `recv`
+        // outlives the `&mut self` it came from.
+        let op = unsafe { &mut *self.0.recv.get() }.take();
+        drop(op);
+    }
+}
+
+impl SocketFd {
+    /// Whether a receive of this socket is in flight (its op is in the socket).
+    #[cfg(test)]
+    pub(crate) fn recv_in_flight(&self) -> bool {
+        // SAFETY: a read of the tag between driver calls: no `SocketOp` reference into
+        // the cell is live (they last a `&mut self` borrow inside the driver).
+        unsafe { &*self.recv.get() }.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    #[test]
+    fn a_socket_with_its_receive_op_fits_a_112_byte_chunk() {
+        // Every idle connection keeps one: the fd, the stream's receive state and the
+        // armed receive, with the `SharedFd` count (8) and malloc's header (8) in 112.
+        assert_eq!(size_of::<StreamRecv>(), 48);
+        assert!(size_of::<SocketFd>() <= 96);
+    }
+}

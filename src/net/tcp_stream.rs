@@ -169,11 +169,10 @@ impl TcpStream {
         Recv(self)
     }
 
-    /// Polls for the next buffer, as [`recv`](Self::recv) does (`Pending` registers
-    /// `cx`'s task to be woken when one arrives). Within a task that holds a buffer
-    /// already, `Pending` means nothing more has arrived yet: an echo or a proxy takes
-    /// what is queued this way and sends it all in one
-    /// [`send_vectored_owned`](Self::send_vectored_owned).
+    /// Polls for the next buffer, as [`recv`](Self::recv) does: `Pending` means nothing
+    /// has arrived yet (and registers `cx`'s task to be woken when something does). An
+    /// echo or a proxy takes what is queued this way, without waiting, and sends it all
+    /// in one [`send_vectored_owned`](Self::send_vectored_owned).
     pub fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
         self.with_rx(|rx| rx.poll_recv(&self.fd, cx))
     }

@@ -169,7 +169,11 @@ impl TcpStream {
         Recv(self)
     }
 
-    pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
+    /// Polls for the next buffer, as [`recv`](Self::recv) does: `Pending` means nothing
+    /// has arrived yet (and registers `cx`'s task to be woken when something does). An
+    /// echo or a proxy takes what is queued this way, without waiting, and sends it all
+    /// in one [`send_vectored_owned`](Self::send_vectored_owned).
+    pub fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
         self.with_rx(|rx| rx.poll_recv(&self.fd, cx))
     }
 

@@ -442,9 +442,9 @@ async fn fired(load: &LoadPlan) -> Result<i64, String> {
     c.fired().await.map_err(|e| e.to_string())
 }
 
-/// How long the server may take to see every connection end. A peer that resets
-/// while the server is blocked sending to it can go unnoticed until the server's next
-/// zero-window probe draws a fresh reset, and those probes back off to seconds apart.
+/// How long the server may take to see every connection end. It normally takes
+/// milliseconds; the bound only keeps a run from hanging on a connection that never
+/// closes (the note then names it), with room for a loaded machine.
 const SETTLE_LIMIT: Duration = Duration::from_secs(10);
 
 /// The server's figures once it has seen every connection the harness opened end

@@ -182,8 +182,14 @@ mod tests {
         let l = super::reuseport_listener(super::loopback_any_port()).expect("listener");
         let addr = l.local_addr().expect("addr");
         let client = std::net::TcpStream::connect(addr).expect("connect");
-        assert!(!client.nodelay().expect("client nodelay"), "a fresh socket has it off");
+        assert!(
+            !client.nodelay().expect("client nodelay"),
+            "a fresh socket has it off"
+        );
         let (accepted, _) = l.accept().expect("accept");
-        assert!(accepted.nodelay().expect("nodelay"), "TCP_NODELAY was not inherited");
+        assert!(
+            accepted.nodelay().expect("nodelay"),
+            "TCP_NODELAY was not inherited"
+        );
     }
 }

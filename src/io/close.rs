@@ -41,8 +41,8 @@ mod tests {
     /// `SIGPIPE`). Unlike looking the fd number up, another thread reusing the number
     /// cannot fool it.
     fn reader_closed(mut w: &std::fs::File) -> bool {
-        match w.write(b"x") {
-            Ok(_) => false,
+        match w.write_all(b"x") {
+            Ok(()) => false,
             Err(e) => {
                 assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e}");
                 true
@@ -77,6 +77,9 @@ mod tests {
             let rt = Runtime::builder().threads(1).build().expect("runtime");
             rt.block_on(async move { close(r) });
         }
-        assert!(reader_closed(&w), "a close left in the SQ at shutdown leaked the fd");
+        assert!(
+            reader_closed(&w),
+            "a close left in the SQ at shutdown leaked the fd"
+        );
     }
 }

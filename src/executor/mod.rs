@@ -1,6 +1,7 @@
 //! The per-worker task scheduler: local run queue, remote queue, task registry.
 
 pub(crate) mod join;
+pub(crate) mod join_wakers;
 pub(crate) mod task;
 
 pub use join::{JoinError, JoinHandle};

@@ -8,6 +8,7 @@
 //! thread; they only touch the atomic state and the owner's queues.
 
 use super::join::{Join, JoinError};
+use super::join_wakers::JoinWakers;
 use crate::runtime::context;
 use crate::runtime::worker::{Core, Remote, WorkerShared};
 use std::cell::UnsafeCell;
@@ -27,8 +28,8 @@ const COMPLETE: u8 = 2;
 const CANCELLED: u8 = 4;
 /// The `JoinHandle` exists: the result is kept for it.
 const JOIN_INTEREST: u8 = 8;
-/// The handle's waker is in `join_waker` for the task to wake: see [`Task`] for who
-/// may touch that slot when.
+/// The owner's [`JoinWakers`] may hold a waker of the handle, for the task to wake.
+/// Set only by the handle, while not `COMPLETE`, under that map's lock: see [`Task`].
 const JOIN_WAKER: u8 = 16;
 /// The future was dropped: `stage` holds the output. Set by the owner only, before
 /// `COMPLETE`.
@@ -57,7 +58,7 @@ union Stage<F: Future> {
     output: ManuallyDrop<Option<Result<F::Output, JoinError>>>,
 }
 
-/// A spawned task.
+/// A spawned task: 104 bytes with a 72-byte future (a 112-byte malloc chunk).
 ///
 /// Who touches what (tokio's handshake, on the `state` bits):
 /// - `stage` while it holds the future: the owner thread only (polls and the drop).
@@ -66,31 +67,32 @@ union Stage<F: Future> {
 ///   (acquire) while holding `JOIN_INTEREST`, or the owner, when setting `COMPLETE`
 ///   found `JOIN_INTEREST` already gone. Each side flips its bit in one atomic step,
 ///   so the two never both take it.
-/// - `join_waker`: while `JOIN_WAKER` is clear and the task is not complete, only the
-///   handle (which holds `JOIN_INTEREST`) writes it; it sets `JOIN_WAKER` afterwards,
-///   and may clear it again only while the task is not complete. While `JOIN_WAKER` is
-///   set both sides only read it. When `COMPLETE` is set with `JOIN_WAKER`, the owner
-///   wakes it and then clears `JOIN_WAKER`; whichever of the owner and the dropping
-///   handle comes second (seeing the other's bit gone) drops the waker.
+/// - The handle's waker is not in the task but in the owner's [`JoinWakers`], keyed by
+///   the task's address (no other live task has it, and the handle keeps this one
+///   alive). Only the handle inserts it, and only in the same critical section of that
+///   map's lock in which it sets `JOIN_WAKER` with an update refused once `COMPLETE`
+///   is set. So when the owner's setting of `COMPLETE` finds `JOIN_WAKER`, the insert
+///   came first, and the owner's later lock of the map sees it: it takes the waker
+///   out and wakes it. When the owner found `JOIN_WAKER` clear, the handle's update is
+///   refused and the handle takes the result itself. A waiting handle that goes away
+///   takes its waker out under the lock; whichever of the two comes second finds
+///   nothing. Wakers are cloned, woken and dropped outside the lock (foreign code).
 pub(crate) struct Task<F: Future> {
     state: AtomicU8,
     registry_key: AtomicU32,
     owner: Arc<WorkerShared>,
-    /// Boxed: most handles never wait (a spawned connection's is dropped at once), so
-    /// every task keeps one word for it, and the box is made once per awaited handle.
-    join_waker: UnsafeCell<Option<Box<Waker>>>,
     stage: UnsafeCell<Stage<F>>,
 }
 
 // SAFETY: the future in `stage` is only touched on the owner worker thread (see the
 // module doc; the one cross-thread drop is of a `Send` future). The result is taken
 // by the `JoinHandle`, which is `Send` only when the output is, or dropped on the
-// owner thread; `stage` and `join_waker` change hands between threads only through
-// the `state` bits (see [`Task`]), with release/acquire ordering. The rest is atomics
-// and an `Arc` of `Sync` shared state.
+// owner thread; `stage` changes hands between threads only through the `state` bits
+// (see [`Task`]), with release/acquire ordering. The rest is atomics and an `Arc` of
+// `Sync` shared state.
 unsafe impl<F: Future> Send for Task<F> {}
 // SAFETY: as for `Send`: what other threads reach through a shared reference is
-// `state`, `owner`, and `stage`/`join_waker` under the handshake of [`Task`].
+// `state`, `owner`, and `stage` under the handshake of [`Task`].
 unsafe impl<F: Future> Sync for Task<F> {}
 
 impl<F: Future + 'static> Task<F> {
@@ -101,7 +103,6 @@ impl<F: Future + 'static> Task<F> {
             state: AtomicU8::new(SCHEDULED | JOIN_INTEREST),
             registry_key: AtomicU32::new(UNREGISTERED),
             owner,
-            join_waker: UnsafeCell::new(None),
             stage: UnsafeCell::new(Stage {
                 future: ManuallyDrop::new(future),
             }),
@@ -183,36 +184,46 @@ impl<F: Future + 'static> Task<F> {
             // result: it is the owner's, dropped here on the owner thread.
             drop(unsafe { (*(*stage).output).take() });
         } else if prev & JOIN_WAKER != 0 {
-            // SAFETY: `JOIN_WAKER` and now `COMPLETE` are set: the handle only reads
-            // the slot (it writes it only while `JOIN_WAKER` is clear, and can no
-            // longer clear it).
-            if let Some(w) = unsafe { &*self.join_waker.get() } {
-                w.wake_by_ref();
-            }
-            let prev = self.state.fetch_and(!JOIN_WAKER, Ordering::AcqRel);
-            if prev & JOIN_INTEREST == 0 {
-                // SAFETY: the handle dropped while `JOIN_WAKER` was set and the task
-                // complete, so it left the waker to the owner, and it is gone.
-                drop(unsafe { (*self.join_waker.get()).take() });
+            // The handle inserted its waker before it set `JOIN_WAKER` (see [`Task`]);
+            // it may have taken it back since (going away).
+            if let Some(w) = self.join_wakers().take(self.id()) {
+                w.wake();
             }
         }
     }
 
-    /// Stores `waker` for the task to wake; `false` if the task completed first (the
-    /// waker is then not kept). Handle only, with `JOIN_WAKER` clear.
-    fn set_join_waker(&self, waker: Waker) -> bool {
-        // SAFETY: `JOIN_WAKER` is clear and this handle holds `JOIN_INTEREST`: nobody
-        // else touches the slot (see [`Task`]).
-        let slot = unsafe { &mut *self.join_waker.get() };
-        match slot {
-            Some(kept) => **kept = waker,
-            None => *slot = Some(Box::new(waker)),
+    /// The task's key in its owner's [`JoinWakers`].
+    fn id(&self) -> usize {
+        std::ptr::from_ref(self).addr()
+    }
+
+    fn join_wakers(&self) -> &JoinWakers {
+        &self.owner.join_wakers
+    }
+
+    /// Keeps `waker` for the task to wake at completion; `false` if the task completed
+    /// first (the waker is then not kept). Handle only.
+    fn set_join_waker(&self, waker: &Waker) -> bool {
+        let id = self.id();
+        if self.state.load(Ordering::Acquire) & JOIN_WAKER != 0
+            && self
+                .join_wakers()
+                .lock()
+                .get(&id)
+                .is_some_and(|kept| kept.will_wake(waker))
+        {
+            // Kept already; if the owner took it meanwhile, it is waking it.
+            return true;
         }
+        let waker = waker.clone();
+        let mut map = self.join_wakers().lock();
         let set = self.update(|s| (s & COMPLETE == 0).then_some(s | JOIN_WAKER));
-        if set.is_err() {
-            // SAFETY: `JOIN_WAKER` is still clear (it was never set).
-            drop(unsafe { (*self.join_waker.get()).take() });
-        }
+        let unused = match set {
+            Ok(_) => map.insert(id, waker),
+            Err(_) => Some(waker),
+        };
+        drop(map);
+        drop(unused);
         set.is_ok()
     }
 }
@@ -278,24 +289,8 @@ impl<F: Future + 'static> Wake for Task<F> {
 
 impl<F: Future + 'static> Join<F::Output> for Task<F> {
     fn poll_join(&self, cx: &mut Context<'_>) -> Poll<Result<F::Output, JoinError>> {
-        let s = self.state.load(Ordering::Acquire);
-        if s & COMPLETE == 0 {
-            let stored = if s & JOIN_WAKER != 0 {
-                // SAFETY: with `JOIN_WAKER` set both sides only read the slot.
-                let same = unsafe { &*self.join_waker.get() }
-                    .as_ref()
-                    .is_some_and(|w| w.will_wake(cx.waker()));
-                if same {
-                    return Poll::Pending;
-                }
-                // Take the slot back (refused once complete), then store the new waker.
-                self.update(|s| (s & COMPLETE == 0).then_some(s & !JOIN_WAKER))
-                    .is_ok()
-                    && self.set_join_waker(cx.waker().clone())
-            } else {
-                self.set_join_waker(cx.waker().clone())
-            };
-            if stored {
+        if self.state.load(Ordering::Acquire) & COMPLETE == 0 {
+            if self.set_join_waker(cx.waker()) {
                 return Poll::Pending;
             }
             // Completed meanwhile, as the refused update saw (acquire).
@@ -311,26 +306,16 @@ impl<F: Future + 'static> Join<F::Output> for Task<F> {
     }
 
     fn drop_handle(&self) {
-        let prev = self
-            .update(|s| {
-                let s = s & !JOIN_INTEREST;
-                Some(if s & COMPLETE == 0 {
-                    s & !JOIN_WAKER
-                } else {
-                    s
-                })
-            })
-            .unwrap_or_else(|s| s);
+        // Only this handle sets `JOIN_WAKER`, so it sees its own bit.
+        if self.state.load(Ordering::Relaxed) & JOIN_WAKER != 0 {
+            drop(self.join_wakers().take(self.id()));
+        }
+        let prev = self.state.fetch_and(!JOIN_INTEREST, Ordering::AcqRel);
         if prev & COMPLETE != 0 {
             // SAFETY: complete (acquire) while this handle held `JOIN_INTEREST`: the
             // union holds the result, and it is the handle's, dropped here on the
             // handle's thread (the owner thread when the output is not `Send`).
             drop(unsafe { (*(*self.stage.get()).output).take() });
-        }
-        if prev & COMPLETE == 0 || prev & JOIN_WAKER == 0 {
-            // SAFETY: `JOIN_WAKER` is clear now (cleared above, or by the owner after
-            // its wake): the owner no longer touches the slot.
-            drop(unsafe { (*self.join_waker.get()).take() });
         }
     }
 
@@ -356,5 +341,28 @@ impl<F: Future> Drop for Task<F> {
             // future is `Send` (module doc).
             unsafe { ManuallyDrop::drop(&mut stage.future) }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A future as large as the echo benchmark's connection task.
+    struct Sized72([u64; 9]);
+
+    impl Future for Sized72 {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            Poll::Ready(())
+        }
+    }
+
+    #[test]
+    fn a_task_with_a_72_byte_future_fits_a_112_byte_chunk() {
+        assert_eq!(std::mem::size_of::<Sized72>(), 72);
+        // The `Arc`'s two counts come on top; glibc adds an 8-byte header and rounds
+        // up to 16: 16 + 88 + 8 = 112.
+        assert_eq!(std::mem::size_of::<Task<Sized72>>(), 88);
     }
 }

@@ -9,6 +9,7 @@ pub(crate) use super::zero_copy::ZcWorker;
 use super::zero_copy::{ZcLinks, ZcSetup};
 use crate::driver::ring::RingConfig;
 use crate::driver::{Driver, RingFlags};
+use crate::executor::join_wakers::JoinWakers;
 use crate::executor::task::Runnable;
 use crate::metrics::{add_owned, add_shared, WorkerMetrics};
 use crate::time::TimerQueue;
@@ -80,6 +81,8 @@ pub(crate) struct WorkerShared {
     /// A receive on this worker waits for zero-copy chunks: the owner unparks it when
     /// it gives the kernel chunks back.
     pub(crate) zc_waiting: AtomicBool,
+    /// The wakers of handles waiting on this worker's tasks.
+    pub(crate) join_wakers: JoinWakers,
 }
 
 impl WorkerShared {
@@ -98,6 +101,7 @@ impl WorkerShared {
             zc_pool_stats: OnceLock::new(),
             udp_pool_stats: OnceLock::new(),
             zc_waiting: AtomicBool::new(false),
+            join_wakers: JoinWakers::default(),
         }
     }
 

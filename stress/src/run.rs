@@ -388,22 +388,25 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
     }
     let fires: u64 = workers.iter().map(|w| w.fires.load(Relaxed)).sum();
     let external_fired = fired_before.and_then(|before| {
-        // Oneway calls may still be on their way: wait (3 s at most) for all of them.
-        let deadline = Instant::now() + Duration::from_secs(3);
-        loop {
-            match rt.block_on(fired(&p.load)) {
-                Ok(now)
-                    if now.saturating_sub(before) >= fires as i64 || Instant::now() > deadline =>
-                {
-                    return Some(now.saturating_sub(before).max(0) as u64);
-                }
-                Ok(_) => rt.block_on(zerorx::sleep(Duration::from_millis(50))),
-                Err(e) => {
-                    notes.push(format!(
-                        "cannot ask the server how many fire calls it processed: {e}"
-                    ));
-                    return None;
-                }
+        // Oneway calls may still be on their way: wait (a bounded time) for all of them.
+        let counted = settle(&rt, FIRED_LIMIT, || {
+            let now = rt.block_on(fired(&p.load))?;
+            let processed = now.saturating_sub(before).max(0) as u64;
+            let missing = fires.saturating_sub(processed);
+            let open =
+                (missing > 0).then(|| format!("{missing} of {fires} oneway calls not processed"));
+            Ok((processed, open))
+        });
+        match counted {
+            Ok((processed, note)) => {
+                notes.extend(note);
+                Some(processed)
+            }
+            Err(e) => {
+                notes.push(format!(
+                    "cannot ask the server how many fire calls it processed: {e}"
+                ));
+                None
             }
         }
     });
@@ -446,6 +449,10 @@ async fn fired(load: &LoadPlan) -> Result<i64, String> {
 /// milliseconds; the bound only keeps a run from hanging on a connection that never
 /// closes (the note then names it), with room for a loaded machine.
 const SETTLE_LIMIT: Duration = Duration::from_secs(10);
+
+/// How long an external server may take to process the oneway calls still on their
+/// way when the run ends (they need no connection to close, only to be read).
+const FIRED_LIMIT: Duration = Duration::from_secs(3);
 
 /// The server's figures once it has seen every connection the harness opened end
 /// (closes reach it a moment after the harness is done), or after [`SETTLE_LIMIT`];
@@ -503,7 +510,7 @@ fn settle<T>(
             None if waited < Duration::from_secs(2) => return Ok((value, None)),
             None => {
                 let note = format!(
-                    "the server took {:.1} s after the run to see every connection end",
+                    "the server took {:.1} s after the run to settle",
                     waited.as_secs_f64()
                 );
                 return Ok((value, Some(note)));

@@ -61,8 +61,12 @@ impl TcpListener {
         self.rearms.get()
     }
 
-    /// Waits for the next connection. One task should accept at a time: the armed
-    /// accept remembers only the last waiter.
+    /// Waits for the next connection and its peer's address. One task should accept at
+    /// a time: the armed accept remembers only the last waiter.
+    ///
+    /// The address costs a `getpeername` per connection (the multishot accept has one
+    /// address buffer for all its completions, so it cannot carry each one's);
+    /// [`accept_stream`](Self::accept_stream) skips it.
     ///
     /// A connection its peer reset while it waited in the accept queue is not
     /// returned: it has no peer address any more (`ENOTCONN`), or the kernel reports
@@ -71,14 +75,7 @@ impl TcpListener {
     /// and the accept goes on with the next connection.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         loop {
-            let stream = match self.next_accepted().await {
-                Ok(stream) => stream,
-                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => {
-                    count_reset();
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
+            let stream = self.accept_stream().await?;
             match stream.peer_addr() {
                 Ok(peer) => return Ok((stream, peer)),
                 Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
@@ -88,6 +85,22 @@ impl TcpListener {
                     count_reset();
                 }
                 Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Waits for the next connection, without asking for its peer's address (one
+    /// syscall fewer per connection than [`accept`](Self::accept); the address is
+    /// still there through [`TcpStream::peer_addr`]). One task should accept at a time.
+    ///
+    /// A connection the kernel reports aborted (`ECONNABORTED`) is skipped and counted
+    /// as in `accept`; one reset after the kernel accepted it is returned, and its
+    /// first receive or send reports the reset.
+    pub async fn accept_stream(&self) -> io::Result<TcpStream> {
+        loop {
+            match self.next_accepted().await {
+                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => count_reset(),
+                accepted => return accepted,
             }
         }
     }

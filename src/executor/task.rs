@@ -158,7 +158,7 @@ impl TaskRef {
                     drop_output: drop_output::<F>,
                     dealloc: dealloc::<F>,
                 },
-                state: AtomicU64::new(2 * REF_ONE | SCHEDULED | JOIN_INTEREST),
+                state: AtomicU64::new((2 * REF_ONE) | SCHEDULED | JOIN_INTEREST),
                 registry_key: AtomicU32::new(UNREGISTERED),
                 owner,
             },
@@ -470,12 +470,14 @@ unsafe fn poll<F: Future + 'static>(ptr: NonNull<Header>, core: &Core) {
         // or `dealloc` drops it.
         unsafe { Pin::new_unchecked(&mut *(*cell.stage.get()).future) }.poll(&mut cx)
     }));
-    // SAFETY (all three): owner thread, the poll has ended, not complete.
-    match polled {
-        Ok(Poll::Pending) => {}
-        Ok(Poll::Ready(v)) => unsafe { finish(cell, Ok(v), Some(core)) },
-        Err(p) => unsafe { finish(cell, Err(JoinError::Panic(p)), Some(core)) },
-    }
+    let result = match polled {
+        Ok(Poll::Pending) => return,
+        Ok(Poll::Ready(v)) => Ok(v),
+        Err(p) => Err(JoinError::Panic(p)),
+    };
+    // SAFETY: owner thread, the poll has ended, and not complete (it was before the
+    // poll, and only `finish` sets `COMPLETE`).
+    unsafe { finish(cell, result, Some(core)) }
 }
 
 /// Drops the future, stores the result, leaves the registry and wakes the handle.
@@ -625,7 +627,7 @@ mod tests {
 
     #[test]
     fn the_reference_count_cannot_wrap() {
-        let state = |n: u64| n * REF_ONE | JOIN_INTEREST | SCHEDULED;
+        let state = |n: u64| (n * REF_ONE) | JOIN_INTEREST | SCHEDULED;
         assert_eq!(refs(state(3)), 3, "the state bits are not counted");
         assert!(!too_many_refs(state(MAX_REFS - 1)));
         assert!(too_many_refs(state(MAX_REFS)));

@@ -345,3 +345,86 @@ fn a_tasks_result_is_dropped_once_whoever_drops_it() {
     drop(rt);
     assert_eq!(drops.load(SeqCst), 3);
 }
+
+#[test]
+fn join_handles_racing_completion_never_miss_a_wake_or_keep_a_waker() {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+    const TASKS: usize = 2000;
+    let rt = rt(2, Default::default());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let wakers: Vec<_> = (0..TASKS)
+        .map(|i| {
+            let d = drops.clone();
+            // Finishes at once or a turn later, racing the poll below.
+            let mut h = Box::pin(rt.handle().spawn_on(1, async move {
+                if i % 3 == 0 {
+                    yield_now().await;
+                }
+                DropCount(d)
+            }));
+            let counting = Arc::new(Counting::default());
+            let waker = Waker::from(counting.clone());
+            if h.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+            {
+                if i % 2 == 0 {
+                    // Gone while waiting, racing the task's wake.
+                    drop(h);
+                } else {
+                    wait_for("the waiting handle is woken", || {
+                        counting.0.load(SeqCst) > 0
+                    });
+                    match h.as_mut().poll(&mut Context::from_waker(&waker)) {
+                        Poll::Ready(v) => drop(v.expect("value")),
+                        Poll::Pending => panic!("woken but pending"),
+                    }
+                }
+            }
+            counting
+        })
+        .collect();
+    wait_for("every result is dropped once", || {
+        drops.load(SeqCst) == TASKS
+    });
+    wait_for("no waker is kept", || {
+        wakers.iter().all(|w| Arc::strong_count(w) == 1)
+    });
+    drop(rt);
+    assert_eq!(drops.load(SeqCst), TASKS);
+}
+
+#[test]
+fn a_handle_waiting_when_the_runtime_drops_is_woken_with_cancelled() {
+    use std::future::Future;
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+    let rt = rt(2, Default::default());
+    let mut h = Box::pin(rt.handle().spawn_on(1, std::future::pending::<u8>()));
+    let counting = Arc::new(Counting::default());
+    let waker = Waker::from(counting.clone());
+    assert!(h
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    drop(rt);
+    assert!(counting.0.load(SeqCst) > 0, "the waiting handle was woken");
+    match h.as_mut().poll(&mut Context::from_waker(&waker)) {
+        Poll::Ready(Err(e)) => assert!(e.is_cancelled(), "{e}"),
+        other => panic!(
+            "expected a cancellation, got {:?}",
+            other.map(|r| r.is_ok())
+        ),
+    }
+    drop(h);
+    drop(waker);
+    assert_eq!(
+        Arc::strong_count(&counting),
+        1,
+        "the runtime kept the waker"
+    );
+}

@@ -38,6 +38,7 @@ pub use multishot::MultiOp;
 pub use op::{Op, OpCode};
 pub use ring::{Completion, RingFlags};
 
+use crate::executor::slim_waker::SlimWaker;
 use crate::metrics::{add_owned, WorkerMetrics};
 use io_uring::{opcode, squeue, types};
 use op::{Landed, Lifecycle, OpBox, OpData, OpSlot};
@@ -230,10 +231,7 @@ impl Driver {
         };
         match &mut slot.lifecycle {
             Lifecycle::Pending(waker) | Lifecycle::Partial { waker, .. } => {
-                match waker {
-                    Some(w) if w.will_wake(cx.waker()) => {}
-                    _ => *waker = Some(cx.waker().clone()),
-                }
+                keep_waker(waker, cx);
                 Poll::Pending
             }
             Lifecycle::Completed(landed) => {
@@ -270,10 +268,7 @@ impl Driver {
             self.ops.remove(key);
             return Poll::Ready(None);
         }
-        match waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => *waker = Some(cx.waker().clone()),
-        }
+        keep_waker(waker, cx);
         Poll::Pending
     }
 
@@ -447,14 +442,14 @@ impl Driver {
             }
             Lifecycle::Pending(waker) => {
                 if let Some(w) = waker.take() {
-                    self.wakers.push(w);
+                    self.wakers.push(w.into_waker());
                 }
                 slot.lifecycle = Lifecycle::Completed(Landed::new(&c));
             }
             Lifecycle::Partial { res, flags, waker } => {
                 if !c.more() {
                     if let Some(w) = waker.take() {
-                        self.wakers.push(w);
+                        self.wakers.push(w.into_waker());
                     }
                     slot.lifecycle = Lifecycle::Completed(Landed::partial(*res, u32::from(*flags)));
                 }
@@ -472,7 +467,7 @@ impl Driver {
                     self.stops.push(key);
                 }
                 if let Some(w) = waker.take() {
-                    self.wakers.push(w);
+                    self.wakers.push(w.into_waker());
                 }
             }
             Lifecycle::Abandoned => {
@@ -522,3 +517,11 @@ impl Driver {
 
 #[cfg(test)]
 mod tests;
+
+/// Keeps `cx`'s waker in an op's slot, unless the one kept already wakes the same task.
+fn keep_waker(kept: &mut Option<SlimWaker>, cx: &Context<'_>) {
+    match kept {
+        Some(w) if w.will_wake(cx.waker()) => {}
+        _ => *kept = Some(SlimWaker::new(cx.waker().clone())),
+    }
+}

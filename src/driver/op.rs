@@ -4,6 +4,7 @@
 use super::queue::SmallQueue;
 use super::ring::Completion;
 use super::slab::Key;
+use crate::executor::slim_waker::SlimWaker;
 use crate::io::stream_recv::{SocketOp, StreamRecv};
 use crate::runtime::context;
 use crate::runtime::worker::Core;
@@ -17,7 +18,7 @@ use std::num::NonZeroU32;
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 /// One io_uring operation: the memory and fds it hands to the kernel, and how to build
 /// its SQE.
@@ -334,7 +335,7 @@ impl Landed {
 /// per idle connection) has one: keep the variants small.
 pub(crate) enum Lifecycle {
     /// Single-shot op in flight, with the waker of the future once it has been polled.
-    Pending(Option<Waker>),
+    Pending(Option<SlimWaker>),
     /// Single-shot op whose result (`res`, `flags`) came with `F_MORE` (SEND_ZC): the
     /// kernel still uses the op's memory until the notification CQE. Only the low
     /// half of `flags` is kept (the high half names a provided buffer, which a send
@@ -342,14 +343,14 @@ pub(crate) enum Lifecycle {
     Partial {
         res: i32,
         flags: u16,
-        waker: Option<Waker>,
+        waker: Option<SlimWaker>,
     },
     /// Single-shot op done; the future has not taken the result yet.
     Completed(Landed),
     /// Multishot op: completions queue in the op ([`OpBox::stream_queue`]) until one
     /// arrives without `F_MORE` (`finished`).
     Streaming {
-        waker: Option<Waker>,
+        waker: Option<SlimWaker>,
         finished: bool,
     },
     /// The future is gone and a cancel was requested. The kernel may still write into

@@ -64,7 +64,50 @@ struct Slot<T> {
     /// A byte the owner keeps with the entry (the driver: the op's opcode), in room
     /// the generation leaves next to an 8-byte-aligned value anyway.
     label: u8,
-    value: Option<T>,
+    entry: Entry<T>,
+}
+
+/// A slot's content. The free list lives in the vacant slots, so it costs no memory of
+/// its own; a vacant slot's next index fits beside the value's spare tag values, so
+/// the enum is as large as the value (checked for the driver's ops in `op`'s tests).
+enum Entry<T> {
+    /// The next vacant slot's index, or `NO_NEXT`.
+    Vacant(u32),
+    Occupied(T),
+}
+
+/// The end of the free list.
+const NO_NEXT: u32 = u32::MAX;
+
+impl<T> Entry<T> {
+    fn as_mut(&mut self) -> Option<&mut T> {
+        match self {
+            Entry::Occupied(v) => Some(v),
+            Entry::Vacant(_) => None,
+        }
+    }
+
+    fn as_ref(&self) -> Option<&T> {
+        match self {
+            Entry::Occupied(v) => Some(v),
+            Entry::Vacant(_) => None,
+        }
+    }
+
+    fn is_occupied(&self) -> bool {
+        matches!(self, Entry::Occupied(_))
+    }
+
+    /// The value, leaving the slot vacant with `next` as its successor.
+    fn take(&mut self, next: u32) -> Option<T> {
+        if !self.is_occupied() {
+            return None;
+        }
+        match std::mem::replace(self, Entry::Vacant(next)) {
+            Entry::Occupied(v) => Some(v),
+            Entry::Vacant(_) => None,
+        }
+    }
 }
 
 /// Slots per page. The slab grows a page at a time, never by reallocating: every op
@@ -75,8 +118,9 @@ const PAGE: usize = 64;
 /// A slab whose keys carry a generation.
 pub(crate) struct GenSlab<T> {
     pages: Vec<Box<[Slot<T>]>>,
-    /// Vacant slots; the most recently freed (still cache-warm) is reused first.
-    free: Vec<u32>,
+    /// The first vacant slot (`NO_NEXT`: none); the most recently freed (still
+    /// cache-warm) is reused first.
+    free: u32,
     len: usize,
 }
 
@@ -84,7 +128,7 @@ impl<T> Default for GenSlab<T> {
     fn default() -> Self {
         GenSlab {
             pages: Vec::new(),
-            free: Vec::new(),
+            free: NO_NEXT,
             len: 0,
         }
     }
@@ -96,33 +140,35 @@ impl<T> GenSlab<T> {
         self.pages.get_mut(i / PAGE)?.get_mut(i % PAGE)
     }
 
-    /// Adds a page of vacant slots.
+    /// Adds a page of vacant slots (the free list is empty), lowest index first.
     fn grow(&mut self) {
-        let first = self.pages.len() * PAGE;
+        let first = (self.pages.len() * PAGE) as u32;
+        let last = first + PAGE as u32 - 1;
         self.pages.push(
-            (0..PAGE)
-                .map(|_| Slot {
+            (first..=last)
+                .map(|i| Slot {
                     generation: 0,
                     label: 0,
-                    value: None,
+                    entry: Entry::Vacant(if i == last { self.free } else { i + 1 }),
                 })
                 .collect(),
         );
-        // Reversed, so the lowest index is used first.
-        self.free
-            .extend((first..first + PAGE).rev().map(|i| i as u32));
+        self.free = first;
     }
 
     /// Inserts `value` and returns its key.
     pub(crate) fn insert(&mut self, value: T) -> Key {
-        if self.free.is_empty() {
+        if self.free == NO_NEXT {
             self.grow();
         }
-        let index = self.free.pop().unwrap_or_default();
-        self.len += 1;
-        // Every index on the free list names a slot of a page.
+        let index = self.free;
+        // Every index on the free list names a vacant slot of a page.
         let slot = &mut self.pages[index as usize / PAGE][index as usize % PAGE];
-        slot.value = Some(value);
+        if let Entry::Vacant(next) = slot.entry {
+            self.free = next;
+        }
+        self.len += 1;
+        slot.entry = Entry::Occupied(value);
         slot.label = 0;
         Key::new(index, slot.generation)
     }
@@ -133,13 +179,13 @@ impl<T> GenSlab<T> {
         if slot.generation != key.generation() {
             return None;
         }
-        slot.value.as_mut()
+        slot.entry.as_mut()
     }
 
     /// Sets the label of the entry `key` names (nothing for a stale key).
     pub(crate) fn set_label(&mut self, key: Key, label: u8) {
         if let Some(slot) = self.slot_mut(key.index) {
-            if slot.generation == key.generation() && slot.value.is_some() {
+            if slot.generation == key.generation() && slot.entry.is_occupied() {
                 slot.label = label;
             }
         }
@@ -147,14 +193,15 @@ impl<T> GenSlab<T> {
 
     /// Removes the entry `key` names; a stale key removes nothing.
     pub(crate) fn remove(&mut self, key: Key) -> Option<T> {
+        let free = self.free;
         let slot = self.slot_mut(key.index)?;
         if slot.generation != key.generation() {
             return None;
         }
-        let value = slot.value.take()?;
+        let value = slot.entry.take(free)?;
         // Bumping the generation is what turns every outstanding copy of `key` stale.
         slot.generation = (slot.generation + 1) % GEN_LIMIT;
-        self.free.push(key.index);
+        self.free = key.index;
         self.len -= 1;
         Some(value)
     }
@@ -178,14 +225,14 @@ impl<T> GenSlab<T> {
         self.pages
             .iter()
             .flat_map(|page| page.iter())
-            .filter_map(|slot| slot.value.as_ref().map(|v| (slot.label, v)))
+            .filter_map(|slot| slot.entry.as_ref().map(|v| (slot.label, v)))
     }
 
     /// Every live entry with its key.
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (Key, &mut T)> {
         self.slots_mut().filter_map(|(index, slot)| {
             let generation = slot.generation;
-            slot.value
+            slot.entry
                 .as_mut()
                 .map(|v| (Key::new(index, generation), v))
         })
@@ -194,15 +241,15 @@ impl<T> GenSlab<T> {
     /// Removes every live entry.
     pub(crate) fn drain(&mut self) -> Vec<T> {
         let mut out = Vec::with_capacity(self.len);
-        let mut freed = Vec::new();
+        let mut free = self.free;
         for (index, slot) in self.slots_mut() {
-            if let Some(v) = slot.value.take() {
+            if let Some(v) = slot.entry.take(free) {
                 slot.generation = (slot.generation + 1) % GEN_LIMIT;
-                freed.push(index);
+                free = index;
                 out.push(v);
             }
         }
-        self.free.extend(freed);
+        self.free = free;
         self.len = 0;
         out
     }
@@ -252,6 +299,36 @@ mod tests {
         assert_eq!(slab.len(), 1);
         assert_eq!(slab.drain(), vec![1u8]);
         assert_eq!(slab.len(), 0);
+    }
+
+    #[test]
+    fn an_op_slot_is_32_bytes() {
+        // Every op in flight (one per idle connection) has one.
+        assert_eq!(std::mem::size_of::<super::super::op::Lifecycle>(), 16);
+        assert_eq!(std::mem::size_of::<Entry<super::super::op::OpSlot>>(), 24);
+        assert_eq!(std::mem::size_of::<Slot<super::super::op::OpSlot>>(), 32);
+    }
+
+    #[test]
+    fn the_free_list_is_last_freed_first_across_pages() {
+        let mut slab = GenSlab::default();
+        let keys: Vec<Key> = (0..PAGE + 2).map(|i| slab.insert(i)).collect();
+        slab.remove(keys[3]);
+        slab.remove(keys[PAGE + 1]);
+        slab.remove(keys[0]);
+        let order: Vec<u32> = (0..4).map(|i| slab.insert(100 + i).index).collect();
+        let next = PAGE as u32 + 2;
+        assert_eq!(order, vec![0, PAGE as u32 + 1, 3, next]);
+        assert_eq!(slab.pages.len(), 2);
+        let drained = slab.drain();
+        assert_eq!(drained.len(), PAGE + 3);
+        // After a drain every slot is on the free list again, each once.
+        let again: std::collections::BTreeSet<u32> =
+            (0..2 * PAGE).map(|i| slab.insert(i).index).collect();
+        assert_eq!(again.len(), 2 * PAGE);
+        assert_eq!(slab.pages.len(), 2);
+        slab.insert(0);
+        assert_eq!(slab.pages.len(), 3);
     }
 
     #[test]

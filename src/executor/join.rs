@@ -1,11 +1,11 @@
 //! [`JoinHandle`]: awaiting, aborting and inspecting a spawned task.
 
+use super::task::TaskRef;
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// Why a task produced no value.
@@ -62,17 +62,6 @@ impl fmt::Display for JoinError {
 
 impl std::error::Error for JoinError {}
 
-/// What a [`JoinHandle`] needs from its task, whatever the future's type.
-pub(crate) trait Join<T>: Send + Sync {
-    /// The result once the task finished; otherwise registers `cx`'s waker.
-    fn poll_join(&self, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>>;
-    /// The handle is gone: its result (if already made) is dropped here, on the
-    /// handle's thread, and otherwise by the task.
-    fn drop_handle(&self);
-    fn abort(self: Arc<Self>);
-    fn is_complete(&self) -> bool;
-}
-
 /// An owned permission to await a task's result.
 ///
 /// Awaiting it yields `Ok(value)`, or a [`JoinError`] if the task panicked or was
@@ -80,14 +69,17 @@ pub(crate) trait Join<T>: Send + Sync {
 /// spawned with [`Handle::spawn_on`](crate::Handle::spawn_on) is `Send` and can be
 /// awaited on any thread, inside or outside the runtime.
 pub struct JoinHandle<T> {
-    task: Arc<dyn Join<T>>,
+    /// The task, whose future's output is `T`.
+    task: TaskRef,
     /// `Send`/`Sync` only when the output is: a `!Send` output must be taken (or
     /// dropped) on the thread that produced it.
     _output: PhantomData<T>,
 }
 
 impl<T> JoinHandle<T> {
-    pub(crate) fn new(task: Arc<dyn Join<T>>) -> Self {
+    /// The handle of `task`, whose future's output is `T` (the handle's own
+    /// reference, made with the task).
+    pub(crate) fn new(task: TaskRef) -> Self {
         JoinHandle {
             task,
             _output: PhantomData,
@@ -98,7 +90,7 @@ impl<T> JoinHandle<T> {
     /// scheduling point, and the handle then yields [`JoinError::Cancelled`]. No effect
     /// on a task that already finished.
     pub fn abort(&self) {
-        self.task.clone().abort();
+        self.task.abort();
     }
 
     /// Whether the task has finished (value, panic or cancellation).
@@ -111,13 +103,15 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.task.poll_join(cx)
+        // SAFETY: this is the task's handle, and `new`'s caller vouched for `T`.
+        unsafe { self.task.poll_join(cx) }
     }
 }
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        self.task.drop_handle();
+        // SAFETY: this is the task's handle, going away.
+        unsafe { self.task.drop_handle() }
     }
 }
 

@@ -1,6 +1,9 @@
 //! The per-worker task scheduler: local run queue, remote queue, task registry.
 
 pub(crate) mod join;
+pub(crate) mod join_wakers;
+pub(crate) mod registry;
+pub(crate) mod slim_waker;
 pub(crate) mod task;
 
 pub use join::{JoinError, JoinHandle};
@@ -12,7 +15,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use task::{Runnable, Task};
+use task::TaskRef;
 
 /// Spawns a task on the current worker. The future need not be `Send`: it never
 /// leaves this thread.
@@ -35,12 +38,11 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    let task = Task::new(future, core.shared.clone());
-    let runnable: Arc<dyn Runnable> = task.clone();
-    core.register(runnable.clone());
-    core.run_queue.borrow_mut().push_back(runnable);
+    let (task, handle) = TaskRef::new(future, core.shared.clone());
+    core.register(&task);
+    core.run_queue.borrow_mut().push_back(task);
     add_owned(&core.shared.metrics.tasks_spawned, 1);
-    JoinHandle::new(task)
+    JoinHandle::new(handle)
 }
 
 /// Spawns a `Send` future on `worker` from any thread.
@@ -53,10 +55,10 @@ where
     if let Some(core) = context::current().filter(|c| Arc::ptr_eq(&c.shared, worker)) {
         return spawn_local(&core, future);
     }
-    let task = Task::new(future, worker.clone());
+    let (task, handle) = TaskRef::new(future, worker.clone());
     add_shared(&worker.metrics.remote_spawns, 1);
-    worker.push_remote(Remote::Spawn(task.clone()));
-    JoinHandle::new(task)
+    worker.push_remote(Remote::Spawn(task));
+    JoinHandle::new(handle)
 }
 
 /// Yields to the other tasks of this worker once.
@@ -89,8 +91,8 @@ where
     // Until its first poll the task's future holds only `make` (which is `Send`); it is
     // registered on the worker before that poll, so if it is ever dropped on another
     // thread (runtime gone), only `make` is dropped there.
-    let task = Task::new(async move { make().await }, worker.clone());
+    let (task, handle) = TaskRef::new(async move { make().await }, worker.clone());
     add_shared(&worker.metrics.remote_spawns, 1);
-    worker.push_remote(Remote::Spawn(task.clone()));
-    JoinHandle::new(task)
+    worker.push_remote(Remote::Spawn(task));
+    JoinHandle::new(handle)
 }

@@ -9,7 +9,9 @@ pub(crate) use super::zero_copy::ZcWorker;
 use super::zero_copy::{ZcLinks, ZcSetup};
 use crate::driver::ring::RingConfig;
 use crate::driver::{Driver, RingFlags};
-use crate::executor::task::Runnable;
+use crate::executor::join_wakers::JoinWakers;
+use crate::executor::registry::Registry;
+use crate::executor::task::TaskRef;
 use crate::metrics::{add_owned, add_shared, WorkerMetrics};
 use crate::time::TimerQueue;
 use crate::wake::Unparker;
@@ -54,9 +56,9 @@ impl WorkerConfig {
 /// A message for a worker from another thread.
 pub(crate) enum Remote {
     /// A task spawned from elsewhere: register it, then run it.
-    Spawn(Arc<dyn Runnable>),
+    Spawn(TaskRef),
     /// A registered task woken from elsewhere.
-    Wake(Arc<dyn Runnable>),
+    Wake(TaskRef),
 }
 
 /// The part of a worker other threads may touch.
@@ -80,6 +82,8 @@ pub(crate) struct WorkerShared {
     /// A receive on this worker waits for zero-copy chunks: the owner unparks it when
     /// it gives the kernel chunks back.
     pub(crate) zc_waiting: AtomicBool,
+    /// The wakers of handles waiting on this worker's tasks.
+    pub(crate) join_wakers: JoinWakers,
 }
 
 impl WorkerShared {
@@ -98,6 +102,7 @@ impl WorkerShared {
             zc_pool_stats: OnceLock::new(),
             udp_pool_stats: OnceLock::new(),
             zc_waiting: AtomicBool::new(false),
+            join_wakers: JoinWakers::default(),
         }
     }
 
@@ -177,10 +182,10 @@ pub(crate) struct Core {
     zc_stats: Option<StatsHandle>,
     /// The steering fall-back was logged once on this worker.
     pub(crate) steering_warned: Cell<bool>,
-    pub(crate) run_queue: RefCell<VecDeque<Arc<dyn Runnable>>>,
+    pub(crate) run_queue: RefCell<VecDeque<TaskRef>>,
     /// Every unfinished task owned by this worker, so shutdown can drop their futures
     /// on this thread.
-    pub(crate) tasks: RefCell<slab::Slab<Arc<dyn Runnable>>>,
+    pub(crate) tasks: RefCell<Registry>,
     pub(crate) timers: RefCell<TimerQueue>,
     /// The clock read when the last kernel wait ended: "now" for the tasks this turn
     /// runs, to within one turn (see [`crate::time::turn_time`]).
@@ -262,14 +267,14 @@ impl Core {
             zc_stats,
             steering_warned: Cell::new(false),
             run_queue: RefCell::new(VecDeque::new()),
-            tasks: RefCell::new(slab::Slab::new()),
+            tasks: RefCell::new(Registry::default()),
             turn_time: Cell::new(Instant::now()),
             timers: RefCell::new(TimerQueue::default()),
             wakers: Cell::new(Vec::new()),
         })
     }
 
-    pub(crate) fn register(&self, task: Arc<dyn Runnable>) {
+    pub(crate) fn register(&self, task: &TaskRef) {
         let key = self.tasks.borrow_mut().insert(task.clone());
         task.set_registry_key(key);
     }
@@ -279,7 +284,7 @@ impl Core {
             match msg {
                 Remote::Spawn(task) => {
                     add_owned(&self.shared.metrics.tasks_spawned, 1);
-                    self.register(task.clone());
+                    self.register(&task);
                     self.run_queue.borrow_mut().push_back(task);
                 }
                 Remote::Wake(task) => self.run_queue.borrow_mut().push_back(task),
@@ -441,7 +446,7 @@ impl Core {
         // Dropping a future can spawn or wake others; a few rounds settle it.
         for _ in 0..16 {
             self.drain_remote();
-            let tasks: Vec<_> = self.tasks.borrow_mut().drain().collect();
+            let tasks = self.tasks.borrow_mut().drain();
             let queued: Vec<_> = self.run_queue.borrow_mut().drain(..).collect();
             if tasks.is_empty() && queued.is_empty() {
                 break;

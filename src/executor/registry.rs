@@ -1,0 +1,149 @@
+//! [`Registry`]: every unfinished task of a worker, so shutdown can drop their futures
+//! on the worker's thread. Every idle connection's task has an entry, so an entry is
+//! one word: a task's thin pointer, or (vacant) the index of the next vacant entry,
+//! told apart by the low bit (a task pointer is 8-byte aligned). The free list lives
+//! in the vacant entries themselves.
+
+use super::task::{TaskRef, UNREGISTERED};
+use std::ptr::NonNull;
+
+/// An occupied entry holds a `TaskRef`'s pointer (its reference); a vacant one
+/// `next << 1 | VACANT`, without provenance.
+struct Entry(*mut ());
+
+/// The low bit of a vacant entry.
+const VACANT: usize = 1;
+
+/// The end of the free list.
+const NO_NEXT: u32 = u32::MAX;
+
+/// A slab of task references with `u32` keys.
+pub(crate) struct Registry {
+    entries: Vec<Entry>,
+    /// The first vacant entry (most recently freed first), or `NO_NEXT`.
+    free: u32,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            entries: Vec::new(),
+            free: NO_NEXT,
+        }
+    }
+}
+
+impl Entry {
+    fn vacant(next: u32) -> Entry {
+        Entry(std::ptr::without_provenance_mut(
+            ((next as usize) << 1) | VACANT,
+        ))
+    }
+
+    /// The next vacant index, for a vacant entry.
+    fn next(&self) -> Option<u32> {
+        let a = self.0.addr();
+        (a & VACANT != 0).then_some((a >> 1) as u32)
+    }
+
+    fn task(&self) -> Option<NonNull<()>> {
+        NonNull::new(self.0).filter(|_| self.next().is_none())
+    }
+}
+
+impl Registry {
+    /// Keeps `task` and returns its key.
+    pub(crate) fn insert(&mut self, task: TaskRef) -> u32 {
+        let ptr = task.into_raw().as_ptr();
+        debug_assert_eq!(ptr.addr() & VACANT, 0, "task pointers are aligned");
+        if self.free != NO_NEXT {
+            let key = self.free;
+            let entry = &mut self.entries[key as usize];
+            self.free = entry.next().unwrap_or(NO_NEXT);
+            entry.0 = ptr;
+            return key;
+        }
+        let key = self.entries.len();
+        // Keys stop below `UNREGISTERED` (and `NO_NEXT`, the same value): four billion
+        // live tasks on one worker would have exhausted memory long before.
+        let Some(key) = u32::try_from(key).ok().filter(|k| *k < UNREGISTERED) else {
+            std::process::abort()
+        };
+        self.entries.push(Entry(ptr));
+        key
+    }
+
+    /// The task under `key`, removed; `None` for a vacant or unknown key.
+    pub(crate) fn remove(&mut self, key: u32) -> Option<TaskRef> {
+        let entry = self.entries.get_mut(key as usize)?;
+        let task = entry.task()?;
+        *entry = Entry::vacant(self.free);
+        self.free = key;
+        // SAFETY: an occupied entry holds a pointer `TaskRef::into_raw` made, with its
+        // reference, given back once (the entry is vacant now).
+        Some(unsafe { TaskRef::from_raw(task) })
+    }
+
+    /// Removes every task (and gives the entries' memory back).
+    pub(crate) fn drain(&mut self) -> Vec<TaskRef> {
+        let entries = std::mem::take(&mut self.entries);
+        self.free = NO_NEXT;
+        entries
+            .into_iter()
+            .filter_map(|e| e.task())
+            // SAFETY: as in `remove`; the entries are gone with this iterator.
+            .map(|t| unsafe { TaskRef::from_raw(t) })
+            .collect()
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        drop(self.drain());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::worker::WorkerShared;
+    use crate::wake::{Unparker, WakeMode};
+    use std::sync::Arc;
+
+    fn owner() -> Arc<WorkerShared> {
+        Arc::new(WorkerShared::new(
+            0,
+            Unparker::new(WakeMode::EventFd).expect("unparker"),
+        ))
+    }
+
+    #[test]
+    fn entries_are_one_word_and_keys_are_reused() {
+        assert_eq!(std::mem::size_of::<Entry>(), 8);
+        let owner = owner();
+        let mut r = Registry::default();
+        let tasks: Vec<_> = (0..5)
+            .map(|_| TaskRef::new(std::future::ready(()), owner.clone()))
+            .collect();
+        let keys: Vec<u32> = tasks.iter().map(|(t, _)| r.insert(t.clone())).collect();
+        assert_eq!(keys, vec![0, 1, 2, 3, 4]);
+        assert!(r.remove(3).is_some());
+        assert!(r.remove(1).is_some());
+        assert!(r.remove(1).is_none(), "a vacant entry holds no task");
+        assert!(r.remove(9).is_none(), "an unknown key holds no task");
+        // Most recently freed first, then the one before.
+        assert_eq!(r.insert(tasks[1].0.clone()), 1);
+        assert_eq!(r.insert(tasks[3].0.clone()), 3);
+        assert_eq!(r.insert(tasks[0].0.clone()), 5);
+        assert_eq!(r.drain().len(), 6);
+        assert!(r.entries.is_empty() && r.free == NO_NEXT);
+        // Every reference given back: the tasks are shut down (never polled) and
+        // freed with `tasks`, not leaked by the registry.
+        for (t, h) in tasks {
+            t.shutdown();
+            assert!(h.is_complete());
+            // SAFETY: `h` is the handle reference `new` made; dropped as a handle.
+            unsafe { h.drop_handle() };
+        }
+    }
+}

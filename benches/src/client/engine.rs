@@ -8,7 +8,7 @@ use io_uring::{opcode, squeue, types, IoUring};
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 /// The largest churn request sent without `TCP_NODELAY`: one segment on any path.
@@ -128,6 +128,8 @@ pub struct EngineResult {
     pub answered: u64,
 }
 
+/// A churn cycle's close, through the ring (kind 0, so no other op is mistaken for it).
+const CLOSE: u64 = 0;
 const SEND: u64 = 1;
 const RECV: u64 = 2;
 const CONNECT: u64 = 3;
@@ -151,6 +153,9 @@ struct Conn {
     got: usize,
     seq: u64,
     started: Instant,
+    /// Start of the churn cycle whose close is in flight: the cycle is timed (and
+    /// counted) when the close completes, while the next one may already run.
+    closing: Option<Instant>,
     /// Scheduled start times waiting for this connection (open loop).
     queue: VecDeque<Instant>,
     /// Stream positions.
@@ -179,6 +184,7 @@ impl Conn {
             got: 0,
             seq: 0,
             started: now,
+            closing: None,
             queue: VecDeque::new(),
             tx_off: 0,
             rx_off: 0,
@@ -358,6 +364,12 @@ impl Engine {
     }
 
     fn push_send(&mut self, i: usize) -> io::Result<()> {
+        self.push_send_flagged(i, squeue::Flags::empty())
+    }
+
+    /// Queues connection `i`'s send with `flags` (a churn cycle links it after its
+    /// connect).
+    fn push_send_flagged(&mut self, i: usize, flags: squeue::Flags) -> io::Result<()> {
         let c = &self.conns[i];
         let fd = c.raw_fd()?;
         let (ptr, len) = match c.role {
@@ -366,6 +378,7 @@ impl Engine {
         };
         let e = opcode::Send::new(fd, ptr, len as u32)
             .build()
+            .flags(flags)
             .user_data(user_data(i, SEND));
         self.conns[i].send_busy = true;
         // SAFETY: the pattern and the connection's `tx` are heap buffers owned by the
@@ -391,6 +404,10 @@ impl Engine {
         unsafe { self.push(e) }
     }
 
+    /// Queues a churn cycle's connect with its send and receive linked behind it: one
+    /// submit for the three, and no completion to handle before the request goes out.
+    /// If the connect fails, the kernel cancels the other two (`ECANCELED`), and the
+    /// connect's own error comes first.
     fn push_connect(&mut self, i: usize) -> io::Result<()> {
         let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
         // A churn cycle's one request goes into an idle connection, which Nagle holds
@@ -406,12 +423,31 @@ impl Engine {
             self.addr.len(),
         )
         .build()
+        .flags(squeue::Flags::IO_LINK)
         .user_data(user_data(i, CONNECT));
         let c = &mut self.conns[i];
         c.fd = Some(fd);
         c.connecting = true;
         // SAFETY: the address lives in the engine until after `teardown`; the socket is
         // closed only once this connect has completed.
+        unsafe { self.push(e) }?;
+        self.push_send_flagged(i, squeue::Flags::IO_LINK)?;
+        self.push_recv(i)
+    }
+
+    /// Queues the close of connection `i`'s socket, which ends its churn cycle; the
+    /// queued request owns the fd from here on.
+    fn push_close(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        let fd =
+            c.fd.take()
+                .ok_or_else(|| io::Error::other("connection has no socket"))?;
+        c.closing = Some(c.started);
+        let e = opcode::Close::new(types::Fd(fd.into_raw_fd()))
+            .build()
+            .user_data(user_data(i, CLOSE));
+        // SAFETY: CLOSE refers to no memory; the fd, no longer owned here, is closed by
+        // this request (teardown waits for its completion like any other).
         unsafe { self.push(e) }
     }
 
@@ -469,8 +505,11 @@ impl Engine {
             .completion()
             .map(|c| (c.user_data(), c.result()))
             .collect();
+        // Counted before any is handled: an error returns early, and the completions
+        // after it (e.g. the cancelled ops linked behind a failed connect) have left
+        // the CQ all the same, so teardown must not wait for them.
+        self.in_flight = self.in_flight.saturating_sub(cqes.len());
         for (ud, res) in cqes {
-            self.in_flight = self.in_flight.saturating_sub(1);
             let i = (ud >> KIND_BITS) as usize;
             let kind = ud & ((1 << KIND_BITS) - 1);
             if !live || i >= self.conns.len() {
@@ -485,6 +524,7 @@ impl Engine {
         let what = match kind {
             SEND => "send",
             RECV => "recv",
+            CLOSE => "close",
             _ => "connect",
         };
         if res < 0 {
@@ -493,6 +533,10 @@ impl Engine {
                 e.kind(),
                 format!("connection {i}: {what}: {e}"),
             ));
+        }
+        if kind == CLOSE {
+            self.finish_close(i);
+            return Ok(());
         }
         let n = res as usize;
         if kind == RECV && n == 0 {
@@ -521,9 +565,8 @@ impl Engine {
                 }
             }
             (_, CONNECT) => {
+                // The send and receive were linked behind it.
                 c.connecting = false;
-                self.push_send(i)?;
-                self.push_recv(i)?;
             }
             (_, SEND) => {
                 c.sent += n;
@@ -558,20 +601,33 @@ impl Engine {
         }
         c.active = false;
         self.answered += 1;
-        let size = c.tx.len() as u64;
-        let churn = matches!(c.role, Role::Churn { .. });
-        if churn {
-            // Closing the socket is the last step of a churn cycle, so it is timed.
-            c.fd = None;
+        if matches!(c.role, Role::Churn { .. }) {
+            // Closing the socket is the last step of a churn cycle: it is timed and
+            // counted when the close completes (`finish_close`).
+            return self.push_close(i);
         }
         if self.counting {
+            let size = c.tx.len() as u64;
             let ns = c.started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
-            let t = if churn { &mut self.churn } else { &mut self.rr };
-            t.ops += 1;
-            t.bytes += size;
-            t.latency.saturating_record(ns.max(1));
+            self.rr.ops += 1;
+            self.rr.bytes += size;
+            self.rr.latency.saturating_record(ns.max(1));
         }
         Ok(())
+    }
+
+    /// Ends the churn cycle of connection `i` whose close completed.
+    fn finish_close(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        let Some(started) = c.closing.take() else {
+            return;
+        };
+        if self.counting {
+            let ns = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+            self.churn.ops += 1;
+            self.churn.bytes += c.tx.len() as u64;
+            self.churn.latency.saturating_record(ns.max(1));
+        }
     }
 
     /// Shuts every socket down (which ends pending receives and sends) and waits, up
@@ -681,7 +737,7 @@ mod tests {
 
     #[test]
     fn user_data_round_trips() {
-        for (i, k) in [(0usize, SEND), (63, RECV), (70_000, CONNECT)] {
+        for (i, k) in [(0usize, SEND), (63, RECV), (70_000, CONNECT), (5, CLOSE)] {
             let ud = user_data(i, k);
             assert_eq!(((ud >> KIND_BITS) as usize, ud & 3), (i, k));
         }
@@ -796,6 +852,70 @@ mod tests {
             .expect("run");
         assert_eq!(r.rr.ops, 50);
         assert!(t.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn churn_closes_every_connection_it_opens() {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        use std::sync::Arc;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let (accepted, ended) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (a, e) = (accepted.clone(), ended.clone());
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { continue };
+                a.fetch_add(1, SeqCst);
+                let e = e.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 64];
+                    while let Ok(n) = s.read(&mut buf) {
+                        if n == 0 {
+                            // The client's close (through its ring) arrived.
+                            e.fetch_add(1, SeqCst);
+                            return;
+                        }
+                        if s.write_all(&buf[..n]).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let p = plan(addr, vec![Role::Churn { size: 64 }; 4]);
+        let r = Engine::connect(&p)
+            .and_then(|e| e.run(&p, &mut NoProbe))
+            .expect("run");
+        assert!(r.churn.ops > 0, "{r:?}");
+        assert!(r.churn.quantile_us(0.5) > 0.0, "cycles are timed");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while ended.load(SeqCst) < accepted.load(SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (a, e) = (accepted.load(SeqCst), ended.load(SeqCst));
+        assert_eq!(e, a, "every connection the client opened was closed");
+        assert!(
+            r.churn.ops <= a as u64,
+            "{} cycles, {a} connections",
+            r.churn.ops
+        );
+    }
+
+    #[test]
+    fn a_refused_churn_connect_is_an_error() {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("bind");
+        let p = plan(addr, vec![Role::Churn { size: 64 }]);
+        let t = Instant::now();
+        let e = Engine::connect(&p)
+            .and_then(|e| e.run(&p, &mut NoProbe))
+            .expect_err("nothing listens");
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused, "{e}");
+        // The send and receive linked behind the connect were cancelled and reaped
+        // with it: teardown does not wait out its 5 s for them.
+        assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
     }
 
     #[test]

@@ -16,6 +16,9 @@ impl Driver {
     /// write into freed memory after the ring is gone.
     pub(crate) fn shutdown(&mut self, deadline: Instant) -> usize {
         self.shutting_down = true;
+        // Closes queued through the ring own their fds: submit them even if nothing
+        // else is left to drain.
+        let _ = self.ring.enter(false, None);
 
         // Futures still holding op keys get `ECANCELED` when polled; what the ops
         // deliver from now on is released.
@@ -98,6 +101,9 @@ impl Drop for Driver {
                     "ring dropped with ops in flight; their memory is leaked"
                 );
             }
+        } else if !self.shutting_down {
+            // Queued closes own their fds.
+            let _ = self.ring.enter(false, None);
         }
     }
 }

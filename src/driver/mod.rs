@@ -46,7 +46,7 @@ use ring::{Ring, RingConfig};
 use slab::{reserved, GenSlab, Key};
 use spare::SpareBoxes;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -413,6 +413,11 @@ impl Driver {
                 let _ = self.arm_wake();
             }
             reserved::CANCEL | reserved::MSG_SENT => {}
+            reserved::CLOSE => {
+                // The fd is gone from this process either way; only a bug (a close of
+                // an fd that was not open) lands here.
+                tracing::warn!(res = c.res, "a close through the ring failed");
+            }
             ud => self.dispatch_op(ud, c),
         }
     }
@@ -471,6 +476,29 @@ impl Driver {
                     self.ops.remove(key);
                 }
             }
+        }
+    }
+
+    /// Queues a close of `fd`, submitted with the next batch; its CQE is skipped on
+    /// success. `fd` comes back if the ring is shutting down or cannot take it (the
+    /// caller closes it itself then).
+    pub(crate) fn push_close(&mut self, fd: OwnedFd) -> Result<(), OwnedFd> {
+        if self.shutting_down {
+            return Err(fd);
+        }
+        let entry = opcode::Close::new(types::Fd(fd.as_raw_fd()))
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(reserved::CLOSE);
+        // SAFETY: CLOSE carries no memory; the fd stays open (owned by `fd`, then
+        // handed to the kernel below) until the request runs.
+        match unsafe { self.push(&entry) } {
+            Ok(()) => {
+                // The queued request owns the fd now.
+                let _ = fd.into_raw_fd();
+                Ok(())
+            }
+            Err(_) => Err(fd),
         }
     }
 

@@ -17,6 +17,8 @@ pub(crate) mod reserved {
     pub(crate) const CANCEL: u64 = u64::MAX - 1;
     /// Completions of MSG_RING requests this ring sent to wake another ring.
     pub(crate) const MSG_SENT: u64 = u64::MAX - 2;
+    /// Completions of CLOSE requests (posted only when one fails).
+    pub(crate) const CLOSE: u64 = u64::MAX - 3;
 }
 
 /// The key of a slab entry: slot index plus the generation the slot had when the entry

@@ -4,6 +4,7 @@
 //! the kernel: the fd is closed when its last op's final completion is handled.
 
 pub(crate) mod accept;
+mod close;
 pub(crate) mod connect;
 pub(crate) mod recv;
 pub(crate) mod recv_msg;

@@ -106,7 +106,10 @@ impl Drop for SharedFd {
         if n == 0 {
             // SAFETY: the last owner is going: nobody else can reach the allocation,
             // which `Box::leak` made; freed once.
-            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+            let inner = unsafe { Box::from_raw(self.ptr.as_ptr()) };
+            // No op refers to the fd any more (each holds an owner), so it may close
+            // through the ring, batched with the worker's next submit.
+            super::close::close(inner.socket.into_fd());
         }
     }
 }

@@ -443,7 +443,10 @@ fn a_tasks_wakers_will_wake_each_other_and_not_another_tasks() {
             Poll::<()>::Pending
         }));
         yield_now().await;
-        let other = other.borrow_mut().take().expect("the other task was polled");
+        let other = other
+            .borrow_mut()
+            .take()
+            .expect("the other task was polled");
         spawn(poll_fn(move |cx| {
             let a = cx.waker().clone();
             let b = a.clone();
@@ -484,9 +487,14 @@ fn a_task_waker_outliving_its_runtime_can_still_be_woken_and_dropped() {
         })
         .await
     });
-    wait_for("the task kept its waker", || !kept.lock().expect("wakers").is_empty());
+    wait_for("the task kept its waker", || {
+        !kept.lock().expect("wakers").is_empty()
+    });
     drop(rt);
-    assert!(dropped.load(SeqCst), "the runtime dropped the task's future");
+    assert!(
+        dropped.load(SeqCst),
+        "the runtime dropped the task's future"
+    );
     let w = kept.lock().expect("wakers").pop().expect("waker");
     // The worker is gone: waking (by reference, then by value) must neither run nor
     // keep the task, and the last reference frees it here.
@@ -501,6 +509,9 @@ fn a_task_waker_outliving_its_runtime_can_still_be_woken_and_dropped() {
     );
     match polled {
         Poll::Ready(Err(e)) => assert!(e.is_cancelled(), "{e}"),
-        other => panic!("expected a cancellation, got {:?}", other.map(|r| r.is_ok())),
+        other => panic!(
+            "expected a cancellation, got {:?}",
+            other.map(|r| r.is_ok())
+        ),
     }
 }

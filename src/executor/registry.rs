@@ -24,7 +24,8 @@ const PAGE: usize = 64;
 
 /// A slab of task references with `u32` keys.
 pub(crate) struct Registry {
-    pages: Vec<Box<[Entry; PAGE]>>,
+    /// Pages of `PAGE` entries each.
+    pages: Vec<Box<[Entry]>>,
     /// The first vacant entry (most recently freed first), or `NO_NEXT`.
     free: u32,
 }
@@ -59,7 +60,7 @@ impl Entry {
 impl Registry {
     fn entry_mut(&mut self, key: u32) -> Option<&mut Entry> {
         let k = key as usize;
-        self.pages.get_mut(k / PAGE).map(|page| &mut page[k % PAGE])
+        self.pages.get_mut(k / PAGE)?.get_mut(k % PAGE)
     }
 
     /// Adds a page of vacant entries (the free list is empty), lowest key first.
@@ -75,10 +76,11 @@ impl Registry {
             std::process::abort()
         };
         let last = first + PAGE as u32 - 1;
-        self.pages.push(Box::new(std::array::from_fn(|i| {
-            let key = first + i as u32;
-            Entry::vacant(if key == last { NO_NEXT } else { key + 1 })
-        })));
+        self.pages.push(
+            (first..=last)
+                .map(|key| Entry::vacant(if key == last { NO_NEXT } else { key + 1 }))
+                .collect(),
+        );
         self.free = first;
     }
 

@@ -428,3 +428,90 @@ fn a_handle_waiting_when_the_runtime_drops_is_woken_with_cancelled() {
         "the runtime kept the waker"
     );
 }
+
+#[test]
+fn a_tasks_wakers_will_wake_each_other_and_not_another_tasks() {
+    use std::cell::RefCell;
+    use std::future::poll_fn;
+    use std::task::{Poll, Waker};
+    let rt = rt(1, Default::default());
+    rt.block_on(async {
+        let other: Rc<RefCell<Option<Waker>>> = Rc::default();
+        let kept = other.clone();
+        let parked = spawn(poll_fn(move |cx| {
+            *kept.borrow_mut() = Some(cx.waker().clone());
+            Poll::<()>::Pending
+        }));
+        yield_now().await;
+        let other = other
+            .borrow_mut()
+            .take()
+            .expect("the other task was polled");
+        spawn(poll_fn(move |cx| {
+            let a = cx.waker().clone();
+            let b = a.clone();
+            assert!(a.will_wake(&b), "two clones of one task's waker");
+            assert!(a.will_wake(cx.waker()), "a clone and the poll's own waker");
+            assert!(!a.will_wake(&other), "another task's waker");
+            assert!(!a.will_wake(Waker::noop()));
+            Poll::Ready(())
+        }))
+        .await
+        .expect("task");
+        parked.abort();
+        assert!(parked.await.expect_err("aborted").is_cancelled());
+    });
+}
+
+#[test]
+fn a_task_waker_outliving_its_runtime_can_still_be_woken_and_dropped() {
+    use std::future::poll_fn;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::{Arc, Mutex};
+    use std::task::{Poll, Waker};
+    let rt = rt(2, Default::default());
+    let kept: Arc<Mutex<Vec<Waker>>> = Arc::default();
+    let dropped = Arc::new(AtomicBool::new(false));
+    struct SetOnDrop(Arc<AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    let (k, guard) = (kept.clone(), SetOnDrop(dropped.clone()));
+    let h = rt.handle().spawn_on(1, async move {
+        let _g = guard;
+        poll_fn(|cx| {
+            k.lock().expect("wakers").push(cx.waker().clone());
+            Poll::<()>::Pending
+        })
+        .await
+    });
+    wait_for("the task kept its waker", || {
+        !kept.lock().expect("wakers").is_empty()
+    });
+    drop(rt);
+    assert!(
+        dropped.load(SeqCst),
+        "the runtime dropped the task's future"
+    );
+    let w = kept.lock().expect("wakers").pop().expect("waker");
+    // The worker is gone: waking (by reference, then by value) must neither run nor
+    // keep the task, and the last reference frees it here.
+    w.wake_by_ref();
+    let w2 = w.clone();
+    w.wake();
+    drop(w2);
+    let mut h = Box::pin(h);
+    let polled = std::future::Future::poll(
+        h.as_mut(),
+        &mut std::task::Context::from_waker(Waker::noop()),
+    );
+    match polled {
+        Poll::Ready(Err(e)) => assert!(e.is_cancelled(), "{e}"),
+        other => panic!(
+            "expected a cancellation, got {:?}",
+            other.map(|r| r.is_ok())
+        ),
+    }
+}

@@ -2,7 +2,9 @@
 //! on the worker's thread. Every idle connection's task has an entry, so an entry is
 //! one word: a task's thin pointer, or (vacant) the index of the next vacant entry,
 //! told apart by the low bit (a task pointer is 8-byte aligned). The free list lives
-//! in the vacant entries themselves.
+//! in the vacant entries themselves, and the registry grows a page at a time, never by
+//! reallocating: a `Vec` that doubled would keep up to twice the entries (a word each)
+//! per connection, and copy them all at each doubling.
 
 use super::task::{TaskRef, UNREGISTERED};
 use std::ptr::NonNull;
@@ -17,9 +19,13 @@ const VACANT: usize = 1;
 /// The end of the free list.
 const NO_NEXT: u32 = u32::MAX;
 
+/// Entries per page (a 512-byte allocation).
+const PAGE: usize = 64;
+
 /// A slab of task references with `u32` keys.
 pub(crate) struct Registry {
-    entries: Vec<Entry>,
+    /// Pages of `PAGE` entries each.
+    pages: Vec<Box<[Entry]>>,
     /// The first vacant entry (most recently freed first), or `NO_NEXT`.
     free: u32,
 }
@@ -27,7 +33,7 @@ pub(crate) struct Registry {
 impl Default for Registry {
     fn default() -> Self {
         Registry {
-            entries: Vec::new(),
+            pages: Vec::new(),
             free: NO_NEXT,
         }
     }
@@ -52,32 +58,55 @@ impl Entry {
 }
 
 impl Registry {
-    /// Keeps `task` and returns its key.
-    pub(crate) fn insert(&mut self, task: TaskRef) -> u32 {
-        let ptr = task.into_raw().as_ptr();
-        debug_assert_eq!(ptr.addr() & VACANT, 0, "task pointers are aligned");
-        if self.free != NO_NEXT {
-            let key = self.free;
-            let entry = &mut self.entries[key as usize];
-            self.free = entry.next().unwrap_or(NO_NEXT);
-            entry.0 = ptr;
-            return key;
-        }
-        let key = self.entries.len();
+    fn entry_mut(&mut self, key: u32) -> Option<&mut Entry> {
+        let k = key as usize;
+        self.pages.get_mut(k / PAGE)?.get_mut(k % PAGE)
+    }
+
+    /// Adds a page of vacant entries (the free list is empty), lowest key first.
+    fn grow(&mut self) {
+        let first = self.pages.len() * PAGE;
         // Keys stop below `UNREGISTERED` (and `NO_NEXT`, the same value): four billion
         // live tasks on one worker would have exhausted memory long before.
-        let Some(key) = u32::try_from(key).ok().filter(|k| *k < UNREGISTERED) else {
+        let Some(first) = u32::try_from(first + PAGE)
+            .ok()
+            .filter(|end| *end < UNREGISTERED)
+            .map(|end| end - PAGE as u32)
+        else {
             std::process::abort()
         };
-        self.entries.push(Entry(ptr));
+        let last = first + PAGE as u32 - 1;
+        self.pages.push(
+            (first..=last)
+                .map(|key| Entry::vacant(if key == last { NO_NEXT } else { key + 1 }))
+                .collect(),
+        );
+        self.free = first;
+    }
+
+    /// Keeps `task` and returns its key.
+    pub(crate) fn insert(&mut self, task: TaskRef) -> u32 {
+        if self.free == NO_NEXT {
+            self.grow();
+        }
+        let key = self.free;
+        let ptr = task.into_raw().as_ptr();
+        debug_assert_eq!(ptr.addr() & VACANT, 0, "task pointers are aligned");
+        // The free list names vacant entries of existing pages only.
+        if let Some(entry) = self.entry_mut(key) {
+            let next = entry.next().unwrap_or(NO_NEXT);
+            entry.0 = ptr;
+            self.free = next;
+        }
         key
     }
 
     /// The task under `key`, removed; `None` for a vacant or unknown key.
     pub(crate) fn remove(&mut self, key: u32) -> Option<TaskRef> {
-        let entry = self.entries.get_mut(key as usize)?;
+        let free = self.free;
+        let entry = self.entry_mut(key)?;
         let task = entry.task()?;
-        *entry = Entry::vacant(self.free);
+        *entry = Entry::vacant(free);
         self.free = key;
         // SAFETY: an occupied entry holds a pointer `TaskRef::into_raw` made, with its
         // reference, given back once (the entry is vacant now).
@@ -86,12 +115,14 @@ impl Registry {
 
     /// Removes every task (and gives the entries' memory back).
     pub(crate) fn drain(&mut self) -> Vec<TaskRef> {
-        let entries = std::mem::take(&mut self.entries);
+        let pages = std::mem::take(&mut self.pages);
         self.free = NO_NEXT;
-        entries
-            .into_iter()
-            .filter_map(|e| e.task())
-            // SAFETY: as in `remove`; the entries are gone with this iterator.
+        pages
+            .iter()
+            .flat_map(|page| page.iter())
+            .filter_map(Entry::task)
+            // SAFETY: as in `remove`; the pages (freed after this) are no longer
+            // reachable, so each occupied entry's reference is given back once.
             .map(|t| unsafe { TaskRef::from_raw(t) })
             .collect()
     }
@@ -135,8 +166,15 @@ mod tests {
         assert_eq!(r.insert(tasks[1].0.clone()), 1);
         assert_eq!(r.insert(tasks[3].0.clone()), 3);
         assert_eq!(r.insert(tasks[0].0.clone()), 5);
-        assert_eq!(r.drain().len(), 6);
-        assert!(r.entries.is_empty() && r.free == NO_NEXT);
+        assert_eq!(r.pages.len(), 1);
+        // A second page once the first is full.
+        let more: Vec<u32> = (0..PAGE).map(|_| r.insert(tasks[2].0.clone())).collect();
+        assert_eq!(more.first(), Some(&6));
+        assert_eq!(more.last(), Some(&(PAGE as u32 + 5)));
+        assert_eq!(r.pages.len(), 2);
+        assert!(r.remove(PAGE as u32 + 5).is_some());
+        assert_eq!(r.drain().len(), 6 + PAGE - 1);
+        assert!(r.pages.is_empty() && r.free == NO_NEXT);
         // Every reference given back: the tasks are shut down (never polled) and
         // freed with `tasks`, not leaked by the registry.
         for (t, h) in tasks {

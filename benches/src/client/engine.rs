@@ -11,6 +11,9 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+/// The largest churn request sent without `TCP_NODELAY`: one segment on any path.
+const NAGLE_FREE_REQUEST: usize = 536;
+
 /// What one connection (or churn slot) does.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Role {
@@ -390,7 +393,12 @@ impl Engine {
 
     fn push_connect(&mut self, i: usize) -> io::Result<()> {
         let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
-        s.set_nodelay(true)?;
+        // A churn cycle's one request goes into an idle connection, which Nagle holds
+        // back only past its first segment: a small one needs no TCP_NODELAY, which
+        // would be a syscall per connection for nothing.
+        if self.conns[i].tx.len() > NAGLE_FREE_REQUEST {
+            s.set_nodelay(true)?;
+        }
         let fd = OwnedFd::from(s);
         let e = opcode::Connect::new(
             types::Fd(fd.as_raw_fd()),

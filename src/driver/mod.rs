@@ -273,7 +273,7 @@ impl Driver {
     }
 
     /// Runs `f` on the data of multishot op `key` while it is streaming; `None` if the
-    /// op is gone, not streaming, or not a `T` (see [`OpData::stream_data`]).
+    /// op is gone, not streaming, or not a `T` (see [`OpData::with_stream_data`]).
     pub(crate) fn with_stream_data<T: 'static, R>(
         &mut self,
         key: Key,

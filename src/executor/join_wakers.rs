@@ -12,7 +12,7 @@ use std::task::Waker;
 const KEEP_CAPACITY: usize = 64;
 
 /// The waiting handles' wakers, by the address of their task (unique while the task
-/// lives, and a handle keeps its task alive: see [`Task`](super::task::Task)).
+/// lives, and a handle keeps its task alive: see [`Header`](super::task::Header)).
 #[derive(Default)]
 pub(crate) struct JoinWakers {
     map: Mutex<HashMap<usize, Waker>>,

@@ -29,6 +29,11 @@ pub(crate) use shared_fd::SharedFd;
 /// it to the last owner.
 pub(crate) struct SocketFd {
     fd: OwnedFd,
+    /// Live [`SharedFd`]s of this socket (and raw pointers from
+    /// [`SharedFd::into_raw`]); `0` while it is not shared. Kept here, beside the fd's
+    /// four bytes, rather than in a wrapper, where it would cost every connection a
+    /// word of alignment.
+    owners: Cell<u32>,
     /// A TCP stream's receive state, made at its first receive (`None` for other
     /// sockets). Out of its cell while a receive is polled.
     pub(crate) rx: Cell<Option<Receiver>>,
@@ -42,6 +47,7 @@ impl SocketFd {
     pub(crate) fn new(fd: OwnedFd) -> SocketFd {
         SocketFd {
             fd,
+            owners: Cell::new(0),
             rx: Cell::new(None),
             recv: UnsafeCell::new(None),
         }

@@ -93,21 +93,29 @@ unsafe impl OpCode for RecvFrom {
     }
 }
 
-/// How much of a pool a multishot receive may hold before it asks to stop: kept in the
-/// op (not in [`Decoded`]) and passed to it, so the part every armed receive carries
-/// stays small.
+/// What a held buffer counts against a receive's hold limit: its length, and at least
+/// `granule` (a whole buffer of a pool that is not consumed incrementally). Derived
+/// from the pool when needed, so the op every armed receive carries stays small.
 #[derive(Clone, Copy)]
-pub(crate) struct HoldLimit {
-    /// Beyond this many held bytes the receive asks to stop (`0`: never).
-    pub(crate) limit: u32,
-    /// Each buffer counts at least this many bytes (a whole buffer of a pool that is
-    /// not consumed incrementally).
+pub(crate) struct Charge {
     pub(crate) granule: u32,
 }
 
-impl HoldLimit {
-    fn charge(self, buf: &RxBuf) -> u32 {
-        (buf.len().min(u32::MAX as usize) as u32).max(self.granule)
+impl Charge {
+    fn of(self, buf: &RxBuf) -> i32 {
+        let bytes = (buf.len().min(u32::MAX as usize) as u32).max(self.granule);
+        i32::try_from(bytes).unwrap_or(i32::MAX)
+    }
+}
+
+/// The room a hold limit of `limit` bytes gives (`0`: none). Kept as an `i32`, so the
+/// room and the op's flags share one word in every armed receive: a limit above
+/// `i32::MAX` (2 GiB held by one stream) counts as `i32::MAX`, which is no limit in
+/// practice.
+fn room_for(limit: u32) -> i32 {
+    match limit {
+        0 => i32::MAX,
+        n => i32::try_from(n).unwrap_or(i32::MAX),
     }
 }
 
@@ -176,36 +184,56 @@ impl DecodeQueue {
 }
 
 /// Buffers decoded from the completions of a multishot pool receive, in completion
-/// order, until the stream takes them; and how much of the pool they hold, against the
-/// stream's [`HoldLimit`]. Lives in the op of every armed receive (one per connection):
-/// two words while nothing is queued.
-#[derive(Default)]
-pub(crate) struct Decoded {
+/// order, until the stream takes them; and how much more of the pool they may hold
+/// before the receive asks to stop. Lives in the op of every armed receive (one per
+/// connection): two words while nothing is queued, with the op's own flags (`mode`)
+/// in the room the struct's padding would otherwise take.
+pub(crate) struct Decoded<M = ()> {
     bufs: DecodeQueue,
-    /// Pool bytes `bufs` keep from other streams (saturating: past the limit only
-    /// whether it was passed matters, and that is `stopped`).
-    held: u32,
+    /// Pool bytes the stream may still leave untaken: the hold limit less what `bufs`
+    /// keep from other streams (saturating; below zero the limit was passed, and only
+    /// that matters: it is `stopped`).
+    room: i32,
     /// A stop was asked for; [`take_stop_request`](Self::take_stop_request) hands it
     /// to the driver once.
     stop_wanted: bool,
-    /// This receive asked to stop because its stream held `limit` bytes.
+    /// This receive asked to stop because its stream held more than its limit.
     stopped: bool,
+    /// What the op keeps beside it.
+    pub(crate) mode: M,
 }
 
-impl Decoded {
+impl<M> Decoded<M> {
+    /// Nothing decoded yet, with a hold limit of `limit` bytes (`0`: none).
+    pub(crate) fn new(limit: u32, mode: M) -> Decoded<M> {
+        Decoded {
+            bufs: DecodeQueue::default(),
+            room: room_for(limit),
+            stop_wanted: false,
+            stopped: false,
+            mode,
+        }
+    }
+
+    /// The hold limit (in bytes, at most `i32::MAX`) as long as nothing is held, as
+    /// when the op makes its entry.
+    pub(crate) fn room(&self) -> u32 {
+        self.room.max(0) as u32
+    }
+
     /// Queues what decoding one completion gave.
     pub(crate) fn push<I: IntoIterator<Item = RxBuf>>(
         &mut self,
         decoded: Result<I, PoolError>,
-        hold: HoldLimit,
+        charge: Charge,
     ) {
         match decoded {
             Ok(bufs) => {
                 for buf in bufs {
-                    self.held = self.held.saturating_add(hold.charge(&buf));
+                    self.room = self.room.saturating_sub(charge.of(&buf));
                     self.bufs.push_back(Ok(buf));
                 }
-                if hold.limit > 0 && self.held > hold.limit && !self.stopped {
+                if self.room < 0 && !self.stopped {
                     self.stopped = true;
                     self.stop_wanted = true;
                 }
@@ -225,10 +253,10 @@ impl Decoded {
         self.stopped
     }
 
-    fn pop(&mut self, hold: HoldLimit) -> Option<Decode> {
+    fn pop(&mut self, charge: Charge) -> Option<Decode> {
         let buf = self.bufs.pop_front()?;
         if let Ok(b) = &buf {
-            self.held = self.held.saturating_sub(hold.charge(b));
+            self.room = self.room.saturating_add(charge.of(b));
         }
         Some(buf)
     }
@@ -236,8 +264,8 @@ impl Decoded {
     /// The next buffer of a data completion the stream took, `owed` being the bytes
     /// of it not handed out yet (counted down here; `0` after an error, whose bytes
     /// are lost).
-    pub(crate) fn take_next(&mut self, owed: &mut u32, hold: HoldLimit) -> io::Result<RxBuf> {
-        match self.pop(hold) {
+    pub(crate) fn take_next(&mut self, owed: &mut u32, charge: Charge) -> io::Result<RxBuf> {
+        match self.pop(charge) {
             Some(Ok(buf)) => {
                 *owed = owed.saturating_sub(buf.len() as u32);
                 Ok(buf)
@@ -258,13 +286,13 @@ impl Decoded {
 
     /// Drops the buffers of a queued completion nobody will take; `false` if nothing
     /// was decoded (the completion arrived after the stream was dropped).
-    pub(crate) fn discard(&mut self, res: i32, hold: HoldLimit) -> bool {
+    pub(crate) fn discard(&mut self, res: i32, charge: Charge) -> bool {
         if self.bufs.is_empty() {
             return false;
         }
         let mut left = res.max(0) as usize;
         while left > 0 {
-            match self.pop(hold) {
+            match self.pop(charge) {
                 Some(Ok(buf)) => left = left.saturating_sub(buf.len()),
                 // The completion whose decoding failed: its bytes are lost with it.
                 Some(Err(_)) => break,
@@ -300,10 +328,16 @@ fn with_optlen(entry: squeue::Entry, len: u32) -> squeue::Entry {
 /// and a bundle's buffers are named by ring slots that later returns overwrite.
 pub(crate) struct RecvMulti {
     pool: Rc<CopyPool>,
-    pub(crate) decoded: Decoded,
-    hold_limit: u32,
+    /// With the receive's flags beside it: the op is three words.
+    pub(crate) decoded: Decoded<CopyFlags>,
+}
+
+/// How a copy receive is armed: a bool each (their spare values leave room for the
+/// tags of the enums and options the op goes in).
+#[derive(Clone, Copy)]
+pub(crate) struct CopyFlags {
     bundle: bool,
-    /// The kernel ends the receive after `hold_limit` bytes.
+    /// The kernel ends the receive after the hold limit's bytes.
     kernel_limit: bool,
 }
 
@@ -321,62 +355,61 @@ impl RecvMulti {
         hold_limit: u32,
         kernel_limit: bool,
     ) -> RecvMulti {
-        RecvMulti {
+        let flags = CopyFlags {
             bundle: bundle && !pool.is_incremental(),
-            pool,
-            decoded: Decoded::default(),
-            hold_limit,
             kernel_limit: kernel_limit && hold_limit > 0,
+        };
+        RecvMulti {
+            pool,
+            decoded: Decoded::new(hold_limit, flags),
         }
     }
 
-    /// The byte budget the kernel was given (`0`: none).
+    /// The byte budget the kernel is given (`0`: none). Asked before the op is
+    /// submitted, while nothing is held (the room is then the whole hold limit).
     pub(crate) fn kernel_limit(&self) -> u32 {
-        if self.kernel_limit {
-            self.hold_limit
+        if self.decoded.mode.kernel_limit {
+            self.decoded.room()
         } else {
             0
         }
     }
 
-    /// The hold limit, each buffer of a pool that is not consumed incrementally
-    /// counting whole however few bytes it got.
-    pub(crate) fn hold(&self) -> HoldLimit {
+    /// What a buffer counts against the hold limit: each buffer of a pool that is not
+    /// consumed incrementally counts whole, however few bytes it got.
+    fn charge(&self) -> Charge {
         let granule = if self.pool.is_incremental() {
             0
         } else {
             self.pool.buffer_size()
         };
-        HoldLimit {
-            limit: self.hold_limit,
-            granule,
-        }
+        Charge { granule }
     }
 
     /// The next buffer of the `owed` bytes of the data completion the stream took.
     pub(crate) fn take_next(&mut self, owed: &mut u32) -> io::Result<RxBuf> {
-        let hold = self.hold();
-        self.decoded.take_next(owed, hold)
+        let charge = self.charge();
+        self.decoded.take_next(owed, charge)
     }
 
     /// Takes the buffers completion `c` filled from the pool into `decoded` (in
     /// place: no allocation per completion).
-    fn decode_into(
+    fn decode_into<M>(
         pool: &CopyPool,
         bundle: bool,
         c: &Completion,
-        decoded: &mut Decoded,
-        hold: HoldLimit,
+        decoded: &mut Decoded<M>,
+        charge: Charge,
     ) {
         if bundle {
             let mut bufs = SmallQueue::default();
             let taken = pool.take_bundle(c.res, c.flags, |b| bufs.push_back(b));
             decoded.push(
                 taken.map(|_| std::iter::from_fn(move || bufs.pop_front())),
-                hold,
+                charge,
             );
         } else {
-            decoded.push(pool.take(c.res, c.flags).map(Some), hold);
+            decoded.push(pool.take(c.res, c.flags).map(Some), charge);
         }
     }
 }
@@ -388,22 +421,21 @@ impl RecvMulti {
 /// op exists. Buffers delivered to nobody are handed back to the pool in `release`.
 impl RecvMulti {
     pub(crate) fn create_entry(&mut self, fd: RawFd) -> squeue::Entry {
-        let entry = if self.bundle {
+        let entry = if self.decoded.mode.bundle {
             self.pool.recv_multishot_bundle(fd)
         } else {
             self.pool.recv_multishot(fd)
         };
-        if self.kernel_limit {
-            with_optlen(entry, self.hold_limit)
-        } else {
-            entry
+        match self.kernel_limit() {
+            0 => entry,
+            limit => with_optlen(entry, limit),
         }
     }
 
     pub(crate) fn on_complete(&mut self, c: &Completion) {
         if c.res > 0 {
-            let hold = self.hold();
-            Self::decode_into(&self.pool, self.bundle, c, &mut self.decoded, hold);
+            let (charge, bundle) = (self.charge(), self.decoded.mode.bundle);
+            Self::decode_into(&self.pool, bundle, c, &mut self.decoded, charge);
         }
     }
 
@@ -412,20 +444,20 @@ impl RecvMulti {
     }
 
     pub(crate) fn release(&mut self, c: &Completion) {
-        let hold = self.hold();
-        if c.res > 0 && !self.decoded.discard(c.res, hold) {
+        let charge = self.charge();
+        if c.res > 0 && !self.decoded.discard(c.res, charge) {
             // Never decoded: taking and dropping returns the buffers (in reaping
             // order, as decoding needs).
-            let mut lost = Decoded::default();
-            Self::decode_into(&self.pool, self.bundle, c, &mut lost, hold);
+            let mut lost = Decoded::new(0, ());
+            Self::decode_into(&self.pool, self.decoded.mode.bundle, c, &mut lost, charge);
         }
     }
 
     pub(crate) fn release_queued(&mut self, c: &Completion) {
         // Decoded by `on_complete` already (or lost to a decode error): never take
         // from the pool a second time.
-        let hold = self.hold();
-        self.decoded.discard(c.res, hold);
+        let charge = self.charge();
+        self.decoded.discard(c.res, charge);
     }
 }
 
@@ -455,7 +487,21 @@ mod tests {
     fn an_idle_receive_keeps_one_word_of_decoded_queue() {
         // What every armed receive (one per idle connection) carries.
         assert_eq!(std::mem::size_of::<DecodeQueue>(), 8);
-        assert!(std::mem::size_of::<RecvMulti>() <= 32);
+        assert_eq!(std::mem::size_of::<RecvMulti>(), 24);
+    }
+
+    #[test]
+    fn a_hold_limit_gives_its_room_and_no_limit_or_a_huge_one_gives_the_most() {
+        assert_eq!(room_for(512 * 1024), 512 * 1024);
+        assert_eq!(room_for(0), i32::MAX, "no limit");
+        assert_eq!(room_for(u32::MAX), i32::MAX);
+        let d = Decoded::new(64 * 1024, ());
+        assert_eq!(
+            d.room(),
+            64 * 1024,
+            "the kernel's budget before anything is held"
+        );
+        assert!(!d.stopped_at_limit());
     }
 
     #[test]

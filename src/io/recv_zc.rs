@@ -1,7 +1,7 @@
 //! Multishot RECV_ZC into the worker's zero-copy pool (owned, or imported from the
 //! worker that owns it).
 
-use super::recv::{Decoded, HoldLimit};
+use super::recv::{Charge, Decoded};
 
 use crate::driver::Completion;
 use io_uring::squeue;
@@ -60,27 +60,21 @@ pub(crate) struct RecvZcMulti {
     pub(crate) decoded: Decoded,
 }
 
+/// Each chunk counts its length against the budget.
+const CHARGE: Charge = Charge { granule: 0 };
+
 impl RecvZcMulti {
     pub(crate) fn new(ring: Rc<ZcRing>, budget: u32) -> RecvZcMulti {
         RecvZcMulti {
             ring,
             budget,
-            decoded: Decoded::default(),
-        }
-    }
-
-    /// Each chunk counts its length against the budget.
-    fn hold(&self) -> HoldLimit {
-        HoldLimit {
-            limit: self.budget,
-            granule: 0,
+            decoded: Decoded::new(budget, ()),
         }
     }
 
     /// The next buffer of the `owed` bytes of the data completion the stream took.
     pub(crate) fn take_next(&mut self, owed: &mut u32) -> io::Result<RxBuf> {
-        let hold = self.hold();
-        self.decoded.take_next(owed, hold)
+        self.decoded.take_next(owed, CHARGE)
     }
 
     fn decode(&self, c: &Completion) -> Result<RxBuf, PoolError> {
@@ -109,8 +103,7 @@ impl RecvZcMulti {
     pub(crate) fn on_complete(&mut self, c: &Completion) {
         if c.res > 0 {
             let buf = self.decode(c).map(|b| vec![b]);
-            let hold = self.hold();
-            self.decoded.push(buf, hold);
+            self.decoded.push(buf, CHARGE);
         }
     }
 
@@ -119,7 +112,7 @@ impl RecvZcMulti {
     }
 
     pub(crate) fn release(&mut self, c: &Completion) {
-        if c.res > 0 && !self.decoded.discard(c.res, self.hold()) {
+        if c.res > 0 && !self.decoded.discard(c.res, CHARGE) {
             drop(self.decode(c));
         }
     }
@@ -127,7 +120,6 @@ impl RecvZcMulti {
     pub(crate) fn release_queued(&mut self, c: &Completion) {
         // Decoded by `on_complete` already (or lost to a decode error); this copy of
         // the completion has no ZCRX CQE to decode again.
-        let hold = self.hold();
-        self.decoded.discard(c.res, hold);
+        self.decoded.discard(c.res, CHARGE);
     }
 }

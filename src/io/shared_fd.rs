@@ -1,52 +1,42 @@
-//! [`SharedFd`]: the `Rc` of a [`SocketFd`] with one count instead of two. Every
-//! connection has one allocation of it (with its receive state and armed receive in
-//! the socket), and nothing needs a weak reference to a socket, so `Rc`'s weak count
-//! would be eight bytes of every idle connection spent on nothing.
+//! [`SharedFd`]: the `Rc` of a [`SocketFd`] with one count instead of two, kept in
+//! the socket itself (`SocketFd::owners`, a `u32` beside the fd). Every connection has
+//! one allocation of it (with its receive state and armed receive in the socket), and
+//! nothing needs a weak reference to a socket, so `Rc`'s weak count, or a `usize`
+//! count in a wrapper, would be eight bytes of every idle connection spent on nothing.
 
 use super::SocketFd;
-use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr::NonNull;
 
-/// What a [`SharedFd`] points to.
-struct Inner {
-    /// Live `SharedFd`s (and raw pointers from [`SharedFd::into_raw`]) of this socket.
-    count: Cell<usize>,
-    socket: SocketFd,
-}
-
 /// A socket shared between its owner and its in-flight ops, on one thread (it is
 /// neither `Send` nor `Sync`, like `Rc`).
 pub(crate) struct SharedFd {
-    ptr: NonNull<Inner>,
-    /// Owns an `Inner` (for drop check), and is `!Send`/`!Sync` through the pointer.
-    _owns: PhantomData<Inner>,
+    ptr: NonNull<SocketFd>,
+    /// Owns a `SocketFd` (for drop check), and is `!Send`/`!Sync` through the pointer.
+    _owns: PhantomData<SocketFd>,
 }
 
 impl SharedFd {
     /// `socket`, with one owner.
     pub(crate) fn new(socket: SocketFd) -> SharedFd {
-        let inner = Box::new(Inner {
-            count: Cell::new(1),
-            socket,
-        });
+        socket.owners.set(1);
         SharedFd {
-            ptr: NonNull::from(Box::leak(inner)),
+            ptr: NonNull::from(Box::leak(Box::new(socket))),
             _owns: PhantomData,
         }
     }
 
-    fn inner(&self) -> &Inner {
+    fn socket(&self) -> &SocketFd {
         // SAFETY: `ptr` came from `Box::leak` and the allocation lives while any
-        // `SharedFd` (this one included) counts in `count`; it is only read through
+        // `SharedFd` (this one included) counts in `owners`; it is only read through
         // shared references (the socket's mutable parts are cells).
         unsafe { self.ptr.as_ref() }
     }
 
     /// The number of owners (this one included).
     pub(crate) fn count(this: &SharedFd) -> usize {
-        this.inner().count.get()
+        this.socket().owners.get() as usize
     }
 
     /// The socket, if `this` is its only owner.
@@ -58,12 +48,13 @@ impl SharedFd {
         std::mem::forget(this);
         // SAFETY: the last owner (count 1, and `this` is forgotten): nobody else can
         // reach the allocation, which `Box::leak` made, so it is taken back once.
-        let inner = unsafe { Box::from_raw(ptr.as_ptr()) };
-        Ok(inner.socket)
+        let socket = *unsafe { Box::from_raw(ptr.as_ptr()) };
+        socket.owners.set(0);
+        Ok(socket)
     }
 
     /// The pointer, carrying this owner's count (given back by
-    /// [`from_raw`](Self::from_raw)). 8-byte aligned (the count is a `usize`).
+    /// [`from_raw`](Self::from_raw)). 8-byte aligned (the socket holds pointers).
     pub(crate) fn into_raw(this: SharedFd) -> NonNull<u8> {
         let ptr = this.ptr;
         std::mem::forget(this);
@@ -84,7 +75,7 @@ impl SharedFd {
 
 impl Clone for SharedFd {
     fn clone(&self) -> SharedFd {
-        let count = &self.inner().count;
+        let count = &self.socket().owners;
         // As `Rc`: a count that would wrap (only reachable by leaking owners in a
         // loop) aborts rather than let the socket be freed under an owner.
         let Some(n) = count.get().checked_add(1) else {
@@ -100,16 +91,16 @@ impl Clone for SharedFd {
 
 impl Drop for SharedFd {
     fn drop(&mut self) {
-        let count = &self.inner().count;
+        let count = &self.socket().owners;
         let n = count.get() - 1;
         count.set(n);
         if n == 0 {
             // SAFETY: the last owner is going: nobody else can reach the allocation,
             // which `Box::leak` made; freed once.
-            let inner = unsafe { Box::from_raw(self.ptr.as_ptr()) };
+            let socket = unsafe { Box::from_raw(self.ptr.as_ptr()) };
             // No op refers to the fd any more (each holds an owner), so it may close
             // through the ring, batched with the worker's next submit.
-            super::close::close(inner.socket.into_fd());
+            super::close::close(socket.into_fd());
         }
     }
 }
@@ -118,7 +109,7 @@ impl Deref for SharedFd {
     type Target = SocketFd;
 
     fn deref(&self) -> &SocketFd {
-        &self.inner().socket
+        self.socket()
     }
 }
 
@@ -155,11 +146,13 @@ mod tests {
     }
 
     #[test]
-    fn is_one_word_with_one_count() {
+    fn is_one_word_and_its_count_costs_the_socket_no_room() {
         assert_eq!(std::mem::size_of::<SharedFd>(), 8);
+        // The count shares a word with the fd.
         assert_eq!(
-            std::mem::size_of::<Inner>(),
-            8 + std::mem::size_of::<SocketFd>()
+            std::mem::size_of::<SocketFd>(),
+            8 + std::mem::size_of::<std::cell::Cell<Option<crate::net::Receiver>>>()
+                + std::mem::size_of::<Option<super::super::stream_recv::StreamRecv>>()
         );
     }
 }

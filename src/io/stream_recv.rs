@@ -208,10 +208,11 @@ mod tests {
     use std::mem::size_of;
 
     #[test]
-    fn a_socket_with_its_receive_op_fits_a_112_byte_chunk() {
-        // Every idle connection keeps one: the fd, the stream's receive state and the
-        // armed receive, with the `SharedFd` count (8) and malloc's header (8) in 112.
-        assert_eq!(size_of::<StreamRecv>(), 48);
-        assert!(size_of::<SocketFd>() <= 96);
+    fn a_socket_with_its_receive_op_fits_a_96_byte_chunk() {
+        // Every idle connection keeps one: the fd with its owner count, the stream's
+        // receive state and the armed receive, with malloc's header (8) in 96.
+        assert_eq!(size_of::<StreamRecv>(), 40);
+        assert_eq!(size_of::<Option<StreamRecv>>(), 40);
+        assert_eq!(size_of::<SocketFd>(), 88);
     }
 }

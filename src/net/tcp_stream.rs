@@ -392,7 +392,7 @@ mod tests {
         );
         assert!(size_of::<super::Receiver>() <= 40);
         // With the armed receive op in it (`io::stream_recv`).
-        assert!(size_of::<crate::io::SocketFd>() <= 96);
+        assert!(size_of::<crate::io::SocketFd>() <= 88);
     }
 
     #[test]

@@ -149,6 +149,21 @@ fn loopback_any_port() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 0))
 }
 
+/// The listener every server accepts on (with `SO_REUSEPORT`, so a multi-worker
+/// server binds one per worker on the same address). Its accepted connections start
+/// with `TCP_NODELAY` on, which Linux copies from the listening socket: no server
+/// pays a `setsockopt` per connection, so churn (W6) compares the servers, not who
+/// knows that trick.
+fn nodelay_listener(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.set_nodelay(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    Ok(s.into())
+}
+
 /// A server with no runtime counters.
 fn no_stats() -> StatsFn {
     Arc::new(ServerStats::default)
@@ -159,6 +174,23 @@ const PEER_BUFFER: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn accepted_connections_inherit_nodelay_from_the_listener() {
+        // No server sets it per connection: it must come with the accepted socket.
+        let l = super::nodelay_listener(super::loopback_any_port()).expect("listener");
+        let addr = l.local_addr().expect("addr");
+        let client = std::net::TcpStream::connect(addr).expect("connect");
+        assert!(
+            !client.nodelay().expect("client nodelay"),
+            "a fresh socket has it off"
+        );
+        let (accepted, _) = l.accept().expect("accept");
+        assert!(
+            accepted.nodelay().expect("nodelay"),
+            "TCP_NODELAY was not inherited"
+        );
+    }
+
     use super::*;
 
     #[test]

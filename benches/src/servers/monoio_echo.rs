@@ -2,7 +2,7 @@
 //! 64 KiB buffer that it lends to each `read` and `write_all` (io_uring, one read in
 //! flight per connection).
 
-use super::{loopback_any_port, no_stats, Ready, PEER_BUFFER};
+use super::{loopback_any_port, no_stats, nodelay_listener, Ready, PEER_BUFFER};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use std::io;
 
@@ -12,11 +12,11 @@ pub(super) fn serve(ready: Ready) -> io::Result<()> {
         .with_entries(4096)
         .build()?;
     rt.block_on(async move {
-        let l = monoio::net::TcpListener::bind(loopback_any_port())?;
+        // `TCP_NODELAY` comes with each accepted socket, as for every server.
+        let l = monoio::net::TcpListener::from_std(nodelay_listener(loopback_any_port())?)?;
         ready(l.local_addr()?, no_stats());
         loop {
             let (mut s, _) = l.accept().await?;
-            let _ = s.set_nodelay(true);
             monoio::spawn(async move {
                 let mut buf = Vec::with_capacity(PEER_BUFFER);
                 loop {

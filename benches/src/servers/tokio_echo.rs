@@ -1,7 +1,7 @@
 //! The tokio echo server as tokio's users write it: a task per connection with a
 //! 64 KiB buffer, `read` → `write_all` (epoll readiness).
 
-use super::{loopback_any_port, no_stats, Ready, PEER_BUFFER};
+use super::{loopback_any_port, no_stats, nodelay_listener, Ready, PEER_BUFFER};
 use std::io;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -18,11 +18,13 @@ pub(super) fn serve(multi_thread: bool, ready: Ready) -> io::Result<()> {
             .build()?
     };
     rt.block_on(async move {
-        let l = tokio::net::TcpListener::bind(loopback_any_port()).await?;
+        // `TCP_NODELAY` comes with each accepted socket, as for every server.
+        let std_listener = nodelay_listener(loopback_any_port())?;
+        std_listener.set_nonblocking(true)?;
+        let l = tokio::net::TcpListener::from_std(std_listener)?;
         ready(l.local_addr()?, no_stats());
         loop {
             let (mut s, _) = l.accept().await?;
-            let _ = s.set_nodelay(true);
             tokio::spawn(async move {
                 let mut buf = vec![0u8; PEER_BUFFER];
                 loop {

@@ -1,7 +1,7 @@
-//! `TcpStream::poll_recv` takes only what has arrived, so a task can gather the
-//! buffers already received into one `send_vectored_owned` (what the echo benchmark's
-//! server does): every byte comes back in order, and a poll with nothing queued
-//! returns at once.
+//! `TcpStream::try_recv` and `poll_recv` take only what has arrived, so a task can
+//! gather the buffers already received into one `send_vectored_owned` (what the echo
+//! benchmark's server does): every byte comes back in order, a look with nothing
+//! queued returns at once, and `try_recv` leaves a waiting receive's waker in place.
 
 use std::future::poll_fn;
 use std::io::{Read, Write};
@@ -72,13 +72,13 @@ fn gathered_echo_returns_every_byte_in_order() {
             };
             let mut bufs = vec![SendBuf::from(first)];
             loop {
-                match ready(&s).await {
+                match s.try_recv() {
                     Some(Ok(Some(buf))) => bufs.push(buf.into()),
                     Some(Ok(None)) => {
                         ended = true;
                         break;
                     }
-                    Some(Err(e)) => panic!("poll_recv failed: {e}"),
+                    Some(Err(e)) => panic!("try_recv failed: {e}"),
                     None => break,
                 }
             }
@@ -87,6 +87,7 @@ fn gathered_echo_returns_every_byte_in_order() {
             s.send_vectored_owned(bufs).await.expect("gathered send");
         }
         // At end of stream it keeps saying so.
+        assert!(matches!(s.try_recv(), Some(Ok(None))));
         assert!(matches!(ready(&s).await, Some(Ok(None))));
         drop(s);
         let extra = join_peer(peer).await;
@@ -123,6 +124,57 @@ fn poll_recv_with_nothing_received_returns_pending_at_once() {
             .expect("recv");
         assert!(end.is_none());
     });
+}
+
+#[test]
+fn try_recv_leaves_a_waiting_receive_registered() {
+    let rt = rt();
+    rt.block_on(async move {
+        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let mut c = std::net::TcpStream::connect(addr).expect("connect");
+        let (s, _) = l.accept().await.expect("accept");
+        let s = std::rc::Rc::new(s);
+        let waiting = zerorx::spawn({
+            let s = s.clone();
+            async move { s.recv().await }
+        });
+        // The spawned task runs first and waits in `recv` with its own waker.
+        zerorx::yield_now().await;
+        zerorx::yield_now().await;
+        assert!(s.try_recv().is_none(), "nothing was sent yet");
+        c.write_all(b"wake the waiter").expect("write");
+        let got = zerorx::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("the waiting recv was not woken: try_recv took its waker")
+            .expect("task")
+            .expect("recv")
+            .expect("data");
+        assert_eq!(&got[..], b"wake the waiter");
+        assert!(s.try_recv().is_none(), "only one message was sent");
+        drop(c);
+        let end = zerorx::timeout(Duration::from_secs(10), s.recv())
+            .await
+            .expect("end of stream not seen")
+            .expect("recv");
+        assert!(end.is_none());
+        assert!(matches!(s.try_recv(), Some(Ok(None))), "the end stays");
+    });
+}
+
+#[test]
+fn try_recv_off_a_worker_is_an_error_not_a_panic() {
+    let rt = rt();
+    let s = rt.block_on(async move {
+        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let _c = TcpStream::connect(addr).await.expect("connect");
+        l.accept().await.expect("accept").0
+    });
+    match s.try_recv() {
+        Some(Err(e)) => assert!(e.to_string().contains("runtime"), "{e}"),
+        other => panic!("expected an error off the worker, got {other:?}"),
+    }
 }
 
 /// Joins the peer thread without blocking the worker.

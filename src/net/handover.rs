@@ -11,6 +11,7 @@
 //! error, runtime shutdown) leaves its last word in the queue.
 
 use super::tcp_recv::Receiver;
+use crate::executor::peek_waker::is_peek;
 use crate::io::SharedFd;
 use crate::runtime::worker::Core;
 use std::collections::VecDeque;
@@ -84,6 +85,8 @@ impl HandoverRx {
                 io::ErrorKind::BrokenPipe,
                 "the worker serving this stream's receives has stopped",
             ))),
+            // A peek registers nothing and leaves the consumer's waker.
+            None if is_peek(cx.waker()) => Poll::Pending,
             None => {
                 match &st.consumer {
                     Some(w) if w.will_wake(cx.waker()) => {}

@@ -17,6 +17,7 @@ use super::handover::HandoverRx;
 use crate::driver::multishot::SocketMultiOp;
 use crate::driver::op::not_in_runtime;
 use crate::driver::Completion;
+use crate::executor::peek_waker::is_peek;
 use crate::io::recv::RecvMulti;
 use crate::io::recv_zc::RecvZcMulti;
 use crate::io::stream_recv::{SocketOp, StreamRecv};
@@ -237,13 +238,16 @@ impl Receiver {
     }
 
     /// Whether the wait for returns after `mark` is over; registers `cx`'s waker to
-    /// be woken when it may be.
+    /// be woken when it may be (unless it is a peek, which registers nothing).
     fn wait_over(core: &Core, wait: Wait, mark: u64, cx: &mut Context<'_>) -> bool {
         match wait {
             Wait::CopyBuffers => {
                 let returned = core.copy_returned();
                 if returned > mark && core.pool.as_ref().is_some_and(|p| p.available() > 0) {
                     return true;
+                }
+                if is_peek(cx.waker()) {
+                    return false;
                 }
                 let mut waiters = core.copy_waiters.borrow_mut();
                 // A task polled again while it waits is registered once.
@@ -259,6 +263,9 @@ impl Receiver {
                 };
                 if returned > mark {
                     return true;
+                }
+                if is_peek(cx.waker()) {
+                    return false;
                 }
                 // Flag first, then re-check: the owner publishes and then reads the
                 // flag, so one of the two sees the other.

@@ -177,6 +177,32 @@ impl TcpStream {
         self.with_rx(|rx| rx.poll_recv(&self.fd, cx))
     }
 
+    /// The next buffer if one has arrived already, without waiting: `None` when
+    /// nothing is there yet. It registers no waker (nor replaces the one a pending
+    /// [`recv`](Self::recv) left), so a task that wants to wait for data calls `recv`
+    /// or [`poll_recv`](Self::poll_recv). An echo or a proxy gathers what is queued
+    /// this way and sends it in one [`send_vectored_owned`](Self::send_vectored_owned):
+    ///
+    /// ```no_run
+    /// # async fn f(s: zerorx::net::TcpStream) -> std::io::Result<()> {
+    /// use zerorx::net::SendBuf;
+    /// while let Some(first) = s.recv().await? {
+    ///     let mut bufs = vec![SendBuf::from(first)];
+    ///     while let Some(Ok(Some(next))) = s.try_recv() {
+    ///         bufs.push(next.into());
+    ///     }
+    ///     s.send_vectored_owned(bufs).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn try_recv(&self) -> Option<io::Result<Option<RxBuf>>> {
+        let waker = crate::executor::peek_waker::peek_waker();
+        match self.poll_recv(&mut Context::from_waker(&waker)) {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => None,
+        }
+    }
+
     /// Runs `f` on the receive state, made at the first use.
     fn with_rx<R>(&self, f: impl FnOnce(&mut Receiver) -> R) -> R {
         // Out of its cell meanwhile: nothing that runs then can reach this stream.

@@ -187,9 +187,9 @@ pub(crate) struct Core {
     /// on this thread.
     pub(crate) tasks: RefCell<Registry>,
     pub(crate) timers: RefCell<TimerQueue>,
-    /// The clock read when the last kernel wait ended: "now" for the tasks this turn
-    /// runs, to within one turn (see [`crate::time::turn_time`]).
-    pub(crate) turn_time: Cell<Instant>,
+    /// "Now" for the tasks this turn runs, to within one turn: read by the first
+    /// [`crate::time::turn_time`] after a kernel wait, cleared by the next one.
+    pub(crate) turn_time: Cell<Option<Instant>>,
     /// Scratch space for wakers to call once no borrow is held.
     wakers: Cell<Vec<Waker>>,
 }
@@ -268,7 +268,7 @@ impl Core {
             steering_warned: Cell::new(false),
             run_queue: RefCell::new(VecDeque::new()),
             tasks: RefCell::new(Registry::default()),
-            turn_time: Cell::new(Instant::now()),
+            turn_time: Cell::new(None),
             timers: RefCell::new(TimerQueue::default()),
             wakers: Cell::new(Vec::new()),
         })
@@ -311,9 +311,18 @@ impl Core {
         }
 
         let mut wakers = self.wakers.take();
-        let now = Instant::now();
-        let (fired, next) = self.timers.borrow_mut().fire(now, &mut wakers);
-        add_owned(&self.shared.metrics.timers_fired, fired as u64);
+        // No clock read on a turn without timers (an RPC server's usual turn).
+        let timeout = {
+            let mut timers = self.timers.borrow_mut();
+            if timers.is_empty() {
+                None
+            } else {
+                let now = Instant::now();
+                let (fired, next) = timers.fire(now, &mut wakers);
+                add_owned(&self.shared.metrics.timers_fired, fired as u64);
+                next.map(|d| d.saturating_duration_since(now))
+            }
+        };
         self.wake_all(&mut wakers);
 
         self.maintain_pools(&mut wakers);
@@ -326,12 +335,11 @@ impl Core {
                 wait = false;
             }
         }
-        let timeout = next.map(|d| d.saturating_duration_since(now));
         if timeout == Some(Duration::ZERO) {
             wait = false;
         }
         let res = self.driver.borrow_mut().turn(wait, timeout);
-        self.turn_time.set(Instant::now());
+        self.turn_time.set(None);
         self.shared.parked.store(false, Ordering::SeqCst);
         self.driver.borrow_mut().take_wakers(&mut wakers);
         self.wake_all(&mut wakers);

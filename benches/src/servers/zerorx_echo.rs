@@ -7,7 +7,6 @@ use futures_util::future::Either;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use zerorx::net::{SendBuf, TcpListener, TcpStream};
 use zerorx::zcrx::RxBuf;
 use zerorx::{spawn, Handle, Runtime};
@@ -108,20 +107,19 @@ enum Gathered {
 }
 
 /// `first` and the buffers that have arrived already, `gather` at most, taken without
-/// waiting. It polls with a no-op waker: the task polls `recv` again before it next
-/// waits for data, which registers its own waker then. An end of stream (or error)
-/// found here stops the gathering; the next `recv` meets the end (or a failure) too.
+/// waiting ([`TcpStream::try_recv`], which registers no waker: the task's next `recv`
+/// does). An end of stream (or error) found here stops the gathering; the next `recv`
+/// meets the end (or a failure) too.
 fn gathered(s: &TcpStream, first: RxBuf, gather: usize) -> Gathered {
-    let mut cx = Context::from_waker(Waker::noop());
     let mut bufs: Vec<SendBuf> = Vec::new();
     let mut pending = Some(first);
     while bufs.len() + usize::from(pending.is_some()) < gather {
-        match s.poll_recv(&mut cx) {
-            Poll::Ready(Ok(Some(next))) => {
+        match s.try_recv() {
+            Some(Ok(Some(next))) => {
                 bufs.extend(pending.take().map(SendBuf::from));
                 bufs.push(next.into());
             }
-            Poll::Ready(_) | Poll::Pending => break,
+            _ => break,
         }
     }
     match pending {

@@ -27,7 +27,7 @@ cargo bench -p zerorx-bench --bench echo -- [options]
   --quick            3 rounds, 1 s cells, 0.3 s warm-up, 2000 idle connections
   --smoke            1 round, 0.2 s cells; checks only that every server answered correctly
   --servers LIST     comma-separated: zerorx,zerorx-mt,tokio-ct,tokio-mt,monoio (default all)
-  --workloads LIST   comma-separated: W1,W2,W2-1k,W3 (or W3-50,W3-90),W4,W5,W6,W7,W8 (default all)
+  --workloads LIST   comma-separated: W1,W2,W2-1k,W3 (or W3-50,W3-90),W4,W5,W6,W6-64,W7,W8 (default all)
   --idle-conns N     W7 idle connections (default 10000)
   --open-rate R      W3's full rate in req/s (W3-50 runs at half, W3-90 at 90 %); default:
                      the slowest server's W2 rate of the same round, so run W2 with W3
@@ -435,7 +435,7 @@ fn progress_line(c: &Cell) -> String {
             g("gb_per_s"),
             g("cpu_s_per_gb")
         ),
-        "W6" => format!(
+        "W6" | "W6-64" => format!(
             "{:.0} conn/s, {:.1} CPU-us/conn, p99 {:.0}us",
             g("conn_per_s"),
             g("cpu_us_per_conn"),
@@ -561,7 +561,7 @@ mod tests {
     #[test]
     fn options_parse() {
         let o = Options::parse(&args(&["--bench"])).expect("defaults");
-        assert_eq!((o.rounds, o.servers.len(), o.workloads.len()), (5, 5, 10));
+        assert_eq!((o.rounds, o.servers.len(), o.workloads.len()), (5, 5, 11));
         let o = Options::parse(&args(&[
             "--rounds=3",
             "--secs",

@@ -28,6 +28,9 @@ pub enum Workload {
     W5,
     /// Connection churn: connect → one 64 B RPC → close, 8 at a time.
     W6,
+    /// The same, 64 at a time: enough load that the servers, not the load generator,
+    /// set the rate (at 8 neither server uses half a core).
+    W6Wide,
     /// Many idle connections: memory per connection and wake-ups while idle.
     W7,
     /// Buffer pool under slow readers: W2 and W4 together, the stream readers stop
@@ -158,7 +161,7 @@ const fn w3_metrics(p99_goal: f64) -> [Metric; 6] {
 
 impl Workload {
     /// Every workload, in run order (W3 needs this round's W2 result first).
-    pub const ALL: [Workload; 10] = [
+    pub const ALL: [Workload; 11] = [
         Workload::W1,
         Workload::W2,
         Workload::W2Kib,
@@ -167,6 +170,7 @@ impl Workload {
         Workload::W4,
         Workload::W5,
         Workload::W6,
+        Workload::W6Wide,
         Workload::W7,
         Workload::W8,
     ];
@@ -182,6 +186,7 @@ impl Workload {
             Workload::W4 => "W4",
             Workload::W5 => "W5",
             Workload::W6 => "W6",
+            Workload::W6Wide => "W6-64",
             Workload::W7 => "W7",
             Workload::W8 => "W8",
         }
@@ -209,6 +214,7 @@ impl Workload {
             Workload::W4 => "stream echo: 64 KiB writes, 4 connections, full duplex",
             Workload::W5 => "large request/response: 64 KiB x 16 connections",
             Workload::W6 => "connection churn: connect -> one 64 B RPC -> close, 8 at a time",
+            Workload::W6Wide => "connection churn: connect -> one 64 B RPC -> close, 64 at a time",
             Workload::W7 => "idle connections: each pinged once, then idle",
             Workload::W8 => "pool under slow readers: 64 B x 64 RPC + 4 x 64 KiB streams whose readers stop 10% of each period",
         }
@@ -337,7 +343,7 @@ impl Workload {
                 ];
                 M
             }
-            Workload::W6 => {
+            Workload::W6 | Workload::W6Wide => {
                 const M: &[Metric] = &[
                     m("conn_per_s", "conn/s", PerSec, Some(RatioAtLeast(1.3))),
                     m(
@@ -449,6 +455,7 @@ pub fn run_cell(
         Workload::W4 => (stream(None), 0.0),
         Workload::W5 => (rr(64 * 1024, 16), 0.0),
         Workload::W6 => (vec![Role::Churn { size: 64 }; 8], 0.0),
+        Workload::W6Wide => (vec![Role::Churn { size: 64 }; 64], 0.0),
         Workload::W8 => {
             let mut roles = rr(64, 64);
             roles.extend(stream(Some(Pause {
@@ -581,7 +588,7 @@ impl ServerProbe<'_> {
                 put("gb_per_s", gb / secs);
                 put("cpu_s_per_gb", if gb > 0.0 { cpu / gb } else { 0.0 });
             }
-            Workload::W6 => {
+            Workload::W6 | Workload::W6Wide => {
                 put("conn_per_s", r.churn.ops as f64 / secs);
                 put("cpu_us_per_conn", per(r.churn.ops));
                 put("p99_us", r.churn.quantile_us(0.99));
@@ -599,7 +606,7 @@ impl ServerProbe<'_> {
         }
         let done = match w {
             Workload::W4 => r.stream.ops,
-            Workload::W6 => r.churn.ops,
+            Workload::W6 | Workload::W6Wide => r.churn.ops,
             Workload::W8 => r.rr.ops.min(r.stream.ops),
             _ => r.rr.ops,
         };

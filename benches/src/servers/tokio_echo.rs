@@ -1,5 +1,8 @@
 //! The tokio echo server as tokio's users write it: a task per connection with a
-//! 64 KiB buffer, `read` → `write_all` (epoll readiness).
+//! 64 KiB buffer, `read_buf` → `write_all` (epoll readiness). The buffer is a
+//! `BytesMut` read into its spare capacity, so no connection pays for zeroing 64 KiB
+//! (a `vec![0; 64 KiB]` per connection cost tokio ~9 % of its churn time), as the
+//! monoio server's `Vec::with_capacity` does not either.
 
 use super::{loopback_any_port, no_stats, nodelay_listener, Ready, PEER_BUFFER};
 use std::io;
@@ -26,13 +29,14 @@ pub(super) fn serve(multi_thread: bool, ready: Ready) -> io::Result<()> {
         loop {
             let (mut s, _) = l.accept().await?;
             tokio::spawn(async move {
-                let mut buf = vec![0u8; PEER_BUFFER];
+                let mut buf = bytes::BytesMut::with_capacity(PEER_BUFFER);
                 loop {
-                    let n = match s.read(&mut buf).await {
+                    buf.clear();
+                    match s.read_buf(&mut buf).await {
                         Ok(0) | Err(_) => break,
-                        Ok(n) => n,
-                    };
-                    if s.write_all(&buf[..n]).await.is_err() {
+                        Ok(_) => {}
+                    }
+                    if s.write_all(&buf).await.is_err() {
                         break;
                     }
                 }

@@ -103,10 +103,7 @@ fn gathered_echo_returns_every_byte_in_order() {
 fn poll_recv_with_nothing_received_returns_pending_at_once() {
     let rt = rt();
     rt.block_on(async move {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
-        let mut c = std::net::TcpStream::connect(addr).expect("connect");
-        let (s, _) = l.accept().await.expect("accept");
+        let (s, mut c) = accepted_pair().await;
         assert!(ready(&s).await.is_none(), "nothing was sent yet");
         c.write_all(b"hello").expect("write");
         // The armed receive delivers it; the task is woken for it.
@@ -118,11 +115,7 @@ fn poll_recv_with_nothing_received_returns_pending_at_once() {
         assert_eq!(&got[..], b"hello");
         assert!(ready(&s).await.is_none(), "only one message was sent");
         drop(c);
-        let end = zerorx::timeout(Duration::from_secs(10), s.recv())
-            .await
-            .expect("end of stream not seen")
-            .expect("recv");
-        assert!(end.is_none());
+        assert_end(&s).await;
     });
 }
 
@@ -130,10 +123,7 @@ fn poll_recv_with_nothing_received_returns_pending_at_once() {
 fn try_recv_leaves_a_waiting_receive_registered() {
     let rt = rt();
     rt.block_on(async move {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
-        let mut c = std::net::TcpStream::connect(addr).expect("connect");
-        let (s, _) = l.accept().await.expect("accept");
+        let (s, mut c) = accepted_pair().await;
         let s = std::rc::Rc::new(s);
         let waiting = zerorx::spawn({
             let s = s.clone();
@@ -153,11 +143,7 @@ fn try_recv_leaves_a_waiting_receive_registered() {
         assert_eq!(&got[..], b"wake the waiter");
         assert!(s.try_recv().is_none(), "only one message was sent");
         drop(c);
-        let end = zerorx::timeout(Duration::from_secs(10), s.recv())
-            .await
-            .expect("end of stream not seen")
-            .expect("recv");
-        assert!(end.is_none());
+        assert_end(&s).await;
         assert!(matches!(s.try_recv(), Some(Ok(None))), "the end stays");
     });
 }
@@ -175,6 +161,24 @@ fn try_recv_off_a_worker_is_an_error_not_a_panic() {
         Some(Err(e)) => assert!(e.to_string().contains("runtime"), "{e}"),
         other => panic!("expected an error off the worker, got {other:?}"),
     }
+}
+
+/// The peer closed: `recv` sees the end of the stream (within 10 s).
+async fn assert_end(s: &TcpStream) {
+    let end = zerorx::timeout(Duration::from_secs(10), s.recv())
+        .await
+        .expect("end of stream not seen")
+        .expect("recv");
+    assert!(end.is_none(), "data after the peer closed");
+}
+
+/// A connection: the accepted zerorx end and a blocking std client.
+async fn accepted_pair() -> (TcpStream, std::net::TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let addr = l.local_addr().expect("addr");
+    let c = std::net::TcpStream::connect(addr).expect("connect");
+    let (s, _) = l.accept().await.expect("accept");
+    (s, c)
 }
 
 /// Joins the peer thread without blocking the worker.

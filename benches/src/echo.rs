@@ -34,6 +34,9 @@ cargo bench -p zerorx-bench --bench echo -- [options]
   --requests N       end each request/response and churn window after N completions
                      (fixed work, for whole-process CPU comparisons; --secs still caps it)
   --quiet-wait S     before each cell wait up to S seconds for the machine to be >= 88% idle
+  --max-steal P      measure a cell again if the host stole more than P % of the CPUs
+                     during its window (default 5; steal is other guests' load on a VM)
+  --retries N        at most N such re-measurements per cell (default 2)
   --pool-buffers N   zerorx receive pool buffers per worker (default 64)
   --pool-buffer-size B  zerorx receive pool buffer size (default 65536)
   --json FILE        also write the whole run (cells, summary) as JSON
@@ -59,6 +62,11 @@ pub struct Options {
     pub smoke: bool,
     /// Bounded wait for a quiet machine before each cell.
     pub quiet_wait: Duration,
+    /// A cell whose window had more steal than this (percent of all CPUs) is measured
+    /// again, up to `retries` times.
+    pub max_steal: f64,
+    /// See `max_steal`.
+    pub retries: u32,
     /// Where to write the JSON report.
     pub json: Option<PathBuf>,
     /// W3's full rate in req/s, instead of the round's slowest W2 rate.
@@ -83,6 +91,8 @@ impl Default for Options {
             server: ServerConfig::default(),
             smoke: false,
             quiet_wait: Duration::ZERO,
+            max_steal: 5.0,
+            retries: 2,
             json: None,
             open_rate: None,
         }
@@ -152,6 +162,22 @@ impl Options {
                 "--secs" => o.cell.measure = secs(&value()?, flag)?,
                 "--warmup" => o.cell.warmup = secs(&value()?, flag)?,
                 "--quiet-wait" => o.quiet_wait = secs(&value()?, flag)?,
+                "--max-steal" => {
+                    let v = value()?;
+                    o.max_steal = v
+                        .parse()
+                        .ok()
+                        .filter(|p: &f64| (0.0..=100.0).contains(p))
+                        .ok_or_else(|| format!("--max-steal: expected 0..=100 (%), got {v:?}"))?;
+                }
+                "--retries" => {
+                    let v = value()?;
+                    o.retries = v
+                        .parse()
+                        .ok()
+                        .filter(|n| *n <= 10)
+                        .ok_or_else(|| format!("--retries: expected 0..=10, got {v:?}"))?;
+                }
                 "--idle-conns" => {
                     let v = value()?;
                     o.cell.idle_conns = v
@@ -339,6 +365,19 @@ pub fn run(opts: &Options, command: &str) -> io::Result<Run> {
             }
         }
     }
+    let measured = cells.iter().filter(|c| c.error.is_none()).count();
+    let stolen = cells
+        .iter()
+        .filter(|c| c.error.is_none() && c.machine.steal_pct > opts.max_steal)
+        .count();
+    let retried = cells.iter().filter(|c| c.attempts > 1).count();
+    if !opts.smoke {
+        println!(
+            "host steal: {retried} of {measured} cells measured again; {stolen} still had more \
+             than {:.0}% steal (their numbers are the host's as much as the servers')",
+            opts.max_steal
+        );
+    }
     let summary = report::summarise(&cells, &opts.workloads, &opts.servers);
     print!("{}", report::tables(&summary, &opts.workloads));
     print!("{}", report::goal_summary(&summary));
@@ -381,16 +420,24 @@ fn run_one(
         metrics: Default::default(),
         background_busy_pct: 0.0,
         machine: Default::default(),
+        attempts: 0,
         error: None,
     };
-    match measure(opts, w, kind, open_rate, &mut cell.background_busy_pct) {
-        Ok(m) => {
-            cell.metrics = m.values;
-            cell.machine = m.machine;
+    loop {
+        cell.attempts += 1;
+        match measure(opts, w, kind, open_rate, &mut cell.background_busy_pct) {
+            Ok(m) => {
+                cell.metrics = m.values;
+                cell.machine = m.machine;
+                cell.error = None;
+            }
+            Err(e) => cell.error = Some(e.to_string()),
         }
-        Err(e) => cell.error = Some(e.to_string()),
+        let stolen = cell.error.is_none() && cell.machine.steal_pct > opts.max_steal;
+        if opts.smoke || !stolen || cell.attempts > opts.retries {
+            return cell;
+        }
     }
-    cell
 }
 
 fn measure(
@@ -464,9 +511,14 @@ fn progress_line(c: &Cell) -> String {
             g("client_core_pct")
         )
     };
+    let retried = if c.attempts > 1 {
+        format!(", measured {}x", c.attempts)
+    } else {
+        String::new()
+    };
     format!(
-        "r{} {:<6} {:<10} {main}{extra} | machine busy before {:.0}%",
-        c.round, c.workload, c.server, c.background_busy_pct
+        "r{} {:<6} {:<10} {main}{extra} | machine busy before {:.0}%, steal {:.0}%{retried}",
+        c.round, c.workload, c.server, c.background_busy_pct, c.machine.steal_pct
     )
 }
 
@@ -592,6 +644,19 @@ mod tests {
         assert_eq!(o.open_rate, Some(90_000.0));
         let s = Options::parse(&args(&["--smoke"])).expect("smoke");
         assert!(s.smoke && s.rounds == 1);
+        assert_eq!((o.max_steal, o.retries), (5.0, 2));
+        let o = Options::parse(&args(&["--max-steal", "12.5", "--retries=0"])).expect("steal");
+        assert_eq!((o.max_steal, o.retries), (12.5, 0));
+        for bad in [
+            &["--max-steal", "-1"][..],
+            &["--max-steal", "101"],
+            &["--max-steal", "lots"],
+            &["--retries", "11"],
+            &["--retries", "-1"],
+        ] {
+            let e = Options::parse(&args(bad)).expect_err("refused");
+            assert!(e.contains(bad[0]), "{bad:?}: {e}");
+        }
     }
 
     #[test]

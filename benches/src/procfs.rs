@@ -106,8 +106,10 @@ pub struct MachineCpu {
     pub system: u64,
     /// softirq (on this kernel not charged to any process)
     pub softirq: u64,
-    /// irq + steal
+    /// irq
     pub other: u64,
+    /// steal: time the hypervisor ran something else while this VM wanted a CPU
+    pub steal: u64,
     /// idle + iowait
     pub idle: u64,
 }
@@ -130,7 +132,8 @@ impl MachineCpu {
             user: g(0) + g(1),
             system: g(2),
             idle: g(3) + g(4),
-            other: g(5) + g(7),
+            other: g(5),
+            steal: g(7),
             softirq: g(6),
         })
     }
@@ -143,13 +146,15 @@ impl MachineCpu {
         let system = d(self.system, later.system);
         let softirq = d(self.softirq, later.softirq);
         let other = d(self.other, later.other);
+        let steal = d(self.steal, later.steal);
         let idle = d(self.idle, later.idle);
-        let total = (user + system + softirq + other + idle).max(1.0);
+        let total = (user + system + softirq + other + steal + idle).max(1.0);
         MachineSplit {
             user_pct: 100.0 * user / total,
             system_pct: 100.0 * system / total,
             softirq_pct: 100.0 * softirq / total,
             busy_pct: 100.0 * (total - idle) / total,
+            steal_pct: 100.0 * steal / total,
         }
     }
 }
@@ -163,8 +168,12 @@ pub struct MachineSplit {
     pub system_pct: f64,
     /// softirq
     pub softirq_pct: f64,
-    /// everything but idle
+    /// everything but idle (steal included: a CPU the host took is not free)
     pub busy_pct: f64,
+    /// steal: on a shared VM, how much of the window other guests held the CPUs (their
+    /// load also evicts caches, so a cell with much steal measures the host, not the
+    /// servers)
+    pub steal_pct: f64,
 }
 
 /// How busy the machine is over the next `window` (percent of all CPUs), e.g. other
@@ -232,6 +241,23 @@ mod tests {
             .expect("stat")
             .split_until(&MachineCpu::now().expect("stat"));
         assert!((0.0..=100.0).contains(&split.busy_pct));
+    }
+
+    #[test]
+    fn steal_is_busy_and_counted_on_its_own() {
+        let a = MachineCpu::default();
+        let b = MachineCpu {
+            user: 30,
+            system: 10,
+            softirq: 5,
+            other: 5,
+            steal: 20,
+            idle: 30,
+        };
+        let split = a.split_until(&b);
+        assert_eq!(split.steal_pct, 20.0);
+        assert_eq!(split.busy_pct, 70.0);
+        assert_eq!(split.user_pct, 30.0);
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub struct Cell {
     pub background_busy_pct: f64,
     /// Machine-wide CPU split inside the measured window.
     pub machine: MachineSplit,
+    /// How many times the cell was measured: more than once when the host stole more
+    /// than `--max-steal` of the window (the last measurement is kept).
+    pub attempts: u32,
     /// Why the cell failed, if it did.
     pub error: Option<String>,
 }
@@ -267,6 +270,7 @@ mod tests {
             metrics: [(key.to_string(), v)].into_iter().collect(),
             background_busy_pct: 0.0,
             machine: MachineSplit::default(),
+            attempts: 1,
             error: None,
         }
     }

@@ -28,8 +28,7 @@ fn accept_error_ends_the_multishot_and_the_next_accept_rearms() {
     let _g = common::fd_lock();
     let rt = common::rt(1, Default::default());
     rt.block_on(async {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         // io_uring reads RLIMIT_NOFILE when it prepares the accept, so lower it first:
         // fill every fd below the limit, keeping two spare for one connection.
         let old = set_nofile(common::fd_count() as u64 + 16);
@@ -106,8 +105,7 @@ fn connection_reset_before_accept_is_closed_counted_and_skipped() {
     let rt = common::rt(1, Default::default());
     let h = rt.handle().clone();
     rt.block_on(async {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         let fds = common::fd_count();
         // Reset while still in the kernel's accept queue (no accept armed yet).
         for _ in 0..3 {

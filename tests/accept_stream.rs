@@ -5,15 +5,13 @@ mod common;
 
 use std::io::{Read, Write};
 use std::time::Duration;
-use zerorx::net::TcpListener;
 
 #[test]
 fn accept_stream_serves_and_the_peer_address_is_right_when_asked() {
     let _g = common::fd_lock();
     let rt = common::rt(1, Default::default());
     rt.block_on(async {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         let fds = common::fd_count();
         for round in 0..3u8 {
             let mut client = std::net::TcpStream::connect(addr).expect("connect");
@@ -52,8 +50,7 @@ fn accept_stream_returns_a_connection_reset_after_the_accept_and_its_recv_fails(
     let _g = common::fd_lock();
     let rt = common::rt(1, Default::default());
     rt.block_on(async {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         let client = std::net::TcpStream::connect(addr).expect("connect");
         socket2::SockRef::from(&client)
             .set_linger(Some(Duration::ZERO))

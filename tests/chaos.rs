@@ -73,8 +73,7 @@ fn random_cancellation_leaves_nothing_behind() {
         let h = rt.handle().clone();
         let started = Instant::now();
         let (ok, cut) = rt.block_on(async move {
-            let l0 = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-            let addr = l0.local_addr().expect("addr");
+            let (l0, addr) = common::loopback_listener();
             let s0 = spawn(async move {
                 while let Ok((s, _)) = l0.accept().await {
                     spawn(echo(s));

@@ -103,8 +103,7 @@ fn echo_256_connections_on_every_worker_verifies_every_byte() {
         async move {
             // Pick a port and hold it until every worker listens on it; then let go,
             // so no connection lands in a backlog nobody accepts from.
-            let first = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-            let port = first.local_addr().expect("addr");
+            let (first, port) = common::loopback_listener();
             let (tx, rx) = crossbeam_channel::bounded(workers);
             let servers = h.spawn_on_each(move |w| {
                 let (tx, accepted) = (tx.clone(), accepted.clone());

@@ -283,8 +283,7 @@ fn receives_waiting_for_buffers_are_woken_one_per_returned_buffer() {
         .expect("runtime");
     let h = rt.handle().clone();
     rt.block_on(async move {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         let pair = || async {
             let c = TcpStream::connect(addr).await.expect("connect");
             let (s, _) = l.accept().await.expect("accept");

@@ -5,6 +5,8 @@
 //! change that splits one allocation into many small ones cannot hide). The worker
 //! must also stay asleep while its connections idle.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::future::poll_fn;
 use std::io::{Read, Write};
@@ -286,8 +288,7 @@ fn an_idle_connection_keeps_little_heap_and_the_worker_asleep() {
     let handle = rt.handle().clone();
     let done: Arc<(AtomicBool, Mutex<Option<Waker>>)> = Arc::default();
     let report = rt.block_on(async {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         spawn(accept_loop(l));
         let d = done.clone();
         let c = std::thread::spawn(move || {
@@ -385,8 +386,7 @@ fn hold_and_drop(conns: &mut Vec<StdStream>) {
         .build()
         .expect("runtime");
     let opened = rt.block_on(async {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         let accepted = std::rc::Rc::new(std::cell::Cell::new(0));
         let counted = accepted.clone();
         spawn(async move {

@@ -98,8 +98,7 @@ fn echo_across_workers_many_connections() {
         let rt = rt(2, mode);
         let h = rt.handle().clone();
         let total = rt.block_on(async move {
-            let l0 = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-            let addr = l0.local_addr().expect("addr");
+            let (l0, addr) = common::loopback_listener();
             // Every worker listens on the same port (SO_REUSEPORT).
             let served0 = Rc::new(std::cell::Cell::new(0));
             spawn(serve(l0, served0.clone()));
@@ -160,8 +159,7 @@ fn udp_round_trip() {
 fn shutdown_write_gives_peer_eof_and_connect_refused_is_an_error() {
     let rt = rt(1, Default::default());
     rt.block_on(async {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         let c = TcpStream::connect(addr).await.expect("connect");
         let (s, peer) = l.accept().await.expect("accept");
         assert_eq!(peer, c.local_addr().expect("local"));

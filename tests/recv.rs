@@ -35,8 +35,7 @@ async fn echo(stream: TcpStream) {
 /// Binds a listener on loopback and echoes every connection it accepts (on the
 /// current worker); returns its address.
 fn echo_server() -> std::net::SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-    let addr = l.local_addr().expect("addr");
+    let (l, addr) = common::loopback_listener();
     spawn(async move {
         while let Ok((s, _)) = l.accept().await {
             spawn(echo(s));
@@ -54,8 +53,7 @@ fn pooled_echo_across_workers_verifies_every_byte() {
         let rt = rt_with_pool(2, mode, 16, 4096);
         let h = rt.handle().clone();
         let total = rt.block_on(async move {
-            let l0 = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-            let addr = l0.local_addr().expect("addr");
+            let (l0, addr) = common::loopback_listener();
             let (tx, rx) = crossbeam_channel::bounded(1);
             drop(h.spawn_on_with(1, move || async move {
                 let l1 = TcpListener::bind(addr).expect("bind same port");

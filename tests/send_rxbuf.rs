@@ -12,7 +12,7 @@ use common::Rng;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 use zcrx::CopyPoolConfig;
-use zerorx::net::{SendBuf, TcpListener, TcpStream};
+use zerorx::net::{SendBuf, TcpStream};
 use zerorx::{sleep, spawn, timeout, Handle, Runtime};
 
 fn rt() -> Runtime {
@@ -71,8 +71,7 @@ fn rxbuf_echo_is_byte_exact_and_returns_every_buffer() {
     let rt = rt();
     let h = rt.handle().clone();
     rt.block_on(async move {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         let server = spawn(async move {
             let (s, _) = l.accept().await.expect("accept");
             let mut echoed = 0usize;
@@ -126,8 +125,7 @@ struct Stalled {
 const MESSAGE: usize = 100;
 
 async fn stalled_stream() -> Stalled {
-    let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-    let addr = l.local_addr().expect("addr");
+    let (l, addr) = common::loopback_listener();
     let (go, wait) = std::sync::mpsc::channel::<()>();
     let peer = std::thread::spawn(move || {
         let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
@@ -247,8 +245,7 @@ fn vectored_send_of_rxbufs_and_bytes_is_byte_exact() {
     let rt = rt();
     let h = rt.handle().clone();
     rt.block_on(async move {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         // Letters only, so the `|` separators added below can be taken out again.
         let data: Vec<u8> = random(23, 20_000).iter().map(|b| b'a' + b % 26).collect();
         let expect = data.clone();

@@ -7,7 +7,7 @@ use common::{fd_count, fd_lock, rt, MODES};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use zerorx::net::{TcpListener, TcpStream};
+use zerorx::net::TcpStream;
 use zerorx::{sleep, Runtime};
 
 /// Arms, on every worker: an accept, a recv on a connection with no data, a long
@@ -16,8 +16,7 @@ fn arm_everything(rt: &Runtime) {
     let h = rt.handle().clone();
     rt.block_on(async move {
         let joins = h.spawn_on_each(|_| async {
-            let listener = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-            let addr = listener.local_addr().expect("addr");
+            let (listener, addr) = common::loopback_listener();
             let client = TcpStream::connect(addr).await.expect("connect");
             let (server, _) = listener.accept().await.expect("accept");
             // Runs until the runtime drops it: an accept armed, a recv pending on a
@@ -121,8 +120,7 @@ fn cancelled_connect_and_accept_release_everything() {
 
         // An armed multishot accept whose connection is never taken: the accepted fd
         // sits in the op's queue and must be closed with the listener.
-        let listener = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let laddr = listener.local_addr().expect("addr");
+        let (listener, laddr) = common::loopback_listener();
         let r = zerorx::timeout(Duration::from_millis(10), listener.accept()).await;
         assert!(r.is_err(), "nobody connected yet");
         let client = std::net::TcpStream::connect(laddr).expect("std connect");
@@ -163,8 +161,7 @@ fn a_panicking_worker_is_reported_by_shutdown() {
         }
     }
     drop(h.spawn_on_with(1, || async {
-        let listener = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = listener.local_addr().expect("addr");
+        let (listener, addr) = common::loopback_listener();
         let waker = std::task::Waker::from(std::sync::Arc::new(PanicWaker));
         let mut cx = std::task::Context::from_waker(&waker);
         let mut connect = Box::pin(TcpStream::connect(addr));

@@ -3,11 +3,13 @@
 //! benchmark's server does): every byte comes back in order, a look with nothing
 //! queued returns at once, and `try_recv` leaves a waiting receive's waker in place.
 
+mod common;
+
 use std::future::poll_fn;
 use std::io::{Read, Write};
 use std::task::Poll;
 use std::time::Duration;
-use zerorx::net::{SendBuf, TcpListener, TcpStream};
+use zerorx::net::{SendBuf, TcpStream};
 use zerorx::Runtime;
 
 fn rt() -> Runtime {
@@ -45,8 +47,7 @@ fn gathered_echo_returns_every_byte_in_order() {
     const ROUND_BYTES: usize = 48 * 1024 + 123;
     let rt = rt();
     rt.block_on(async move {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         let peer = std::thread::spawn(move || {
             let mut c = std::net::TcpStream::connect(addr).expect("connect");
             c.set_read_timeout(Some(Duration::from_secs(20)))
@@ -152,8 +153,7 @@ fn try_recv_leaves_a_waiting_receive_registered() {
 fn try_recv_off_a_worker_is_an_error_not_a_panic() {
     let rt = rt();
     let s = rt.block_on(async move {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         let _c = TcpStream::connect(addr).await.expect("connect");
         l.accept().await.expect("accept").0
     });
@@ -174,8 +174,7 @@ async fn assert_end(s: &TcpStream) {
 
 /// A connection: the accepted zerorx end and a blocking std client.
 async fn accepted_pair() -> (TcpStream, std::net::TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-    let addr = l.local_addr().expect("addr");
+    let (l, addr) = common::loopback_listener();
     let c = std::net::TcpStream::connect(addr).expect("connect");
     let (s, _) = l.accept().await.expect("accept");
     (s, c)

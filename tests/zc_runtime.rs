@@ -16,7 +16,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use std::rc::Rc;
 use std::time::Duration;
 use zcrx::probe::capabilities;
-use zerorx::net::{TcpListener, TcpStream};
+use zerorx::net::TcpStream;
 use zerorx::runtime::{ReceiveRole, ResolvedMode, ZeroCopySharing};
 use zerorx::{spawn, timeout, Builder, ReceiveMode, Runtime};
 
@@ -43,8 +43,7 @@ async fn echo(stream: TcpStream) {
 fn echo_on(rt: &Runtime, worker: usize, conns: u64, len: usize) -> Result<usize, Failed> {
     let h = rt.handle().clone();
     let job = h.spawn_on_with(worker, move || async move {
-        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = l.local_addr().expect("addr");
+        let (l, addr) = common::loopback_listener();
         spawn(async move {
             while let Ok((s, _)) = l.accept().await {
                 spawn(echo(s));

@@ -15,6 +15,13 @@ pub fn rt(threads: usize, mode: WakeMode) -> Runtime {
         .expect("runtime")
 }
 
+/// A listener on a free loopback port, and its address (on a worker thread).
+pub fn loopback_listener() -> (zerorx::net::TcpListener, std::net::SocketAddr) {
+    let l = zerorx::net::TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let addr = l.local_addr().expect("addr");
+    (l, addr)
+}
+
 /// Open fds of this process.
 pub fn fd_count() -> usize {
     std::fs::read_dir("/proc/self/fd")

@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 /// The largest churn request sent without `TCP_NODELAY`: one segment on any path.
 const NAGLE_FREE_REQUEST: usize = 536;
 
+/// How many loopback source addresses (127.0.0.1 up) churn spreads its connections over.
+const CHURN_SOURCES: u8 = 16;
+
 /// What one connection (or churn slot) does.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Role {
@@ -139,6 +142,47 @@ fn user_data(conn: usize, kind: u64) -> u64 {
     ((conn as u64) << KIND_BITS) | kind
 }
 
+/// The source addresses churn connections to `server` bind to, in turn: 127.0.0.1 to
+/// 127.0.0.16 when the server is on IPv4 loopback, none (the kernel picks) otherwise.
+///
+/// Why: every churn cycle leaves a TIME_WAIT socket on the client for 60 s, and with one
+/// source address the 4-tuples to the one server port run short of ports at ~14k
+/// connections/s. `connect` then scans the port range (`__inet_hash_connect`,
+/// `tcp_twsk_unique`: ~40 % of the client's CPU in a W6-64 profile), the load generator
+/// and not the server sets the rate, and some connects stall for 100 ms. Sixteen
+/// sources give each port sixteen 4-tuples, so the first port tried is free.
+fn churn_sources(server: SocketAddr) -> Vec<SocketAddr> {
+    match server {
+        SocketAddr::V4(v4) if v4.ip().is_loopback() => (1..=CHURN_SOURCES)
+            .map(|host| SocketAddr::from(([127, 0, 0, host], 0)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Binds `s` to `source` without taking a port: `IP_BIND_ADDRESS_NO_PORT` leaves the
+/// port to `connect`, which picks one unique for the whole 4-tuple instead of one free
+/// for every address.
+fn bind_source(s: &socket2::Socket, source: SocketAddr) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: `s` is an open socket for the whole call, and the option value points
+    // at a live c_int whose size is passed with it.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    s.bind(&source.into())
+        .map_err(|e| io::Error::new(e.kind(), format!("churn source {source}: bind: {e}")))
+}
+
 struct Conn {
     role: Role,
     fd: Option<OwnedFd>,
@@ -205,6 +249,9 @@ pub struct Engine {
     conns: Vec<Conn>,
     pattern: Pattern,
     addr: socket2::SockAddr,
+    /// Source addresses churn connections bind to in turn ([`churn_sources`]).
+    sources: Vec<SocketAddr>,
+    next_source: usize,
     in_flight: usize,
     rr: Tally,
     stream: Tally,
@@ -253,6 +300,8 @@ impl Engine {
             conns,
             pattern: Pattern::new(max_chunk),
             addr: plan.addr.into(),
+            sources: churn_sources(plan.addr),
+            next_source: 0,
             in_flight: 0,
             rr: Tally::new()?,
             stream: Tally::new()?,
@@ -415,6 +464,10 @@ impl Engine {
         // would be a syscall per connection for nothing.
         if self.conns[i].tx.len() > NAGLE_FREE_REQUEST {
             s.set_nodelay(true)?;
+        }
+        if !self.sources.is_empty() {
+            bind_source(&s, self.sources[self.next_source])?;
+            self.next_source = (self.next_source + 1) % self.sources.len();
         }
         let fd = OwnedFd::from(s);
         let e = opcode::Connect::new(
@@ -862,11 +915,15 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = l.local_addr().expect("addr");
         let (accepted, ended) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let (a, e) = (accepted.clone(), ended.clone());
+        let peers = Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+        let (a, e, pe) = (accepted.clone(), ended.clone(), peers.clone());
         std::thread::spawn(move || {
             for s in l.incoming() {
                 let Ok(mut s) = s else { continue };
                 a.fetch_add(1, SeqCst);
+                if let (Ok(peer), Ok(mut seen)) = (s.peer_addr(), pe.lock()) {
+                    seen.insert(peer.ip());
+                }
                 let e = e.clone();
                 std::thread::spawn(move || {
                     let mut buf = [0u8; 64];
@@ -900,6 +957,33 @@ mod tests {
             "{} cycles, {a} connections",
             r.churn.ops
         );
+        // Connections took their source addresses in turn (TIME_WAIT spread over
+        // sixteen 4-tuples per port).
+        let seen = peers.lock().expect("peers").clone();
+        let expected: std::collections::BTreeSet<_> = churn_sources(addr)
+            .iter()
+            .map(|s| s.ip())
+            .take(a.min(usize::from(CHURN_SOURCES)))
+            .collect();
+        assert_eq!(seen, expected, "{a} connections");
+    }
+
+    #[test]
+    fn churn_spreads_sources_only_on_ipv4_loopback() {
+        let local: SocketAddr = "127.0.0.1:9".parse().expect("addr");
+        let sources = churn_sources(local);
+        assert_eq!(sources.len(), usize::from(CHURN_SOURCES));
+        assert!(sources
+            .iter()
+            .all(|s| s.ip().is_loopback() && s.port() == 0));
+        assert_eq!(
+            sources[0],
+            "127.0.0.1:0".parse::<SocketAddr>().expect("addr")
+        );
+        for other in ["10.0.0.1:9", "[::1]:9"] {
+            let server: SocketAddr = other.parse().expect("addr");
+            assert!(churn_sources(server).is_empty(), "{other}");
+        }
     }
 
     #[test]

@@ -42,6 +42,22 @@ impl ZcRing {
         }
     }
 
+    /// Which kernel instance this ring receives with.
+    pub(crate) fn instance(&self) -> crate::runtime::ZcInstance {
+        match self {
+            ZcRing::Owner(p) => crate::runtime::ZcInstance {
+                zcrx_id: p.zcrx_id(),
+                area: p.area(),
+                imported: false,
+            },
+            ZcRing::Import(i) => crate::runtime::ZcInstance {
+                zcrx_id: i.zcrx_id(),
+                area: i.area(),
+                imported: true,
+            },
+        }
+    }
+
     /// Owner only, once per loop turn: takes back chunks, publishes and flushes the
     /// refill ring.
     pub(crate) fn maintain(&self) {

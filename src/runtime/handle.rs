@@ -170,6 +170,16 @@ impl Handle {
             .collect()
     }
 
+    /// The ZCRX instance each worker's ring receives with (`None` in copy mode and for
+    /// workers served by handover). An importer names its owner's area.
+    pub fn zc_instances(&self) -> Vec<Option<super::ZcInstance>> {
+        self.inner
+            .workers
+            .iter()
+            .map(|w| w.zc_instance.get().cloned())
+            .collect()
+    }
+
     /// A snapshot of every worker's counters.
     pub fn metrics(&self) -> Vec<WorkerMetricsSnapshot> {
         self.inner

@@ -19,8 +19,22 @@ pub use builder::{Builder, ZeroCopySharing};
 pub use handle::Handle;
 pub use receive_mode::{
     ReceiveMode, ReceiveModeReport, ResolvedMode, ZeroCopyTarget, ZeroCopyUnavailable,
+    RECEIVE_MODE_SYNTAX,
 };
 pub use receive_plan::{plan_receive, ReceiveRole};
+
+/// One worker's ZCRX instance, as [`Handle::zc_instances`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ZcInstance {
+    /// The instance's id in this worker's ring (`sqe->zcrx_ifq_idx`).
+    pub zcrx_id: u32,
+    /// The address range of the area the kernel receives into. Every registered
+    /// instance has its own; an imported one reports its owner's.
+    pub area: std::ops::Range<usize>,
+    /// Imported from another worker rather than registered by this one.
+    pub imported: bool,
+}
 
 use std::future::Future;
 use std::pin::pin;

@@ -65,6 +65,71 @@ impl fmt::Display for ReceiveMode {
     }
 }
 
+impl ReceiveMode {
+    /// The command-line form `FromStr` parses back (`device-less:2`), for handing the
+    /// mode to another process.
+    pub fn to_arg(&self) -> String {
+        match self {
+            ReceiveMode::Auto => "auto".to_owned(),
+            ReceiveMode::Copy => "copy".to_owned(),
+            ReceiveMode::DeviceLess { instances } => format!("device-less:{instances}"),
+            ReceiveMode::ZeroCopy { interface, queues } => {
+                let queues: Vec<String> = queues.iter().map(u32::to_string).collect();
+                format!("zero-copy:{interface}:{}", queues.join(","))
+            }
+        }
+    }
+}
+
+/// The words [`ReceiveMode`]'s `FromStr` takes, for usage texts and errors.
+pub const RECEIVE_MODE_SYNTAX: &str =
+    "auto, copy, device-less:N (N instances), or zero-copy:IF:Q[,Q...] (queues of interface IF)";
+
+/// Parses the command-line form of a receive mode: `auto`, `copy`, `device-less:N`, or
+/// `zero-copy:IF:Q[,Q...]`. The error names what was wrong and the accepted forms.
+impl std::str::FromStr for ReceiveMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ReceiveMode, String> {
+        let bad =
+            |what: &str| format!("receive mode {s:?}: {what} (expected {RECEIVE_MODE_SYNTAX})");
+        let (kind, rest) = match s.split_once(':') {
+            Some((k, r)) => (k, Some(r)),
+            None => (s, None),
+        };
+        match (kind, rest) {
+            ("auto", None) => Ok(ReceiveMode::Auto),
+            ("copy", None) => Ok(ReceiveMode::Copy),
+            ("device-less", Some(n)) => match n.parse::<usize>() {
+                Ok(instances) if instances > 0 => Ok(ReceiveMode::DeviceLess { instances }),
+                _ => Err(bad(
+                    "the instance count must be a whole number of at least 1",
+                )),
+            },
+            ("device-less", None) => Err(bad("say how many instances: device-less:N")),
+            ("zero-copy", Some(rest)) => {
+                let (interface, queues) = rest
+                    .split_once(':')
+                    .ok_or_else(|| bad("name the interface and its queues: zero-copy:IF:Q"))?;
+                if interface.is_empty() {
+                    return Err(bad("the interface name is empty"));
+                }
+                let queues = queues
+                    .split(',')
+                    .map(|q| q.parse::<u32>())
+                    .collect::<Result<Vec<u32>, _>>()
+                    .map_err(|_| bad("queues are whole numbers separated by commas"))?;
+                Ok(ReceiveMode::ZeroCopy {
+                    interface: interface.to_owned(),
+                    queues,
+                })
+            }
+            ("zero-copy", None) => Err(bad("name the interface and its queues: zero-copy:IF:Q")),
+            _ => Err(bad("unknown mode")),
+        }
+    }
+}
+
 /// Where zero-copy pools are bound.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -392,6 +457,49 @@ pub(crate) fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_receive_mode_parses_from_its_command_line_form() {
+        let parse = |s: &str| s.parse::<ReceiveMode>();
+        for form in ["auto", "copy", "device-less:3", "zero-copy:eth1:3,5"] {
+            assert_eq!(parse(form).map(|m| m.to_arg()), Ok(form.to_owned()));
+        }
+        assert_eq!(parse("auto"), Ok(ReceiveMode::Auto));
+        assert_eq!(parse("copy"), Ok(ReceiveMode::Copy));
+        assert_eq!(
+            parse("device-less:2"),
+            Ok(ReceiveMode::DeviceLess { instances: 2 })
+        );
+        assert_eq!(
+            parse("zero-copy:eth1:3,5"),
+            Ok(ReceiveMode::ZeroCopy {
+                interface: "eth1".into(),
+                queues: vec![3, 5]
+            })
+        );
+    }
+
+    #[test]
+    fn a_bad_receive_mode_is_refused_with_what_is_wrong() {
+        let cases = [
+            ("", "unknown mode"),
+            ("zerocopy", "unknown mode"),
+            ("auto:1", "unknown mode"),
+            ("device-less", "how many instances"),
+            ("device-less:0", "at least 1"),
+            ("device-less:two", "at least 1"),
+            ("zero-copy", "interface and its queues"),
+            ("zero-copy:eth1", "interface and its queues"),
+            ("zero-copy::0", "interface name is empty"),
+            ("zero-copy:eth1:", "whole numbers"),
+            ("zero-copy:eth1:1,x", "whole numbers"),
+        ];
+        for (input, why) in cases {
+            let err = input.parse::<ReceiveMode>().expect_err(input);
+            assert!(err.contains(why), "{input:?}: {err}");
+            assert!(err.contains(RECEIVE_MODE_SYNTAX), "{input:?}: {err}");
+        }
+    }
 
     struct FakeProbe {
         features: ZcrxFeatures,

@@ -79,6 +79,8 @@ pub(crate) struct WorkerShared {
     /// Counters of the zero-copy pool this worker receives into (the owner's, for an
     /// importer).
     pub(crate) zc_pool_stats: OnceLock<StatsHandle>,
+    /// The ZCRX instance this worker's ring receives with, once registered or imported.
+    pub(crate) zc_instance: OnceLock<super::ZcInstance>,
     /// A receive on this worker waits for zero-copy chunks: the owner unparks it when
     /// it gives the kernel chunks back.
     pub(crate) zc_waiting: AtomicBool,
@@ -100,6 +102,7 @@ impl WorkerShared {
             ring_flags: OnceLock::new(),
             pool_stats: OnceLock::new(),
             zc_pool_stats: OnceLock::new(),
+            zc_instance: OnceLock::new(),
             udp_pool_stats: OnceLock::new(),
             zc_waiting: AtomicBool::new(false),
             join_wakers: JoinWakers::default(),

@@ -162,6 +162,7 @@ pub(crate) fn attach(
         ReceiveRole::Copy | ReceiveRole::Handover { .. } => return Ok(ZcWorker::None),
     };
     let _ = shared.zc_pool_stats.set(ring.stats_handle());
+    let _ = shared.zc_instance.set(ring.instance());
     Ok(ZcWorker::Local {
         ring: Rc::new(ring),
         importers: links.importers,

@@ -121,6 +121,11 @@ pub struct RunArgs {
     /// Largest payload (the embedded server refuses bigger frames).
     #[arg(long, value_parser = parse::size, default_value = "16M")]
     pub max_frame: usize,
+    /// Embedded server: how it receives (auto, copy, device-less:N,
+    /// zero-copy:IF:Q[,Q...]); the report says which mode ran and the bytes each
+    /// receive path took.
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    pub receive_mode: zerorx::ReceiveMode,
     /// Embedded server: receive buffers per worker.
     #[arg(long)]
     pub pool_buffers: Option<u16>,
@@ -191,6 +196,10 @@ pub struct ServeArgs {
     /// Close connections idle this long.
     #[arg(long, value_parser = parse::duration)]
     pub idle_timeout: Option<Duration>,
+    /// How received bytes reach the server: auto, copy, device-less:N (N device-less
+    /// ZCRX instances, Linux 7.1+), or zero-copy:IF:Q[,Q...].
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    pub receive_mode: zerorx::ReceiveMode,
     /// Receive buffers per worker.
     #[arg(long)]
     pub pool_buffers: Option<u16>,

@@ -46,6 +46,7 @@ fn run_server(a: &ServeArgs) -> ExitCode {
         max_frame,
         idle: a.idle_timeout,
         pool,
+        receive_mode: a.receive_mode.clone(),
         control: a.control,
         duration: a.duration,
     };

@@ -231,6 +231,7 @@ fn server_args(a: &RunArgs, p: &RunPlan) -> Vec<String> {
         "--max-frame".to_owned(),
         p.load.max_frame.to_string(),
     ];
+    v.extend(["--receive-mode".to_owned(), a.receive_mode.to_arg()]);
     if let Some(n) = a.pool_buffers {
         v.extend(["--pool-buffers".to_owned(), n.to_string()]);
     }
@@ -465,21 +466,26 @@ fn settled_stats(
 ) -> Result<(ServerSnapshot, Option<String>), String> {
     settle(rt, SETTLE_LIMIT, || {
         let snap = s.stats(Duration::from_secs(5))?;
+        let held = snap.buffers_held();
         let open = match &snap.rpc {
             Some(r) => {
                 let active = r.get("connections_active");
                 let unfired = fires.saturating_sub(r.fired.max(0) as u64);
-                (active > 0 || unfired > 0).then(|| {
-                    format!("{active} connections still open, {unfired} oneway calls not processed")
+                (active > 0 || unfired > 0 || held > 0).then(|| {
+                    format!(
+                        "{active} connections still open, {unfired} oneway calls not processed, \
+                         {held} receive buffers not back in their pools"
+                    )
                 })
             }
             None => {
                 let t = snap.totals();
                 let unseen = connects.saturating_sub(t.accepted + t.aborted_before_accept);
-                (t.open > 0 || unseen > 0).then(|| {
+                (t.open > 0 || unseen > 0 || held > 0).then(|| {
                     format!(
                         "{} connections still open ({} of them waiting for a send to finish), \
-                         {unseen} of the harness's connections not seen",
+                         {unseen} of the harness's connections not seen, \
+                         {held} receive buffers not back in their pools",
                         t.open, t.sending
                     )
                 })
@@ -730,6 +736,18 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
         })
         .unwrap_or_default();
     let mut checks = checks;
+    if let Some(s) = &server {
+        // Once every connection has ended, every receive buffer must be back: one
+        // still held is a connection task that never finished, or a leak.
+        let held = s.buffers_held();
+        checks.push(ServerCheck {
+            what: "receive buffers held after the run".into(),
+            expected: 0,
+            observed: held,
+            rule: "exact".into(),
+            ok: held == 0,
+        });
+    }
     if let Some(n) = external_fired {
         let exact = !closes.inexact;
         checks.push(ServerCheck {
@@ -797,6 +815,7 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
                     counters: w.counters,
                     runtime: w.runtime,
                     pool: w.pool,
+                    zc_pool: w.zc_pool,
                 })
                 .collect(),
         }

@@ -13,7 +13,7 @@ use std::time::Duration;
 pub const USAGE: &str = "\
 usage: zerorx serve --port P [--host H] [--protocol binary|compact|auto]
                     [--transport framed|unframed|auto] [--threads N] [--grace-ms MS]
-                    [--pool-kib K] [--chunk-kib K]
+                    [--pool-kib K] [--chunk-kib K] [--receive-mode MODE]
 
 Serves the Bench service (bench.thrift) with Apache Thrift's binary or compact
 protocol, framed or unframed (auto: told from each connection's first bytes), on
@@ -29,6 +29,12 @@ one of them, 512 KiB buffers about one in eight). An echoed payload is sent from
 receive buffer, so the pool must also hold every connection's request in flight:
 64 connections x 64 KiB is 4 MiB, and a 4 MiB pool ran dry (ENOBUFS, re-armed
 receives, copies) about once per two requests.
+
+--receive-mode is auto (default: zero-copy where `zerorx doctor` found a queue that
+can take it, else copy), copy, device-less:N (N device-less ZCRX instances, Linux
+7.1+), or zero-copy:IF:Q[,Q...] (queues Q of interface IF). The mode that runs is
+printed with its reason on stderr at start, and the bytes each receive path took
+with the counters at the end.
 ";
 
 /// Default receive buffer of `zerorx serve`: eight 64 KiB requests fit in one, so
@@ -63,6 +69,8 @@ pub struct ServeArgs {
     pub pool_bytes: usize,
     /// Receive buffer size.
     pub chunk_bytes: u32,
+    /// How received bytes reach the server.
+    pub receive_mode: crate::ReceiveMode,
 }
 
 /// Parses the options after `serve`. `Ok(None)` for `--help`.
@@ -76,6 +84,7 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
         grace: Duration::from_secs(5),
         pool_bytes: DEFAULT_POOL,
         chunk_bytes: DEFAULT_CHUNK,
+        receive_mode: crate::ReceiveMode::Auto,
     };
     let mut port = None;
     let mut it = args.into_iter();
@@ -133,6 +142,7 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
                     out.chunk_bytes = kib * 1024;
                 }
             }
+            "--receive-mode" => out.receive_mode = value.parse()?,
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -176,8 +186,10 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
     }
     builder
         .pool_size(args.pool_bytes)
-        .chunk_size(args.chunk_bytes);
+        .chunk_size(args.chunk_bytes)
+        .receive_mode(args.receive_mode.clone());
     let rt = builder.build()?;
+    eprintln!("zerorx serve: receive mode {}", rt.handle().receive_mode());
     let state = Arc::new(BenchState::default());
     let server = register(Server::builder(), state)
         .addr(SocketAddr::new(args.host, args.port))
@@ -204,12 +216,28 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
     for (name, value) in stats.snapshot().fields() {
         eprintln!("{name:>22} {value}");
     }
-    // The receive side's counters: how often the pool ran dry or receives re-armed.
-    for (i, m) in rt.handle().metrics().iter().enumerate() {
+    // The receive side's counters: how often the pool ran dry or receives re-armed,
+    // and the bytes each receive path took.
+    let handle = rt.handle();
+    let (copy, zc, instances) = (
+        handle.pool_stats(),
+        handle.zc_pool_stats(),
+        handle.zc_instances(),
+    );
+    for (i, m) in handle.metrics().iter().enumerate() {
         eprintln!(
             "worker {i}: cqes {} enter_calls {} recv_enobufs {} rearms {:?}",
             m.cqes, m.enter_calls, m.recv_enobufs, m.rearms
         );
+        let copied = copy[i].map_or(0, |p| p.bytes);
+        // An importer reports its owner's pool: count each instance once, at its owner.
+        match (zc[i], instances[i].as_ref().map(|z| z.imported)) {
+            (Some(z), Some(false)) => eprintln!(
+                "worker {i}: received {copied} B through the copy pool, {} B through its                  zero-copy instance ({} B placed without a copy, {} B copied by the kernel)",
+                z.bytes, z.zero_copy_bytes, z.copied_bytes
+            ),
+            _ => eprintln!("worker {i}: received {copied} B through the copy pool"),
+        }
     }
     res?;
     rt.shutdown(Duration::from_secs(5))
@@ -242,6 +270,8 @@ mod tests {
             "8192",
             "--chunk-kib",
             "512",
+            "--receive-mode",
+            "device-less:2",
         ])
         .expect("valid")
         .expect("not help");
@@ -252,6 +282,10 @@ mod tests {
         assert_eq!(a.threads, Some(3));
         assert_eq!(a.grace, Duration::from_millis(250));
         assert_eq!((a.pool_bytes, a.chunk_bytes), (8 << 20, 512 << 10));
+        assert_eq!(
+            a.receive_mode,
+            crate::ReceiveMode::DeviceLess { instances: 2 }
+        );
         let d = parse(&["--port", "0"]).expect("valid").expect("not help");
         assert_eq!(
             (d.protocol, d.transport, d.threads),
@@ -273,6 +307,10 @@ mod tests {
             ),
             (&["--port", "1", "--threads", "0"][..], "at least 1"),
             (&["--port", "1", "--bogus", "x"][..], "unknown option"),
+            (
+                &["--port", "1", "--receive-mode", "fast"][..],
+                "receive mode \"fast\": unknown mode",
+            ),
             (&["--port", "1", "--chunk-kib", "0"][..], "KiB from 1"),
             (&["--port", "1", "--pool-kib", "lots"][..], "KiB from 1"),
             (

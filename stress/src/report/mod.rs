@@ -283,6 +283,9 @@ pub struct ServerWorkerRow {
     pub runtime: RuntimeFigures,
     /// Its receive pool.
     pub pool: Option<PoolFigures>,
+    /// The zero-copy instance it registered, if any.
+    #[serde(default)]
+    pub zc_pool: Option<PoolFigures>,
 }
 
 /// Memory of both processes.

@@ -2,6 +2,7 @@
 
 use super::{LatencySummary, Report};
 use crate::errors::ErrorKind;
+use crate::server::stats::PoolFigures;
 use std::fmt::Write;
 
 /// Microseconds in the unit that reads best: "87 µs", "1.24 ms", "2.50 s".
@@ -109,6 +110,25 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
         "receive mode     {} — {}",
         r.receive_mode.mode, r.receive_mode.reason
     )?;
+    if let Some(s) = &r.server {
+        let copy: u64 = s
+            .workers
+            .iter()
+            .filter_map(|w| w.pool)
+            .map(|p| p.bytes)
+            .sum();
+        let zc: Vec<_> = s.workers.iter().filter_map(|w| w.zc_pool).collect();
+        let zc_sum = |f: fn(&PoolFigures) -> u64| zc.iter().map(f).sum::<u64>();
+        writeln!(
+            o,
+            "receive paths    {} through the copy pools, {} through zero-copy instances \
+             ({} placed without a copy, {} copied by the kernel)",
+            size(copy),
+            size(zc_sum(|p| p.bytes)),
+            size(zc_sum(|p| p.zero_copy_bytes)),
+            size(zc_sum(|p| p.copied_bytes))
+        )?;
+    }
     writeln!(
         o,
         "throughput       {} req/s   {:.1} MB/s sent   {:.1} MB/s received   ({} replies in {:.2} s)",
@@ -212,17 +232,26 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
                 )?;
             }
         }
-        writeln!(o, "receive pool (server, per worker)")?;
         writeln!(
             o,
-            "  worker  chunks  high-water  in use  returns pending  ENOBUFS  ENOSPC  ENOMEM   zero-copy      copied"
+            "receive pools (server, per worker: the copy pool, then its zero-copy instance)"
+        )?;
+        writeln!(
+            o,
+            "  worker  pool  chunks  high-water  in use  returns pending  ENOBUFS  ENOSPC  ENOMEM   zero-copy      copied"
         )?;
         for w in &s.workers {
-            match &w.pool {
-                Some(p) => writeln!(
+            let pools = [("copy", w.pool), ("zc", w.zc_pool)];
+            if w.pool.is_none() && w.zc_pool.is_none() {
+                writeln!(o, "  {:>6}  no receive pool", w.worker)?;
+            }
+            for (name, p) in pools {
+                let Some(p) = p else { continue };
+                writeln!(
                     o,
-                    "  {:>6} {:>7} {:>11} {:>7} {:>16} {:>8} {:>7} {:>7} {:>11} {:>11}",
+                    "  {:>6}  {:>4} {:>7} {:>11} {:>7} {:>16} {:>8} {:>7} {:>7} {:>11} {:>11}",
                     w.worker,
+                    name,
                     p.chunks_total,
                     p.high_water,
                     p.in_use,
@@ -232,8 +261,7 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
                     p.enomem,
                     size(p.zero_copy_bytes),
                     size(p.copied_bytes)
-                )?,
-                None => writeln!(o, "  {:>6}  no receive pool", w.worker)?,
+                )?;
             }
         }
         writeln!(

@@ -45,6 +45,8 @@ pub struct ServeConfig {
     pub idle: Option<Duration>,
     /// Receive pool: buffer count and size (`None`: the runtime's default).
     pub pool: Option<(u16, u32)>,
+    /// How received bytes reach the server.
+    pub receive_mode: zerorx::ReceiveMode,
     /// Take commands on stdin and answer on stdout (for the harness).
     pub control: bool,
     /// Stop after this long.
@@ -79,7 +81,9 @@ pub enum ControlLine {
 pub fn serve(cfg: &ServeConfig) -> io::Result<()> {
     let threads = cfg.threads.max(1);
     let mut b = Runtime::builder();
-    b.threads(threads).shutdown_timeout(Duration::from_secs(5));
+    b.threads(threads)
+        .shutdown_timeout(Duration::from_secs(5))
+        .receive_mode(cfg.receive_mode.clone());
     if let Some((buffers, size)) = cfg.pool {
         b.copy_pool(Some(zcrx::CopyPoolConfig {
             buffers,
@@ -295,6 +299,8 @@ pub fn snapshot(
 ) -> ServerSnapshot {
     let metrics = handle.metrics();
     let pools = handle.pool_stats();
+    let zc_pools = handle.zc_pool_stats();
+    let zc_instances = handle.zc_instances();
     // `TcpListener::accept` closes and skips connections reset in the accept queue;
     // the runtime counts them (the Thrift server never sees them).
     let rpc = rpc.map(|mut r| {
@@ -320,6 +326,10 @@ pub fn snapshot(
                 },
                 runtime: metrics.get(i).copied().map(Into::into).unwrap_or_default(),
                 pool: pools.get(i).copied().flatten().map(Into::into),
+                zc_pool: match zc_instances.get(i) {
+                    Some(Some(z)) if !z.imported => zc_pools[i].map(Into::into),
+                    _ => None,
+                },
             })
             .collect(),
     }

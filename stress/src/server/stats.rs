@@ -213,6 +213,10 @@ pub struct WorkerFigures {
     pub runtime: RuntimeFigures,
     /// The worker's receive pool.
     pub pool: Option<PoolFigures>,
+    /// The zero-copy instance this worker registered (owners only: an importer
+    /// receives into its owner's, counted there).
+    #[serde(default)]
+    pub zc_pool: Option<PoolFigures>,
 }
 
 /// The Thrift server's own counters (`zerorx::rpc::ServerStats`, by name) and the
@@ -252,5 +256,16 @@ impl ServerSnapshot {
         self.workers
             .iter()
             .fold(CounterSnapshot::default(), |a, w| a.plus(&w.counters))
+    }
+
+    /// Receive buffers not back in their pools: held by the application or dropped
+    /// and not yet handed to the kernel, over every copy pool and zero-copy instance.
+    pub fn buffers_held(&self) -> u64 {
+        self.workers
+            .iter()
+            .flat_map(|w| [w.pool, w.zc_pool])
+            .flatten()
+            .map(|p| p.in_use + p.returns_pending)
+            .sum()
     }
 }

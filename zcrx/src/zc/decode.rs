@@ -20,6 +20,13 @@ pub(crate) struct Decoder {
 }
 
 impl Decoder {
+    /// The user-space address range of the instance's area: what identifies the
+    /// instance across rings (an import decodes into its owner's area).
+    pub(crate) fn area(&self) -> std::ops::Range<usize> {
+        let start = self.core.area.as_ptr() as usize;
+        start..start + self.core.area.len()
+    }
+
     /// A data completion (`res > 0`, `big_cqe[0]` = area token | offset) as the buffer
     /// holding exactly `res` bytes.
     pub(crate) fn take(&self, res: i32, big_cqe: [u64; 2]) -> Result<RxBuf, PoolError> {

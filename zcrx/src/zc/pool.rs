@@ -248,6 +248,12 @@ impl ZcPool {
         self.decoder.chunk_size
     }
 
+    /// The address range of the area the kernel receives into: distinct for every
+    /// instance, shared with the rings that import it.
+    pub fn area(&self) -> std::ops::Range<usize> {
+        self.decoder.area()
+    }
+
     /// True for a device-less instance (all bytes copied).
     pub fn is_nodev(&self) -> bool {
         self.nodev

@@ -112,4 +112,10 @@ impl ZcImport {
     pub fn chunk_size(&self) -> u64 {
         self.decoder.chunk_size
     }
+
+    /// The address range of the exporting pool's area (the same range its owner
+    /// reports).
+    pub fn area(&self) -> std::ops::Range<usize> {
+        self.decoder.area()
+    }
 }

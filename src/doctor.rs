@@ -5,11 +5,11 @@
 
 use serde::Serialize;
 use std::fmt::Write as _;
-use zcrx::probe::{Capabilities, ZcrxVerdict};
+use zcrx::probe::{names, Capabilities, ZcrxVerdict};
 
 /// Usage text, printed for `--help` and (on stderr) after a bad argument.
 pub const USAGE: &str = "\
-usage: zerorx doctor [--json] [--interface IF [--queue Q]]
+usage: zerorx doctor [--json] [--interface IF [--queue Q]] [--require FEATURE[,...]]
        zerorx serve --port P [--protocol binary|compact|auto] [--threads N] [...]
        zerorx --help
 
@@ -17,6 +17,9 @@ usage: zerorx doctor [--json] [--interface IF [--queue Q]]
   --json           print the report as JSON instead of a table
   --interface IF   also try a ZCRX registration on interface IF (queue 0 by default)
   --queue Q        the receive queue to try on IF (needs --interface)
+  --require LIST   exit 1, naming what is missing, unless the kernel has every one of
+                   recv-zc, nodev, import, export, flush-rq, rx-page-size, events,
+                   add-area (for scripts and CI)
   serve            run the reference Thrift service (bench.thrift); `zerorx serve --help`
 ";
 
@@ -36,6 +39,93 @@ pub struct DoctorArgs {
     pub json: bool,
     /// Interface and queue to probe on top of the cached report.
     pub queue: Option<(String, u32)>,
+    /// Features whose absence makes the doctor exit 1.
+    pub require: Vec<Requirement>,
+}
+
+/// A kernel feature `--require` can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requirement {
+    /// `IORING_OP_RECV_ZC` (6.15).
+    RecvZc,
+    /// Device-less instances, `ZCRX_REG_NODEV` (7.1).
+    Nodev,
+    /// `ZCRX_REG_IMPORT` (6.19).
+    Import,
+    /// `ZCRX_CTRL_EXPORT` (6.19).
+    Export,
+    /// `ZCRX_CTRL_FLUSH_RQ` (6.19).
+    FlushRq,
+    /// `ZCRX_FEATURE_RX_PAGE_SIZE` (7.0).
+    RxPageSize,
+    /// zcrx events and shared copy statistics (7.2).
+    Events,
+    /// `ZCRX_CTRL_ADD_AREA` (7.3).
+    AddArea,
+}
+
+impl Requirement {
+    const ALL: [(&'static str, Requirement); 8] = [
+        ("recv-zc", Requirement::RecvZc),
+        ("nodev", Requirement::Nodev),
+        ("import", Requirement::Import),
+        ("export", Requirement::Export),
+        ("flush-rq", Requirement::FlushRq),
+        ("rx-page-size", Requirement::RxPageSize),
+        ("events", Requirement::Events),
+        ("add-area", Requirement::AddArea),
+    ];
+
+    /// Its `--require` name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, r)| *r == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    /// `None` when the kernel has it, else what is missing and why, in words.
+    pub fn missing(self, caps: &Capabilities) -> Option<String> {
+        let z = &caps.zcrx;
+        let (have, what) = match self {
+            Requirement::RecvZc => (z.recv_zc, "IORING_OP_RECV_ZC (Linux 6.15+)"),
+            Requirement::Nodev => (z.nodev, "ZCRX_REG_NODEV (Linux 7.1+)"),
+            Requirement::Import => (z.import, "ZCRX_REG_IMPORT (Linux 6.19+)"),
+            Requirement::Export => (z.export, "ZCRX_CTRL_EXPORT (Linux 6.19+)"),
+            Requirement::FlushRq => (z.flush_rq, "ZCRX_CTRL_FLUSH_RQ (Linux 6.19+)"),
+            Requirement::RxPageSize => (z.rx_page_size, "ZCRX_FEATURE_RX_PAGE_SIZE (Linux 7.0+)"),
+            Requirement::Events => (
+                z.events,
+                "ZCRX_FEATURE_EVENT with ZCRX_CTRL_ARM_EVENT (Linux 7.2+)",
+            ),
+            Requirement::AddArea => (z.add_area, "ZCRX_CTRL_ADD_AREA (Linux 7.3+)"),
+        };
+        (!have).then(|| {
+            format!(
+                "{} is required but kernel {} lacks {what}",
+                self.name(),
+                caps.kernel_release
+            )
+        })
+    }
+}
+
+impl std::str::FromStr for Requirement {
+    type Err = UsageError;
+
+    fn from_str(s: &str) -> Result<Requirement, UsageError> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, r)| *r)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|(n, _)| *n).collect();
+                UsageError(format!(
+                    "--require: unknown feature `{s}` (one of {})",
+                    names.join(", ")
+                ))
+            })
+    }
 }
 
 /// A command line that cannot be run; its `Display` says what was wrong.
@@ -60,6 +150,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
         Some(other) => return Err(UsageError(format!("unknown command `{other}`"))),
     }
     let mut json = false;
+    let mut require = Vec::new();
     let mut interface = None;
     let mut queue = None;
     while let Some(arg) = args.next() {
@@ -85,6 +176,11 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
                 }
                 interface = Some(name);
             }
+            "--require" => {
+                for name in value("--require")?.split(',') {
+                    require.push(name.parse()?);
+                }
+            }
             "--queue" => {
                 let raw = value("--queue")?;
                 let q = raw.parse::<u32>().map_err(|_| {
@@ -100,7 +196,11 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
         (None, Some(_)) => return Err(UsageError("--queue needs --interface".into())),
         (None, None) => None,
     };
-    Ok(Command::Doctor(DoctorArgs { json, queue }))
+    Ok(Command::Doctor(DoctorArgs {
+        json,
+        queue,
+        require,
+    }))
 }
 
 /// The verdict for a queue asked for on the command line.
@@ -112,6 +212,15 @@ pub struct QueueProbe {
     pub queue: u32,
     /// What the registration attempt found.
     pub result: ZcrxVerdict,
+}
+
+/// A comma-separated list, or `none`.
+fn list(items: Vec<String>) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
 }
 
 fn yes_no(b: bool) -> &'static str {
@@ -185,12 +294,39 @@ pub fn render_text(caps: &Capabilities, queue: Option<&QueueProbe>) -> String {
             let _ = writeln!(out, "  present          {} ({why})", yes_no(q.present));
         }
     }
+    if let Some(op) = &q.opcodes {
+        let _ = writeln!(
+            out,
+            "  query ops        {}",
+            list(names::query_ops(op.nr_query_opcodes))
+        );
+    }
     match (&q.zcrx, &q.zcrx_error) {
         (Some(z), _) => {
             let _ = writeln!(
                 out,
                 "  zcrx             register_flags {:#x}, area_flags {:#x}, {} ctrl ops, features {:#x}",
                 z.register_flags, z.area_flags, z.nr_ctrl_opcodes, z.features
+            );
+            let _ = writeln!(
+                out,
+                "  register flags   {}",
+                list(names::register_flags(z.register_flags))
+            );
+            let _ = writeln!(
+                out,
+                "  area flags       {}",
+                list(names::area_flags(z.area_flags))
+            );
+            let _ = writeln!(
+                out,
+                "  ctrl ops         {}",
+                list(names::ctrl_ops(z.nr_ctrl_opcodes))
+            );
+            let _ = writeln!(
+                out,
+                "  features         {}",
+                list(names::features(z.features))
             );
         }
         (None, Some(err)) => {
@@ -199,6 +335,22 @@ pub fn render_text(caps: &Capabilities, queue: Option<&QueueProbe>) -> String {
         (None, None) => {
             let _ = writeln!(out, "  zcrx             not asked");
         }
+    }
+    if let Some(s) = &q.scq {
+        let _ = writeln!(
+            out,
+            "  scq              ring header {} bytes, aligned to {}",
+            s.hdr_size, s.hdr_alignment
+        );
+    }
+    if let Some(e) = &q.zcrx_event {
+        let _ = writeln!(
+            out,
+            "  zcrx events      {}; stats block {} bytes, offset aligned to {}",
+            list(names::event_types(e.event_flags)),
+            e.stats_size,
+            e.stats_off_alignment
+        );
     }
 
     let z = &caps.zcrx;
@@ -226,6 +378,8 @@ pub fn render_text(caps: &Capabilities, queue: Option<&QueueProbe>) -> String {
     row("flush_rq", yes_no(z.flush_rq).into());
     row("export", yes_no(z.export).into());
     row("rx_page_size", yes_no(z.rx_page_size).into());
+    row("events", yes_no(z.events).into());
+    row("add_area", yes_no(z.add_area).into());
     row("multi per ring", yes_no(z.multiple_per_ring).into());
     row(
         "rq header",
@@ -312,30 +466,86 @@ mod tests {
             parse(&["doctor", "--json"]),
             Ok(Command::Doctor(DoctorArgs {
                 json: true,
-                queue: None
+                queue: None,
+                require: vec![]
             }))
         );
         assert_eq!(
             parse(&["doctor", "--interface", "eth0", "--queue", "3", "--json"]),
             Ok(Command::Doctor(DoctorArgs {
                 json: true,
-                queue: Some(("eth0".into(), 3))
+                queue: Some(("eth0".into(), 3)),
+                require: vec![]
             }))
         );
         assert_eq!(
             parse(&["doctor", "--queue=2", "--interface=lo"]),
             Ok(Command::Doctor(DoctorArgs {
                 json: false,
-                queue: Some(("lo".into(), 2))
+                queue: Some(("lo".into(), 2)),
+                require: vec![]
             }))
         );
         assert_eq!(
             parse(&["doctor", "--interface", "eth0"]),
             Ok(Command::Doctor(DoctorArgs {
                 json: false,
-                queue: Some(("eth0".into(), 0))
+                queue: Some(("eth0".into(), 0)),
+                require: vec![]
             }))
         );
+    }
+
+    #[test]
+    fn require_lists_features_and_refuses_unknown_ones() {
+        assert_eq!(
+            parse(&["doctor", "--require", "nodev,events", "--require=add-area"]),
+            Ok(Command::Doctor(DoctorArgs {
+                require: vec![
+                    Requirement::Nodev,
+                    Requirement::Events,
+                    Requirement::AddArea
+                ],
+                ..DoctorArgs::default()
+            }))
+        );
+        for (name, r) in Requirement::ALL {
+            assert_eq!(name.parse::<Requirement>(), Ok(r));
+            assert_eq!(r.name(), name);
+        }
+        let err = parse(&["doctor", "--require", "nodev,zerocopy"]).expect_err("unknown");
+        assert!(err.0.contains("unknown feature `zerocopy`"), "{err}");
+        assert!(err.0.contains("add-area"), "lists the names: {err}");
+        assert!(parse(&["doctor", "--require"]).is_err());
+    }
+
+    #[test]
+    fn a_missing_requirement_names_the_kernel_and_what_it_lacks() {
+        let mut caps = zcrx::probe::capabilities().clone();
+        caps.kernel_release = "6.18.0-test".into();
+        caps.zcrx = zcrx::ZcrxFeatures {
+            recv_zc: true,
+            nodev: true,
+            ..Default::default()
+        };
+        assert_eq!(Requirement::Nodev.missing(&caps), None);
+        assert_eq!(Requirement::RecvZc.missing(&caps), None);
+        let events = Requirement::Events.missing(&caps).expect("missing");
+        assert_eq!(
+            events,
+            "events is required but kernel 6.18.0-test lacks ZCRX_FEATURE_EVENT with \
+             ZCRX_CTRL_ARM_EVENT (Linux 7.2+)"
+        );
+        for r in [
+            Requirement::Import,
+            Requirement::Export,
+            Requirement::FlushRq,
+            Requirement::RxPageSize,
+            Requirement::AddArea,
+        ] {
+            let why = r.missing(&caps).expect("missing");
+            assert!(why.starts_with(r.name()) && why.contains("Linux"), "{why}");
+        }
     }
 
     #[test]

@@ -6,7 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --quiet -p zerorx-stress
-bin=target/debug/zerorx-stress
+# Ask cargo where it puts binaries: CARGO_TARGET_DIR or a config may move target/.
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+bin="$target_dir/debug/zerorx-stress"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

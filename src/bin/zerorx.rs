@@ -40,7 +40,19 @@ fn main() -> ExitCode {
     } else {
         print!("{}", doctor::render_text(caps, queue.as_ref()));
     }
-    ExitCode::SUCCESS
+    let missing: Vec<String> = args
+        .require
+        .iter()
+        .filter_map(|r| r.missing(caps))
+        .collect();
+    for why in &missing {
+        eprintln!("zerorx doctor: {why}");
+    }
+    if missing.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn serve(args: impl Iterator<Item = String>) -> ExitCode {

@@ -78,16 +78,40 @@ pub const ZCRX_REG_IMPORT: u32 = 1;
 /// Registration flag: device-less instance, every byte copied (Linux 7.1).
 pub const ZCRX_REG_NODEV: u32 = 2;
 /// Query feature bit: `rx_buf_len` is honoured (Linux 7.0).
-pub const ZCRX_FEATURE_RX_PAGE_SIZE: u32 = 1;
-/// ZCRX control op: make the kernel consume the refill ring now.
+pub const ZCRX_FEATURE_RX_PAGE_SIZE: u32 = 1 << 0;
+/// Query feature bit: zcrx events and the shared `zcrx_stats` block (`event_desc` at
+/// registration, `ZCRX_CTRL_ARM_EVENT`). Linux 7.2.
+pub const ZCRX_FEATURE_EVENT: u32 = 1 << 1;
+/// ZCRX control op: make the kernel consume the refill ring now. Linux 6.19.
 pub const ZCRX_CTRL_FLUSH_RQ: u32 = 0;
-/// ZCRX control op: export the instance as a file descriptor.
+/// ZCRX control op: export the instance as a file descriptor. Linux 6.19.
 pub const ZCRX_CTRL_EXPORT: u32 = 1;
+/// ZCRX control op: arm a one-shot event CQE ([`ZcrxCtrlArmEvent`]). Linux 7.2.
+pub const ZCRX_CTRL_ARM_EVENT: u32 = 2;
+/// ZCRX control op: add an area to a registered instance ([`ZcrxCtrlAddArea`]).
+/// Linux 7.3.
+pub const ZCRX_CTRL_ADD_AREA: u32 = 3;
+
+/// Event type: the instance ran out of buffers (`enum zcrx_event_type`). Linux 7.2.
+pub const ZCRX_EVENT_ALLOC_FAIL: u32 = 0;
+/// Event type: a fragment was copied instead of received in place. Linux 7.2.
+pub const ZCRX_EVENT_COPY: u32 = 1;
+/// Event descriptor flag: `stats_offset` names a [`ZcrxStats`] block in the refill
+/// region. Linux 7.2.
+pub const ZCRX_EVENT_DESC_FLAG_STATS: u32 = 1 << 0;
+/// Most areas one instance may have (Linux 7.3); the area id sits in the offset bits
+/// from [`IORING_ZCRX_AREA_SHIFT`] up.
+pub const ZCRX_MAX_AREAS: u32 = 1024;
 
 /// Query op: opcode counts and flag masks (Linux 6.18).
 pub const IO_URING_QUERY_OPCODES: u32 = 0;
 /// Query op: ZCRX capabilities (Linux 6.19).
 pub const IO_URING_QUERY_ZCRX: u32 = 1;
+/// Query op: SQ/CQ ring header size and alignment ([`QueryScq`]). Linux 6.19.
+pub const IO_URING_QUERY_SCQ: u32 = 2;
+/// Query op: zcrx event types and the stats block's size ([`QueryZcrxEvent`]).
+/// Linux 7.2.
+pub const IO_URING_QUERY_ZCRX_EVENT: u32 = 3;
 
 /// Largest refill ring the kernel accepts without `IORING_SETUP_CLAMP`.
 pub const RQ_MAX_ENTRIES: u32 = 32768;
@@ -130,8 +154,11 @@ pub struct ZcrxIfqReg {
     pub zcrx_id: u32,
     /// Chunk size wanted (Linux 7.0+; 0 = page size); written back on 7.1+.
     pub rx_buf_len: u32,
+    /// Pointer to a [`ZcrxEventDesc`], or 0 for no events (Linux 7.2+; reserved and
+    /// required to be 0 before).
+    pub event_desc: u64,
     /// Reserved, must be 0.
-    pub resv: [u64; 3],
+    pub resv: [u64; 2],
 }
 
 /// `struct io_uring_zcrx_area_reg`: the memory the NIC writes into.
@@ -219,6 +246,54 @@ pub struct ZcrxCtrl {
     pub export: ZcrxCtrlExport,
 }
 
+/// `struct zcrx_ctrl_arm_event`: the payload of `ZCRX_CTRL_ARM_EVENT` (Linux 7.2).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ZcrxCtrlArmEvent {
+    /// `ZCRX_EVENT_*`: the event to post once more.
+    pub event_type: u32,
+    /// Reserved, must be 0.
+    pub resv: [u32; 11],
+}
+
+/// `struct zcrx_ctrl_add_area`: the payload of `ZCRX_CTRL_ADD_AREA` (Linux 7.3).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ZcrxCtrlAddArea {
+    /// Pointer to a [`ZcrxAreaReg`]; the kernel writes the new area's token into it.
+    pub area_ptr: u64,
+    /// Reserved, must be 0.
+    pub resv: [u64; 5],
+}
+
+/// `struct zcrx_stats`: the copy-fallback counters the kernel keeps in user memory
+/// (Linux 7.2).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ZcrxStats {
+    /// Completions whose bytes were copied instead of received in place.
+    pub copy_count: u64,
+    /// Bytes copied.
+    pub copy_bytes: u64,
+}
+
+/// `struct zcrx_event_desc`: what `io_uring_zcrx_ifq_reg::event_desc` points to
+/// (Linux 7.2).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ZcrxEventDesc {
+    /// `user_data` of the event CQEs.
+    pub user_data: u64,
+    /// Bit `1 << ZCRX_EVENT_*` for each event type wanted.
+    pub type_mask: u32,
+    /// `ZCRX_EVENT_DESC_FLAG_*`.
+    pub flags: u32,
+    /// With `ZCRX_EVENT_DESC_FLAG_STATS`: offset of a [`ZcrxStats`] in the refill region.
+    pub stats_offset: u64,
+    /// Reserved, must be 0.
+    pub resv2: [u64; 9],
+}
+
 /// `struct io_uring_query_hdr`: one entry of a query chain.
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
@@ -279,6 +354,33 @@ pub struct QueryZcrx {
     pub resv2: u64,
 }
 
+/// `struct io_uring_query_scq`: answer of `IO_URING_QUERY_SCQ` (Linux 6.19).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct QueryScq {
+    /// Size of the SQ/CQ rings' header.
+    pub hdr_size: u64,
+    /// Alignment of the header.
+    pub hdr_alignment: u64,
+}
+
+/// `struct io_uring_query_zcrx_event`: answer of `IO_URING_QUERY_ZCRX_EVENT`
+/// (Linux 7.2).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct QueryZcrxEvent {
+    /// Bit `1 << ZCRX_EVENT_*` for each supported event type.
+    pub event_flags: u32,
+    /// Size of [`ZcrxStats`] as the kernel writes it.
+    pub stats_size: u32,
+    /// Alignment `stats_offset` must have.
+    pub stats_off_alignment: u32,
+    /// Reserved.
+    pub resv1: u32,
+    /// Reserved.
+    pub resv2: [u64; 4],
+}
+
 /// `struct io_uring_params`, used by the probe's raw `io_uring_setup` calls.
 ///
 /// The submission and completion ring offsets are kept opaque: the probe never maps the
@@ -326,6 +428,57 @@ mod tests {
         assert_eq!(size_of::<QueryOpcode>(), 48);
         assert_eq!(size_of::<QueryZcrx>(), 40);
         assert_eq!(size_of::<SetupParams>(), 120);
+        assert_eq!(size_of::<ZcrxCtrlArmEvent>(), 48);
+        assert_eq!(size_of::<ZcrxCtrlAddArea>(), 48);
+        assert_eq!(size_of::<ZcrxStats>(), 16);
+        assert_eq!(size_of::<ZcrxEventDesc>(), 96);
+        assert_eq!(size_of::<QueryScq>(), 16);
+        assert_eq!(size_of::<QueryZcrxEvent>(), 48);
+    }
+
+    #[test]
+    fn event_and_area_structs_of_7_2_and_7_3() {
+        assert_eq!(offset_of!(ZcrxIfqReg, event_desc), 72);
+        assert_eq!(offset_of!(ZcrxIfqReg, resv), 80);
+        assert_eq!(offset_of!(ZcrxEventDesc, user_data), 0);
+        assert_eq!(offset_of!(ZcrxEventDesc, type_mask), 8);
+        assert_eq!(offset_of!(ZcrxEventDesc, flags), 12);
+        assert_eq!(offset_of!(ZcrxEventDesc, stats_offset), 16);
+        assert_eq!(offset_of!(ZcrxEventDesc, resv2), 24);
+        assert_eq!(offset_of!(ZcrxStats, copy_count), 0);
+        assert_eq!(offset_of!(ZcrxStats, copy_bytes), 8);
+        assert_eq!(offset_of!(ZcrxCtrlArmEvent, event_type), 0);
+        assert_eq!(offset_of!(ZcrxCtrlArmEvent, resv), 4);
+        assert_eq!(offset_of!(ZcrxCtrlAddArea, area_ptr), 0);
+        assert_eq!(offset_of!(ZcrxCtrlAddArea, resv), 8);
+        assert_eq!(offset_of!(QueryZcrxEvent, event_flags), 0);
+        assert_eq!(offset_of!(QueryZcrxEvent, stats_size), 4);
+        assert_eq!(offset_of!(QueryZcrxEvent, stats_off_alignment), 8);
+        assert_eq!(offset_of!(QueryZcrxEvent, resv2), 16);
+        assert_eq!(offset_of!(QueryScq, hdr_alignment), 8);
+        // The values of the 7.3 uapi header (`include/uapi/linux/io_uring/zcrx.h`,
+        // `query.h`).
+        assert_eq!((ZCRX_FEATURE_RX_PAGE_SIZE, ZCRX_FEATURE_EVENT), (1, 2));
+        assert_eq!(
+            (
+                ZCRX_CTRL_FLUSH_RQ,
+                ZCRX_CTRL_EXPORT,
+                ZCRX_CTRL_ARM_EVENT,
+                ZCRX_CTRL_ADD_AREA
+            ),
+            (0, 1, 2, 3)
+        );
+        assert_eq!((ZCRX_EVENT_ALLOC_FAIL, ZCRX_EVENT_COPY), (0, 1));
+        assert_eq!(ZCRX_EVENT_DESC_FLAG_STATS, 1);
+        assert_eq!(
+            (
+                IO_URING_QUERY_OPCODES,
+                IO_URING_QUERY_ZCRX,
+                IO_URING_QUERY_SCQ,
+                IO_URING_QUERY_ZCRX_EVENT
+            ),
+            (0, 1, 2, 3)
+        );
     }
 
     #[test]
@@ -339,7 +492,6 @@ mod tests {
         assert_eq!(offset_of!(ZcrxIfqReg, offsets), 32);
         assert_eq!(offset_of!(ZcrxIfqReg, zcrx_id), 64);
         assert_eq!(offset_of!(ZcrxIfqReg, rx_buf_len), 68);
-        assert_eq!(offset_of!(ZcrxIfqReg, resv), 72);
         assert_eq!(offset_of!(ZcrxOffsets, head), 0);
         assert_eq!(offset_of!(ZcrxOffsets, tail), 4);
         assert_eq!(offset_of!(ZcrxOffsets, rqes), 8);

@@ -37,6 +37,11 @@ pub struct ZcrxFeatures {
     pub export: bool,
     /// `rx_buf_len` larger than a page (7.0+).
     pub rx_page_size: bool,
+    /// zcrx events and the shared copy statistics (`ZCRX_FEATURE_EVENT` with
+    /// `ZCRX_CTRL_ARM_EVENT`, 7.2+).
+    pub events: bool,
+    /// Areas added to a registered instance (`ZCRX_CTRL_ADD_AREA`, 7.3+).
+    pub add_area: bool,
     /// More than one instance per ring (6.16+); 6.15 answers a second one with `EBUSY`.
     pub multiple_per_ring: bool,
 }

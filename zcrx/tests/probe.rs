@@ -107,6 +107,29 @@ fn query_and_zcrx_features_follow_the_kernel_version() {
     if v >= (7, 1) {
         assert!(z.nodev && z.rx_page_size && caps.nodev_testing);
     }
+    // Query ops past OPCODES are asked only when the kernel counts them.
+    let nr_query = caps.query.opcodes.map_or(0, |o| o.nr_query_opcodes);
+    assert_eq!(caps.query.scq.is_some(), nr_query > 2);
+    assert_eq!(caps.query.zcrx_event.is_some(), nr_query > 3);
+    assert_eq!(z.events, v >= (7, 2));
+    assert_eq!(z.add_area, v >= (7, 3));
+    if v >= (7, 2) {
+        let e = caps
+            .query
+            .zcrx_event
+            .expect("7.2 answers the ZCRX_EVENT query");
+        // Both event types, and the stats block as `abi::ZcrxStats` lays it out.
+        assert_eq!(e.event_flags, 0b11);
+        assert_eq!(
+            e.stats_size as usize,
+            std::mem::size_of::<zcrx::abi::ZcrxStats>()
+        );
+        assert!(e.stats_off_alignment.is_power_of_two());
+    }
+    if v >= (7, 3) {
+        assert_eq!(z.nr_ctrl_opcodes, 4);
+        assert_eq!(z.features, 0x3);
+    }
     assert_eq!(caps.nodev_testing, z.nodev);
 }
 

@@ -12,6 +12,7 @@
 
 mod interface;
 mod mode;
+pub mod names;
 mod query;
 mod reason;
 mod register;

@@ -41,6 +41,10 @@ pub struct QueryReport {
     pub zcrx: Option<ZcrxQueryAnswer>,
     /// Errno name of the ZCRX entry's result when the kernel does not know the op.
     pub zcrx_error: Option<String>,
+    /// The SCQ answer (Linux 6.19+), asked only when the kernel counts that op.
+    pub scq: Option<abi::QueryScq>,
+    /// The ZCRX_EVENT answer (Linux 7.2+), asked only when the kernel counts that op.
+    pub zcrx_event: Option<abi::QueryZcrxEvent>,
 }
 
 /// Runs the OPCODES and ZCRX queries with ring fd -1.
@@ -73,12 +77,29 @@ pub(crate) fn run_query() -> QueryReport {
         Ok(Err(errno)) => (None, Some(errno_name(errno))),
         Err(err) => (None, Some(errno_name(errno_of(&err)))),
     };
+    let count = opcodes.nr_query_opcodes;
     QueryReport {
         present: true,
         error: None,
         opcodes: Some(opcodes),
         zcrx,
         zcrx_error,
+        scq: counted_answer(count, abi::IO_URING_QUERY_SCQ),
+        zcrx_event: counted_answer(count, abi::IO_URING_QUERY_ZCRX_EVENT),
+    }
+}
+
+/// The answer to query `op` when the kernel counts it among its `count` query ops.
+///
+/// Ops past the count answer `EOPNOTSUPP`; not asking keeps an older kernel's report
+/// free of errors nobody can act on.
+fn counted_answer<T: Default>(count: u32, op: u32) -> Option<T> {
+    if count <= op {
+        return None;
+    }
+    match crate::sys::query::<T>(op) {
+        Ok(Ok((q, _))) => Some(q),
+        _ => None,
     }
 }
 
@@ -110,6 +131,9 @@ pub fn zcrx_features(
             flush_rq: q.nr_ctrl_opcodes > abi::ZCRX_CTRL_FLUSH_RQ,
             export: q.nr_ctrl_opcodes > abi::ZCRX_CTRL_EXPORT,
             rx_page_size: q.features & abi::ZCRX_FEATURE_RX_PAGE_SIZE != 0,
+            events: q.features & abi::ZCRX_FEATURE_EVENT != 0
+                && q.nr_ctrl_opcodes > abi::ZCRX_CTRL_ARM_EVENT,
+            add_area: q.nr_ctrl_opcodes > abi::ZCRX_CTRL_ADD_AREA,
             multiple_per_ring: true,
         },
         None => ZcrxFeatures {
@@ -168,6 +192,8 @@ mod tests {
             flush_rq: false,
             export: false,
             rx_page_size: false,
+            events: false,
+            add_area: false,
             multiple_per_ring: false,
         };
         assert_eq!(f, expected);
@@ -210,6 +236,8 @@ mod tests {
             flush_rq: true,
             export: true,
             rx_page_size: false,
+            events: false,
+            add_area: false,
             multiple_per_ring: true,
         };
         assert_eq!(f, expected);
@@ -233,9 +261,43 @@ mod tests {
             flush_rq: true,
             export: true,
             rx_page_size: true,
+            events: false,
+            add_area: false,
             multiple_per_ring: true,
         };
         assert_eq!(f, expected);
+    }
+
+    #[test]
+    fn answer_7_3_enables_events_and_added_areas() {
+        let answer = ZcrxQueryAnswer {
+            nr_ctrl_opcodes: 4,
+            features: 0x3,
+            rq_hdr_size: 128,
+            ..ANSWER_7_1
+        };
+        let f = zcrx_features(true, true, Some(&answer));
+        assert!(f.events && f.add_area && f.rx_page_size && f.nodev && f.export);
+        // 7.2: events, no ADD_AREA yet.
+        let f = zcrx_features(
+            true,
+            true,
+            Some(&ZcrxQueryAnswer {
+                nr_ctrl_opcodes: 3,
+                ..answer
+            }),
+        );
+        assert!(f.events && !f.add_area);
+        // The feature bit alone is not enough: arming needs the control op.
+        let f = zcrx_features(
+            true,
+            true,
+            Some(&ZcrxQueryAnswer {
+                nr_ctrl_opcodes: 2,
+                ..answer
+            }),
+        );
+        assert!(!f.events && !f.add_area);
     }
 
     #[test]

@@ -171,6 +171,34 @@ fn nodev_handover_serves_the_other_worker() -> Result<(), Failed> {
     })
 }
 
+fn nodev_copy_events_reach_the_pool_and_are_re_armed() -> Result<(), Failed> {
+    let caps = capabilities();
+    if !caps.zcrx.events {
+        return Err(format!(
+            "kernel {} lacks zcrx events (ZCRX_FEATURE_EVENT, Linux 7.2+)",
+            caps.kernel_release
+        )
+        .into());
+    }
+    let rt = device_less(1, 1).build().map_err(|e| e.to_string())?;
+    // Each echo copies (device-less); a second COPY event needs the first re-armed.
+    let mut events = Vec::new();
+    for _ in 0..2 {
+        echo_on(&rt, 0, 2, 200_000)?;
+        let s = rt.handle().zc_pool_stats()[0].ok_or("worker 0 owns a pool")?;
+        events.push(s.copy_events);
+    }
+    let s = rt.handle().zc_pool_stats()[0].ok_or("pool")?;
+    check(
+        events[0] >= 1
+            && events[1] > events[0]
+            && s.event_arm_errors == 0
+            && s.kernel_copy_bytes > 0
+            && s.kernel_copy_bytes <= s.bytes,
+        || format!("COPY events after each echo {events:?}; {s:?}"),
+    )
+}
+
 fn nodev_one_instance_per_worker() -> Result<(), Failed> {
     let rt = device_less(2, 2).build().map_err(|e| e.to_string())?;
     let roles = rt.handle().receive_mode().roles.clone();
@@ -282,7 +310,7 @@ fn main() {
     if let Some(r) = &hw_reason {
         println!("hw_* tests not run: no ZCRX-capable NIC queue configured ({r})");
     }
-    let nodev: [(&str, Case); 5] = [
+    let nodev: [(&str, Case); 6] = [
         (
             "nodev_echo_every_byte_through_recv_zc",
             nodev_echo_every_byte_through_recv_zc,
@@ -302,6 +330,10 @@ fn main() {
         (
             "nodev_one_instance_per_worker",
             nodev_one_instance_per_worker,
+        ),
+        (
+            "nodev_copy_events_reach_the_pool_and_are_re_armed",
+            nodev_copy_events_reach_the_pool_and_are_re_armed,
         ),
     ];
     let hw: [(&str, Case); 1] = [(

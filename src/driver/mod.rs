@@ -78,6 +78,8 @@ pub(crate) struct Driver {
     stops: Vec<Key>,
     metrics: Arc<WorkerMetrics>,
     shutting_down: bool,
+    /// ZCRX event CQEs reaped this turn (their `res`, the event type), for the worker.
+    zcrx_events: Vec<i32>,
 }
 
 impl Driver {
@@ -102,6 +104,7 @@ impl Driver {
             stops: Vec::new(),
             metrics,
             shutting_down: false,
+            zcrx_events: Vec::new(),
         };
         d.arm_wake()?;
         Ok(d)
@@ -384,6 +387,11 @@ impl Driver {
         out.append(&mut self.wakers);
     }
 
+    /// The ZCRX event CQEs reaped since the last call, oldest first (their `res`).
+    pub(crate) fn take_zcrx_events(&mut self) -> Vec<i32> {
+        std::mem::take(&mut self.zcrx_events)
+    }
+
     fn reap_and_dispatch(&mut self) {
         let mut cqes = std::mem::take(&mut self.completions);
         loop {
@@ -413,6 +421,7 @@ impl Driver {
                 let _ = self.arm_wake();
             }
             reserved::CANCEL | reserved::MSG_SENT => {}
+            reserved::ZCRX_EVENT => self.zcrx_events.push(c.res),
             reserved::CLOSE => {
                 // The fd is gone from this process either way; only a bug (a close of
                 // an fd that was not open) lands here.

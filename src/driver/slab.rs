@@ -19,6 +19,9 @@ pub(crate) mod reserved {
     pub(crate) const MSG_SENT: u64 = u64::MAX - 2;
     /// Completions of CLOSE requests (posted only when one fails).
     pub(crate) const CLOSE: u64 = u64::MAX - 3;
+    /// Event CQEs of the ZCRX instance this worker registered (Linux 7.2+): `res` is
+    /// the event type; the worker hands them to the pool, which re-arms them.
+    pub(crate) const ZCRX_EVENT: u64 = u64::MAX - 4;
 }
 
 /// The key of a slab entry: slot index plus the generation the slot had when the entry

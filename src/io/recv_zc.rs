@@ -58,6 +58,16 @@ impl ZcRing {
         }
     }
 
+    /// Handles an event CQE of the instance this worker registered (counted and
+    /// re-armed by the pool). Importers are never sent events: the kernel posts them
+    /// to the registering ring only.
+    pub(crate) fn on_event(&self, res: i32) -> Option<zcrx::ZcEvent> {
+        match self {
+            ZcRing::Owner(p) => Some(p.on_event(res)),
+            ZcRing::Import(_) => None,
+        }
+    }
+
     /// Owner only, once per loop turn: takes back chunks, publishes and flushes the
     /// refill ring.
     pub(crate) fn maintain(&self) {

@@ -92,6 +92,15 @@ impl Holders {
         if self.waiting.get() == 0 || !of(core).is_some_and(Pressure::is_low) {
             return;
         }
+        self.take_all(wakers);
+    }
+
+    /// Moves the wakers of all waiting holders into `wakers` whatever the pools say:
+    /// for when the kernel itself reports a pool dry (`ZCRX_EVENT_ALLOC_FAIL`).
+    pub(crate) fn take_all(&self, wakers: &mut Vec<Waker>) {
+        if self.waiting.get() == 0 {
+            return;
+        }
         for (_, slot) in self.slots.borrow_mut().iter_mut() {
             wakers.extend(slot.take());
         }

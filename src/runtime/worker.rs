@@ -435,6 +435,14 @@ impl Core {
             ring, importers, ..
         } = &self.zc
         {
+            let events = self.driver.borrow_mut().take_zcrx_events();
+            for res in events {
+                // The kernel found the area dry: holders of partial messages let go
+                // now rather than at the next low-water look.
+                if ring.on_event(res) == Some(zcrx::ZcEvent::AllocFail) {
+                    self.holders.take_all(wakers);
+                }
+            }
             ring.maintain();
             let returned = self.zc_returned().unwrap_or(0);
             if returned != self.zc_seen.replace(returned) {

@@ -105,6 +105,8 @@ pub(crate) fn attach(
             let config = ZcPoolConfig {
                 area_bytes: setup.area_bytes,
                 chunk_size: setup.chunk_size,
+                // Events (Linux 7.2+) come back as CQEs the driver routes to this pool.
+                event_user_data: Some(crate::driver::slab::reserved::ZCRX_EVENT),
                 ..ZcPoolConfig::new(target)
             };
             let _span = tracing::info_span!("zerorx_zc_pool", worker = index, ?target).entered();

@@ -231,8 +231,9 @@ pub struct ZcrxCtrlExport {
 
 /// `struct zcrx_ctrl`: the argument of `IORING_REGISTER_ZCRX_CTRL`.
 ///
-/// The kernel's 48-byte union is represented by its export arm; the flush arm is all
-/// reserved zeros, which an all-zero export arm also is.
+/// The kernel's 48-byte union (flush, export, arm-event and add-area arms) is kept as
+/// raw bytes, filled and read only through the constructors and accessors below, so no
+/// arm is ever read as another.
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ZcrxCtrl {
@@ -242,8 +243,59 @@ pub struct ZcrxCtrl {
     pub op: u32,
     /// Reserved, must be 0 (else `EFAULT`).
     pub resv: [u64; 2],
-    /// Op-specific payload.
-    pub export: ZcrxCtrlExport,
+    /// The op's arm of the union, as bytes.
+    pub payload: [u64; 6],
+}
+
+impl ZcrxCtrl {
+    fn new(zcrx_id: u32, op: u32) -> ZcrxCtrl {
+        ZcrxCtrl {
+            zcrx_id,
+            op,
+            ..Default::default()
+        }
+    }
+
+    /// `ZCRX_CTRL_FLUSH_RQ`: its arm is all reserved zeros.
+    pub fn flush_rq(zcrx_id: u32) -> ZcrxCtrl {
+        ZcrxCtrl::new(zcrx_id, ZCRX_CTRL_FLUSH_RQ)
+    }
+
+    /// `ZCRX_CTRL_EXPORT`: the kernel writes the new fd into the arm
+    /// ([`exported_fd`](Self::exported_fd)).
+    pub fn export(zcrx_id: u32) -> ZcrxCtrl {
+        ZcrxCtrl::new(zcrx_id, ZCRX_CTRL_EXPORT)
+    }
+
+    /// `ZCRX_CTRL_ARM_EVENT` for `event_type` (`ZCRX_EVENT_*`), as
+    /// [`ZcrxCtrlArmEvent`] lays it out.
+    pub fn arm_event(zcrx_id: u32, event_type: u32) -> ZcrxCtrl {
+        let mut c = ZcrxCtrl::new(zcrx_id, ZCRX_CTRL_ARM_EVENT);
+        c.set_u32_at_start(event_type);
+        c
+    }
+
+    /// `ZCRX_CTRL_ADD_AREA` with a pointer to a [`ZcrxAreaReg`], as [`ZcrxCtrlAddArea`]
+    /// lays it out.
+    pub fn add_area(zcrx_id: u32, area_ptr: u64) -> ZcrxCtrl {
+        let mut c = ZcrxCtrl::new(zcrx_id, ZCRX_CTRL_ADD_AREA);
+        c.payload[0] = area_ptr;
+        c
+    }
+
+    /// The fd an `EXPORT` wrote back (`zcrx_ctrl_export::zcrx_fd`).
+    pub fn exported_fd(&self) -> u32 {
+        let b = self.payload[0].to_ne_bytes();
+        u32::from_ne_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    /// Stores a `u32` in the first four bytes of the arm, where the export and
+    /// arm-event arms keep their one field.
+    fn set_u32_at_start(&mut self, v: u32) {
+        let mut b = self.payload[0].to_ne_bytes();
+        b[..4].copy_from_slice(&v.to_ne_bytes());
+        self.payload[0] = u64::from_ne_bytes(b);
+    }
 }
 
 /// `struct zcrx_ctrl_arm_event`: the payload of `ZCRX_CTRL_ARM_EVENT` (Linux 7.2).
@@ -436,6 +488,46 @@ mod tests {
         assert_eq!(size_of::<QueryZcrxEvent>(), 48);
     }
 
+    /// Each constructor lays its arm out as the arm's own struct would.
+    #[test]
+    fn ctrl_arms_match_their_structs() {
+        let as_bytes =
+            |c: &ZcrxCtrl| -> Vec<u8> { c.payload.iter().flat_map(|w| w.to_ne_bytes()).collect() };
+        fn bytes_of<T: Copy>(v: &T) -> Vec<u8> {
+            // SAFETY: `T` is one of the plain `repr(C)` arms, with no padding.
+            unsafe {
+                std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()).to_vec()
+            }
+        }
+        let arm = ZcrxCtrl::arm_event(7, ZCRX_EVENT_COPY);
+        assert_eq!((arm.zcrx_id, arm.op), (7, ZCRX_CTRL_ARM_EVENT));
+        let want = ZcrxCtrlArmEvent {
+            event_type: ZCRX_EVENT_COPY,
+            ..Default::default()
+        };
+        assert_eq!(as_bytes(&arm), bytes_of(&want));
+        let add = ZcrxCtrl::add_area(1, 0xdead_beef_0000);
+        assert_eq!(add.op, ZCRX_CTRL_ADD_AREA);
+        let want = ZcrxCtrlAddArea {
+            area_ptr: 0xdead_beef_0000,
+            ..Default::default()
+        };
+        assert_eq!(as_bytes(&add), bytes_of(&want));
+        assert_eq!(as_bytes(&ZcrxCtrl::flush_rq(2)), vec![0; 48]);
+        let mut exported = ZcrxCtrl::export(3);
+        assert_eq!((exported.op, exported.exported_fd()), (ZCRX_CTRL_EXPORT, 0));
+        // The kernel writes `zcrx_ctrl_export::zcrx_fd` at the start of the arm.
+        let reply = ZcrxCtrlExport {
+            zcrx_fd: 42,
+            ..Default::default()
+        };
+        let reply = bytes_of(&reply);
+        for (i, w) in exported.payload.iter_mut().enumerate() {
+            *w = u64::from_ne_bytes(reply[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        }
+        assert_eq!(exported.exported_fd(), 42);
+    }
+
     #[test]
     fn event_and_area_structs_of_7_2_and_7_3() {
         assert_eq!(offset_of!(ZcrxIfqReg, event_desc), 72);
@@ -525,7 +617,7 @@ mod tests {
         assert_eq!(offset_of!(ZcrxCtrl, zcrx_id), 0);
         assert_eq!(offset_of!(ZcrxCtrl, op), 4);
         assert_eq!(offset_of!(ZcrxCtrl, resv), 8);
-        assert_eq!(offset_of!(ZcrxCtrl, export), 24);
+        assert_eq!(offset_of!(ZcrxCtrl, payload), 24);
         assert_eq!(size_of::<ZcrxCtrlExport>(), 48);
         assert_eq!(offset_of!(QueryHdr, next_entry), 0);
         assert_eq!(offset_of!(QueryHdr, query_data), 8);

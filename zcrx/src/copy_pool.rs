@@ -435,7 +435,7 @@ impl CopyPool {
 
     /// Counters of this pool.
     pub fn stats(&self) -> PoolStatsSnapshot {
-        self.core.stats.snapshot()
+        self.core.snapshot()
     }
 
     /// The live counters, to read from other threads.
@@ -455,7 +455,7 @@ impl StatsHandle {
 
     /// Copies every counter.
     pub fn snapshot(&self) -> PoolStatsSnapshot {
-        self.0.stats.snapshot()
+        self.0.snapshot()
     }
 
     /// Ring entries made visible to the kernel so far (see

@@ -12,7 +12,7 @@
 
 use crate::mem::Mapping;
 use crate::owner;
-use crate::stats::PoolStats;
+use crate::stats::{PoolStats, PoolStatsSnapshot};
 use crossbeam_channel::{Receiver, Sender};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,6 +70,18 @@ pub(crate) struct PoolCore {
     /// The kernel ring's memory (provided-buffer ring or refill region). Kept for its
     /// lifetime only: the recycler holds pointers into it.
     _ring_mem: Mapping,
+    /// The kernel's copy statistics, when it keeps them for this pool (ZCRX events,
+    /// Linux 7.2+).
+    kernel_stats: OnceLock<KernelCopyStats>,
+}
+
+/// The kernel's `zcrx_stats` block of a zero-copy pool.
+#[derive(Debug)]
+pub(crate) struct KernelCopyStats {
+    pub(crate) block: crate::shm::KernelStats,
+    /// A device instance: its copied bytes are exactly what the kernel counts (a
+    /// device-less one copies every byte, which the pool knows without the kernel).
+    pub(crate) device: bool,
 }
 
 // SAFETY: `recycler` is only accessed on the owner thread (checked against `owner` in
@@ -96,7 +108,30 @@ impl PoolCore {
             stats,
             area,
             _ring_mem: ring_mem,
+            kernel_stats: OnceLock::new(),
         })
+    }
+
+    /// Attaches the kernel's stats block (once, at assembly).
+    pub(crate) fn set_kernel_stats(&self, stats: KernelCopyStats) {
+        let _ = self.kernel_stats.set(stats);
+    }
+
+    /// Every counter, with the kernel's copy figures where it keeps them: for a device
+    /// instance the copied / zero-copy split then comes from the kernel's count instead
+    /// of from the instance's kind.
+    pub(crate) fn snapshot(&self) -> PoolStatsSnapshot {
+        let mut s = self.stats.snapshot();
+        if let Some(k) = self.kernel_stats.get() {
+            let z = k.block.read();
+            s.kernel_copy_count = z.copy_count;
+            s.kernel_copy_bytes = z.copy_bytes;
+            if k.device {
+                s.copied_bytes = z.copy_bytes.min(s.bytes);
+                s.zero_copy_bytes = s.bytes - s.copied_bytes;
+            }
+        }
+        s
     }
 
     /// Runs `f` with the recycler if called on the owner thread and not re-entered.
@@ -175,7 +210,7 @@ impl std::fmt::Debug for PoolCore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PoolCore")
             .field("owner", &self.owner)
-            .field("stats", &self.stats.snapshot())
+            .field("stats", &self.snapshot())
             .finish_non_exhaustive()
     }
 }

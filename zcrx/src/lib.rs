@@ -38,4 +38,4 @@ pub use mem::Backing;
 pub use recv_end::{RearmReason, RecvEnd, RecvFailure, RecvTracker};
 pub use rxbuf::RxBuf;
 pub use stats::{PoolStats, PoolStatsSnapshot};
-pub use zc::{ExportedZcrx, ZcImport, ZcPool, ZcPoolConfig, ZcTarget};
+pub use zc::{ExportedZcrx, ZcEvent, ZcImport, ZcPool, ZcPoolConfig, ZcTarget};

@@ -12,13 +12,17 @@
 //! - **Receive areas** ([`received_bytes`]): the kernel writes payload, then posts a
 //!   completion; the completion (read by the ring owner) orders the payload before any
 //!   user read. Received ranges are only ever read.
+//! - **The kernel's copy statistics** ([`KernelStats`], ZCRX events, Linux 7.2): two
+//!   `u64` counters in the refill region that the kernel updates with plain stores
+//!   while receives run. User space only reads them, with relaxed atomic loads: they
+//!   order nothing, and a torn or lost update only makes the figure approximate.
 //!
 //! Only the ring's owner thread produces entries; other threads hand their returns to
 //! the owner (see `core`). Nothing else in the crate dereferences these pointers.
 
-use crate::abi::ZcrxRqe;
+use crate::abi::{ZcrxRqe, ZcrxStats};
 use crate::mem::Mapping;
-use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 /// Size of `struct io_uring_buf`.
 pub(crate) const BUF_RING_ENTRY_SIZE: usize = 16;
@@ -127,6 +131,38 @@ impl RefillRing {
     }
 }
 
+/// The `struct zcrx_stats` block the kernel keeps inside a refill region.
+#[derive(Debug)]
+pub(crate) struct KernelStats {
+    counters: *const AtomicU64,
+}
+
+impl KernelStats {
+    /// # Safety
+    /// `offset` must be 8-byte aligned with `offset + 16 <= region.len()`, inside the
+    /// registered refill region whose registration named it as the stats block; the
+    /// region must outlive the returned value.
+    pub(crate) unsafe fn new(region: &Mapping, offset: usize) -> KernelStats {
+        debug_assert!(offset % 8 == 0 && offset + 16 <= region.len());
+        KernelStats {
+            // SAFETY: inside the region by the caller's contract.
+            counters: unsafe { region.as_ptr().add(offset).cast() },
+        }
+    }
+
+    /// The counters now.
+    pub(crate) fn read(&self) -> ZcrxStats {
+        // SAFETY: two aligned u64s inside the live region (constructor contract); the
+        // kernel only ever stores whole words there.
+        unsafe {
+            ZcrxStats {
+                copy_count: (*self.counters).load(Ordering::Relaxed),
+                copy_bytes: (*self.counters.add(1)).load(Ordering::Relaxed),
+            }
+        }
+    }
+}
+
 /// The bytes a completion reported, as a slice.
 ///
 /// # Safety
@@ -143,6 +179,11 @@ pub(crate) unsafe fn received_bytes<'a>(ptr: *const u8, len: usize) -> &'a [u8] 
 unsafe impl Send for BufRing {}
 // SAFETY: as above.
 unsafe impl Send for RefillRing {}
+// SAFETY: the pointer refers to the refill region owned by the same pool core, which
+// outlives it; it is only read, with atomic loads, from any thread.
+unsafe impl Send for KernelStats {}
+// SAFETY: as above.
+unsafe impl Sync for KernelStats {}
 
 /// Stand-ins for the kernel side, used by tests that run without ZCRX hardware.
 #[cfg(test)]

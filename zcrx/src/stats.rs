@@ -26,6 +26,9 @@ pub struct PoolStats {
     pub(crate) flush_errors: AtomicU64,
     pub(crate) remote_returns: AtomicU64,
     pub(crate) returned_to_kernel: AtomicU64,
+    pub(crate) alloc_fail_events: AtomicU64,
+    pub(crate) copy_events: AtomicU64,
+    pub(crate) event_arm_errors: AtomicU64,
 }
 
 /// A point-in-time copy of [`PoolStats`].
@@ -69,6 +72,21 @@ pub struct PoolStatsSnapshot {
     /// after the initial fill). Grows whenever the kernel has buffers back: a receive
     /// that ended for lack of buffers can be re-armed once this moved.
     pub returned_to_kernel: u64,
+    /// `ZCRX_EVENT_ALLOC_FAIL` events: the NIC found no free chunk to receive into
+    /// (Linux 7.2+, zero-copy instances registered with events).
+    pub alloc_fail_events: u64,
+    /// `ZCRX_EVENT_COPY` events: the kernel copied a fragment instead of placing it
+    /// (Linux 7.2+). Each event is re-armed, so this counts bursts of copies, not bytes.
+    pub copy_events: u64,
+    /// Re-arms (`ZCRX_CTRL_ARM_EVENT`) the kernel refused.
+    pub event_arm_errors: u64,
+    /// The kernel's own count of copy-fallback fragments, from the `zcrx_stats` block
+    /// it keeps in the pool's memory (Linux 7.2+; 0 without it). Approximate: the
+    /// kernel updates it without atomics.
+    pub kernel_copy_count: u64,
+    /// The kernel's own count of copied bytes (as `kernel_copy_count`). It leaves out
+    /// bytes copied from a packet's linear head, so it can be below `copied_bytes`.
+    pub kernel_copy_bytes: u64,
 }
 
 impl PoolStats {
@@ -93,6 +111,11 @@ impl PoolStats {
             flush_errors: self.flush_errors.load(Relaxed),
             remote_returns: self.remote_returns.load(Relaxed),
             returned_to_kernel: self.returned_to_kernel.load(Relaxed),
+            alloc_fail_events: self.alloc_fail_events.load(Relaxed),
+            copy_events: self.copy_events.load(Relaxed),
+            event_arm_errors: self.event_arm_errors.load(Relaxed),
+            kernel_copy_count: 0,
+            kernel_copy_bytes: 0,
         }
     }
 

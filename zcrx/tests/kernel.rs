@@ -64,7 +64,8 @@ fn stream(bytes: u64) -> (TcpStream, std::thread::JoinHandle<()>) {
 
 /// Receives one stream to EOF through RECV_ZC, verifying every byte at the offset each
 /// 32-byte CQE gives. `take` decodes with the owner pool or an import; `maintain` runs
-/// once per turn. Returns (bytes, recoverable re-arms).
+/// once per turn; event CQEs (any other `user_data`) go to `events`' pool, and fail
+/// the test without one. Returns (bytes, recoverable re-arms).
 fn receive_all(
     ring: &mut Ring,
     fd: i32,
@@ -72,6 +73,7 @@ fn receive_all(
     take: impl Fn(i32, [u64; 2]) -> Result<RxBuf, PoolError>,
     maintain: impl Fn(),
     hold: usize,
+    events: Option<&ZcPool>,
 ) -> Result<(u64, u64), Failed> {
     let mut tracker = RecvTracker::new(0);
     let mut held = Vec::new();
@@ -102,6 +104,21 @@ fn receive_all(
         let cqes: Vec<cqueue::Entry32> = ring.completion().collect();
         for cqe in cqes {
             let (res, flags) = (cqe.result(), cqe.flags());
+            if cqe.user_data() != fd as u64 {
+                match events {
+                    Some(p) if p.event_user_data() == Some(cqe.user_data()) => {
+                        p.on_event(res);
+                        continue;
+                    }
+                    _ => {
+                        return Err(format!(
+                            "a CQE nobody asked for: user_data {:#x} res {res}",
+                            cqe.user_data()
+                        )
+                        .into())
+                    }
+                }
+            }
             if res > 0 {
                 let big = *cqe.big_cqe();
                 let buf = take(res, big).map_err(|e| e.to_string())?;
@@ -160,6 +177,7 @@ fn receive_owned(
             pool.maintain();
         },
         hold,
+        Some(pool),
     )
 }
 
@@ -286,6 +304,75 @@ fn nodev_receive_every_byte_at_the_cqe_offset() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The user_data the event tests register their event CQEs under.
+const EVENTS: u64 = 0xE7E7_0000;
+
+fn nodev_copy_events_are_re_armed_and_the_kernel_counts_copies() -> Result<(), Failed> {
+    let f = features();
+    if !f.events {
+        return Err(format!(
+            "kernel {} lacks zcrx events (ZCRX_FEATURE_EVENT, Linux 7.2+)",
+            capabilities().kernel_release
+        )
+        .into());
+    }
+    let mut ring = zcrx_ring()?;
+    let cfg = ZcPoolConfig {
+        area_bytes: 64 * zcrx::sys::page_size(),
+        event_user_data: Some(EVENTS),
+        ..ZcPoolConfig::new(ZcTarget::NoDev)
+    };
+    // SAFETY: the ring is dropped before the pool.
+    let pool =
+        unsafe { ZcPool::register(ring.as_raw_fd(), &f, &cfg) }.map_err(|e| e.to_string())?;
+    if pool.event_user_data() != Some(EVENTS) {
+        return Err("the kernel has events but the pool did not register them".into());
+    }
+    // Two streams: the first COPY event must have been re-armed for the second to
+    // post one, as each type fires once per arming.
+    let mut total = 0;
+    for round in 0..2 {
+        let (sock, writer) = stream(4 << 20);
+        let (n, _) = receive_owned(&mut ring, &pool, sock.as_raw_fd(), 0)?;
+        writer.join().map_err(|_| "writer")?;
+        total += n;
+        let s = pool.stats();
+        if s.copy_events < round + 1 {
+            return Err(format!("round {round}: {} COPY events: {s:?}", s.copy_events).into());
+        }
+    }
+    let s = pool.stats();
+    // Device-less: every byte is a copy. The kernel's own count leaves out bytes
+    // copied from a packet's linear part, so it is bounded by, not equal to, ours.
+    if !(s.copied_bytes == total
+        && s.kernel_copy_count > 0
+        && s.kernel_copy_bytes > 0
+        && s.kernel_copy_bytes <= total
+        && s.event_arm_errors == 0
+        && s.alloc_fail_events == 0)
+    {
+        return Err(format!("after {total} bytes: {s:?}").into());
+    }
+    drop(ring);
+    Ok(())
+}
+
+fn nodev_without_events_no_event_is_posted() -> Result<(), Failed> {
+    let mut ring = zcrx_ring()?;
+    let pool = nodev_pool(&ring, 64, 0)?;
+    assert_eq!(pool.event_user_data(), None);
+    let (sock, writer) = stream(1 << 20);
+    // receive_owned fails on any CQE that is not the stream's.
+    let (n, _) = receive_owned(&mut ring, &pool, sock.as_raw_fd(), 0)?;
+    writer.join().map_err(|_| "writer")?;
+    let s = pool.stats();
+    if n != 1 << 20 || s.copy_events != 0 || s.kernel_copy_count != 0 {
+        return Err(format!("{s:?}").into());
+    }
+    drop(ring);
+    Ok(())
+}
+
 fn nodev_refill_ring_smaller_than_the_area_with_lazy_returns() -> Result<(), Failed> {
     let mut ring = zcrx_ring()?;
     let pool = nodev_pool(&ring, 64, 16)?;
@@ -333,6 +420,7 @@ fn nodev_export_import_into_a_second_ring() -> Result<(), Failed> {
             |r, c| import.take(r, c),
             || {},
             0,
+            None,
         )
         .map_err(|e| format!("{e:?}"))?;
         writer.join().map_err(|_| "writer")?;
@@ -545,8 +633,16 @@ fn main() {
             zcrx_device_less_mode_matches_the_probe,
         ),
     ];
-    let nodev: [(&str, Case); 7] = [
+    let nodev: [(&str, Case); 9] = [
         ("nodev_registration", nodev_registration),
+        (
+            "nodev_copy_events_are_re_armed_and_the_kernel_counts_copies",
+            nodev_copy_events_are_re_armed_and_the_kernel_counts_copies,
+        ),
+        (
+            "nodev_without_events_no_event_is_posted",
+            nodev_without_events_no_event_is_posted,
+        ),
         (
             "nodev_receive_every_byte_at_the_cqe_offset",
             nodev_receive_every_byte_at_the_cqe_offset,

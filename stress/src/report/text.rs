@@ -119,7 +119,7 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
             .sum();
         let zc: Vec<_> = s.workers.iter().filter_map(|w| w.zc_pool).collect();
         let zc_sum = |f: fn(&PoolFigures) -> u64| zc.iter().map(f).sum::<u64>();
-        writeln!(
+        write!(
             o,
             "receive paths    {} through the copy pools, {} through zero-copy instances \
              ({} placed without a copy, {} copied by the kernel)",
@@ -128,6 +128,17 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
             size(zc_sum(|p| p.zero_copy_bytes)),
             size(zc_sum(|p| p.copied_bytes))
         )?;
+        let events = zc_sum(|p| p.copy_events) + zc_sum(|p| p.alloc_fail_events);
+        if events > 0 || zc_sum(|p| p.kernel_copy_bytes) > 0 {
+            write!(
+                o,
+                "; kernel events: {} copy, {} out of buffers; the kernel's copy count {}",
+                count(zc_sum(|p| p.copy_events)),
+                count(zc_sum(|p| p.alloc_fail_events)),
+                size(zc_sum(|p| p.kernel_copy_bytes))
+            )?;
+        }
+        writeln!(o)?;
     }
     writeln!(
         o,

@@ -181,6 +181,15 @@ pub struct PoolFigures {
     pub enomem: u64,
     /// Receives re-armed after a recoverable end.
     pub rearms: u64,
+    /// Copied bytes by the kernel's own count (zero-copy instances on Linux 7.2+).
+    #[serde(default)]
+    pub kernel_copy_bytes: u64,
+    /// `ZCRX_EVENT_COPY` events received (each re-armed).
+    #[serde(default)]
+    pub copy_events: u64,
+    /// `ZCRX_EVENT_ALLOC_FAIL` events: the NIC found the area dry.
+    #[serde(default)]
+    pub alloc_fail_events: u64,
 }
 
 impl From<zcrx::PoolStatsSnapshot> for PoolFigures {
@@ -198,6 +207,9 @@ impl From<zcrx::PoolStatsSnapshot> for PoolFigures {
             enospc: p.enospc,
             enomem: p.enomem,
             rearms: p.rearms,
+            kernel_copy_bytes: p.kernel_copy_bytes,
+            copy_events: p.copy_events,
+            alloc_fail_events: p.alloc_fail_events,
         }
     }
 }

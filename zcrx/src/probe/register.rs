@@ -45,6 +45,7 @@ pub(crate) fn try_register(if_idx: u32, if_rxq: u32) -> Result<(), AttemptError>
         chunk_size: page as u32,
         rq_entries: RQ_ENTRIES,
         backing: Backing::Anonymous,
+        events: None,
     };
     // SAFETY: the registered memory is dropped only after the ring below, so it
     // outlives the registration. The ring was created on this thread, as SINGLE_ISSUER

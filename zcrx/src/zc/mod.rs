@@ -16,7 +16,7 @@ mod refill;
 pub(crate) mod register;
 mod share;
 
-pub use pool::{ZcPool, ZcPoolConfig, ZcTarget};
+pub use pool::{ZcEvent, ZcPool, ZcPoolConfig, ZcTarget};
 pub use share::{ExportedZcrx, ZcImport};
 
 #[cfg(test)]

@@ -5,18 +5,19 @@ use super::refill::{Flusher, RefillRecycler};
 use super::register::{self, Layout, Registered};
 use super::share::ExportedZcrx;
 use crate::abi;
-use crate::core::{PoolCore, ReturnNotifier};
+use crate::core::{KernelCopyStats, PoolCore, ReturnNotifier};
 use crate::error::PoolError;
 use crate::features::ZcrxFeatures;
 use crate::mem::Backing;
 use crate::rxbuf::RxBuf;
-use crate::shm::RefillRing;
+use crate::shm::{KernelStats, RefillRing};
 use crate::stats::PoolStatsSnapshot;
 use crate::sys;
 use io_uring::{opcode, squeue, types};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Which receive queue a zero-copy pool binds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +49,12 @@ pub struct ZcPoolConfig {
     pub rq_entries: u32,
     /// Memory backing of the area.
     pub backing: Backing,
+    /// `user_data` for the instance's event CQEs. `Some` registers for both event types
+    /// (`ZCRX_EVENT_ALLOC_FAIL`, `ZCRX_EVENT_COPY`) and for the kernel's copy
+    /// statistics where the kernel has them ([`ZcrxFeatures::events`], Linux 7.2+);
+    /// older kernels register as before. The ring's owner must hand each CQE carrying
+    /// this `user_data` to [`ZcPool::on_event`], which re-arms it.
+    pub event_user_data: Option<u64>,
 }
 
 impl ZcPoolConfig {
@@ -59,6 +66,7 @@ impl ZcPoolConfig {
             chunk_size: sys::page_size() as u32,
             rq_entries: 0,
             backing: Backing::Anonymous,
+            event_user_data: None,
         }
     }
 
@@ -129,6 +137,7 @@ impl ZcPoolConfig {
             chunk_size: chunk,
             rq_entries: rq_entries as u32,
             backing: self.backing,
+            events: self.event_user_data.filter(|_| features.events),
         })
     }
 }
@@ -144,7 +153,21 @@ pub struct ZcPool {
     ring_fd: RawFd,
     features: ZcrxFeatures,
     nodev: bool,
+    /// `user_data` of this instance's event CQEs, when registered with events.
+    events: Option<u64>,
     _owner_thread: PhantomData<*const ()>,
+}
+
+/// One zcrx event CQE, as [`ZcPool::on_event`] decoded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZcEvent {
+    /// `ZCRX_EVENT_ALLOC_FAIL`: the NIC found no free chunk (packets may be dropped
+    /// until chunks come back): a sign the pool is too small.
+    AllocFail,
+    /// `ZCRX_EVENT_COPY`: the kernel copied a fragment instead of placing it.
+    Copy,
+    /// An event type this build does not know (a newer kernel); not re-armed.
+    Unknown(i32),
 }
 
 impl ZcPool {
@@ -167,12 +190,7 @@ impl ZcPool {
         let flusher: Option<Flusher> = if features.flush_rq {
             let zcrx_id = registered.answer.zcrx_id;
             Some(Box::new(move || {
-                let mut ctrl = abi::ZcrxCtrl {
-                    zcrx_id,
-                    op: abi::ZCRX_CTRL_FLUSH_RQ,
-                    ..Default::default()
-                };
-                sys::zcrx_ctrl(ring_fd, &mut ctrl)
+                sys::zcrx_ctrl(ring_fd, &mut abi::ZcrxCtrl::flush_rq(zcrx_id))
             }))
         } else {
             None
@@ -222,7 +240,17 @@ impl ZcPool {
             flush_warned: false,
         };
         let chunks = (area.len() / answer.chunk_size as usize) as u64;
+        let kernel_stats = answer.stats_offset.map(|offset| KernelCopyStats {
+            // SAFETY: the registration named this offset of this region as the stats
+            // block and the kernel accepted it (aligned, after the entries, inside the
+            // region); the region moves into the core below, which outlives the view.
+            block: unsafe { KernelStats::new(&region, offset) },
+            device: !nodev,
+        });
         let core = PoolCore::new(Box::new(recycler), area, region, chunks);
+        if let Some(k) = kernel_stats {
+            core.set_kernel_stats(k);
+        }
         ZcPool {
             decoder: Decoder {
                 core,
@@ -234,6 +262,7 @@ impl ZcPool {
             ring_fd,
             features,
             nodev,
+            events: answer.events,
             _owner_thread: PhantomData,
         }
     }
@@ -257,6 +286,35 @@ impl ZcPool {
     /// True for a device-less instance (all bytes copied).
     pub fn is_nodev(&self) -> bool {
         self.nodev
+    }
+
+    /// The `user_data` of this instance's event CQEs, when it was registered with
+    /// events (the config asked and the kernel has them).
+    pub fn event_user_data(&self) -> Option<u64> {
+        self.events
+    }
+
+    /// Handles one event CQE (`res` is the event type): counts it and re-arms it, as
+    /// the kernel posts each type once until re-armed. Owner thread only, like every
+    /// control op. A refused re-arm is counted (`event_arm_errors`) and logged once.
+    pub fn on_event(&self, res: i32) -> ZcEvent {
+        let stats = &self.decoder.core.stats;
+        let (event, counter) = match u32::try_from(res) {
+            Ok(abi::ZCRX_EVENT_ALLOC_FAIL) => (ZcEvent::AllocFail, &stats.alloc_fail_events),
+            Ok(abi::ZCRX_EVENT_COPY) => (ZcEvent::Copy, &stats.copy_events),
+            _ => {
+                tracing::warn!(res, "unknown zcrx event type; not re-armed");
+                return ZcEvent::Unknown(res);
+            }
+        };
+        counter.fetch_add(1, Relaxed);
+        let mut ctrl = abi::ZcrxCtrl::arm_event(self.zcrx_id, res as u32);
+        if let Err(e) = sys::zcrx_ctrl(self.ring_fd, &mut ctrl) {
+            if stats.event_arm_errors.fetch_add(1, Relaxed) == 0 {
+                tracing::warn!(error = %e, ?event, "re-arming a zcrx event failed; it will not fire again");
+            }
+        }
+        event
     }
 
     /// A multishot RECV_ZC on TCP socket `fd` with a byte budget (`0` = unlimited).
@@ -287,18 +345,14 @@ impl ZcPool {
                 needs: "Linux 6.19",
             });
         }
-        let mut ctrl = abi::ZcrxCtrl {
-            zcrx_id: self.zcrx_id,
-            op: abi::ZCRX_CTRL_EXPORT,
-            ..Default::default()
-        };
+        let mut ctrl = abi::ZcrxCtrl::export(self.zcrx_id);
         sys::zcrx_ctrl(self.ring_fd, &mut ctrl).map_err(|source| PoolError::Kernel {
             op: "exporting the ZCRX instance",
             hint: "export must run on the ring's submitter thread".into(),
             source,
         })?;
         // SAFETY: on success the kernel wrote a new O_CLOEXEC fd that nobody else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(ctrl.export.zcrx_fd as RawFd) };
+        let fd = unsafe { OwnedFd::from_raw_fd(ctrl.exported_fd() as RawFd) };
         Ok(ExportedZcrx::new(fd, self.decoder.clone()))
     }
 
@@ -310,7 +364,7 @@ impl ZcPool {
 
     /// Counters of this pool (shared with every importing ring).
     pub fn stats(&self) -> PoolStatsSnapshot {
-        self.decoder.core.stats.snapshot()
+        self.decoder.core.snapshot()
     }
 
     /// The live counters, to read from other threads.

@@ -24,6 +24,11 @@ pub(crate) struct Answer {
     pub(crate) zcrx_id: u32,
     pub(crate) token: u64,
     pub(crate) chunk_size: u32,
+    /// Where the kernel keeps the instance's `zcrx_stats` in the region, when the
+    /// registration asked for events.
+    pub(crate) stats_offset: Option<usize>,
+    /// `user_data` of the event CQEs, when registered with events.
+    pub(crate) events: Option<u64>,
 }
 
 /// The request, after validation against the kernel's features.
@@ -36,7 +41,13 @@ pub(crate) struct Layout {
     pub(crate) chunk_size: u32,
     pub(crate) rq_entries: u32,
     pub(crate) backing: Backing,
+    /// `user_data` of event CQEs, when the kernel has events and they were asked for.
+    pub(crate) events: Option<u64>,
 }
+
+/// Alignment of the stats block: a cache line, which covers the 8 bytes the 7.2/7.3
+/// kernels require (`IO_URING_QUERY_ZCRX_EVENT`'s `stats_off_alignment`).
+const STATS_ALIGN: usize = 64;
 
 impl Layout {
     /// Bytes of refill-ring header: a whole page (safe against the pending header
@@ -48,11 +59,26 @@ impl Layout {
         hdr.max(page).next_multiple_of(page)
     }
 
+    /// End of the refill entries the region must hold.
+    fn rqes_end(&self, features: &ZcrxFeatures) -> usize {
+        Self::rq_header_bytes(features)
+            + self.rq_entries as usize * std::mem::size_of::<abi::ZcrxRqe>()
+    }
+
+    /// Where the kernel's stats block goes: right after the refill entries, where the
+    /// kernel requires it (before them is `ERANGE`), when events are asked for.
+    pub(crate) fn stats_offset(&self, features: &ZcrxFeatures) -> Option<usize> {
+        self.events
+            .map(|_| self.rqes_end(features).next_multiple_of(STATS_ALIGN))
+    }
+
     pub(crate) fn region_bytes(&self, features: &ZcrxFeatures) -> usize {
         let page = sys::page_size();
-        (Self::rq_header_bytes(features)
-            + self.rq_entries as usize * std::mem::size_of::<abi::ZcrxRqe>())
-        .next_multiple_of(page)
+        let end = match self.stats_offset(features) {
+            Some(off) => off + std::mem::size_of::<abi::ZcrxStats>(),
+            None => self.rqes_end(features),
+        };
+        end.next_multiple_of(page)
     }
 }
 
@@ -71,8 +97,9 @@ pub(crate) unsafe fn register(
     let area = Mapping::new(layout.area_bytes, layout.backing).map_err(PoolError::Memory)?;
     let region = Mapping::new(layout.region_bytes(features), Backing::Anonymous)
         .map_err(PoolError::Memory)?;
+    let stats_offset = layout.stats_offset(features);
     // SAFETY: forwarded from the caller's contract.
-    match unsafe { try_register(ring_fd, layout, &area, &region) } {
+    match unsafe { try_register(ring_fd, layout, stats_offset, &area, &region) } {
         Ok(answer) => Ok(Registered {
             area,
             region,
@@ -95,7 +122,7 @@ pub(crate) unsafe fn register(
                 ..layout.clone()
             };
             // SAFETY: as above.
-            unsafe { try_register(ring_fd, &small, &area, &region) }
+            unsafe { try_register(ring_fd, &small, stats_offset, &area, &region) }
                 .map(|answer| Registered {
                     area,
                     region,
@@ -114,6 +141,7 @@ pub(crate) unsafe fn register(
 unsafe fn try_register(
     ring_fd: RawFd,
     layout: &Layout,
+    stats_offset: Option<usize>,
     area: &Mapping,
     region: &Mapping,
 ) -> io::Result<Answer> {
@@ -133,6 +161,16 @@ unsafe fn try_register(
         flags: abi::IORING_MEM_REGION_TYPE_USER,
         ..Default::default()
     };
+    let mut event_desc = abi::ZcrxEventDesc::default();
+    if let (Some(user_data), Some(offset)) = (layout.events, stats_offset) {
+        event_desc = abi::ZcrxEventDesc {
+            user_data,
+            type_mask: (1 << abi::ZCRX_EVENT_ALLOC_FAIL) | (1 << abi::ZCRX_EVENT_COPY),
+            flags: abi::ZCRX_EVENT_DESC_FLAG_STATS,
+            stats_offset: offset as u64,
+            ..Default::default()
+        };
+    }
     let mut reg = ZcrxIfqReg {
         if_idx: layout.if_idx,
         if_rxq: layout.if_rxq,
@@ -145,6 +183,11 @@ unsafe fn try_register(
         } else {
             0
         },
+        // Nonzero only on kernels with events: before 7.2 the word is reserved.
+        event_desc: match layout.events {
+            Some(_) => &mut event_desc as *mut abi::ZcrxEventDesc as u64,
+            None => 0,
+        },
         ..Default::default()
     };
     // SAFETY: the structs are writable and live across the call; the area and region
@@ -152,7 +195,13 @@ unsafe fn try_register(
     unsafe { sys::register_zcrx_ifq(ring_fd, &mut reg)? };
     let rqes_end =
         reg.offsets.rqes as usize + reg.rq_entries as usize * std::mem::size_of::<abi::ZcrxRqe>();
-    if !reg.rq_entries.is_power_of_two() || rqes_end > region.len() || reg.offsets.rqes % 16 != 0 {
+    let stats_end = stats_offset.map_or(rqes_end, |s| s + std::mem::size_of::<abi::ZcrxStats>());
+    if !reg.rq_entries.is_power_of_two()
+        || rqes_end > region.len()
+        || reg.offsets.rqes % 16 != 0
+        || stats_offset.is_some_and(|s| s < rqes_end)
+        || stats_end > region.len()
+    {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
@@ -173,6 +222,8 @@ unsafe fn try_register(
         zcrx_id: reg.zcrx_id,
         token: area_reg.rq_area_token,
         chunk_size,
+        stats_offset: layout.events.and(stats_offset),
+        events: layout.events.filter(|_| stats_offset.is_some()),
     })
 }
 

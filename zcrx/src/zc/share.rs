@@ -100,7 +100,7 @@ impl ZcImport {
 
     /// Counters of the exporting pool.
     pub fn stats(&self) -> crate::PoolStatsSnapshot {
-        self.decoder.core.stats.snapshot()
+        self.decoder.core.snapshot()
     }
 
     /// The exporting pool's live counters, to read from other threads.

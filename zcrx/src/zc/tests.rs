@@ -90,6 +90,8 @@ fn fake(chunks: usize, rq_entries: u32, token: u64, nodev: bool, flush: FlushKin
             zcrx_id: 3,
             token,
             chunk_size: PAGE as u32,
+            stats_offset: None,
+            events: None,
         },
     };
     // SAFETY: the answer describes the region built above, as the kernel's would.
@@ -579,4 +581,48 @@ fn refill_header_is_a_page_or_what_the_kernel_asks() {
         ..Default::default()
     };
     assert_eq!(register::Layout::rq_header_bytes(&grown), 2 * page);
+}
+
+#[test]
+fn events_are_registered_only_where_the_kernel_has_them() {
+    let page = crate::sys::page_size();
+    let older = ZcrxFeatures {
+        recv_zc: true,
+        rq_hdr_size: 8,
+        rq_hdr_alignment: 64,
+        ..Default::default()
+    };
+    let with_events = ZcrxFeatures {
+        events: true,
+        rq_hdr_size: 128,
+        ..older.clone()
+    };
+    let cfg = ZcPoolConfig {
+        event_user_data: Some(0xE7),
+        ..ZcPoolConfig::new(ZcTarget::Device {
+            ifindex: 2,
+            queue: 0,
+        })
+    };
+    // Before 7.2 the descriptor's word is reserved: nothing is asked, nothing reserved.
+    let l = cfg.layout(&older).expect("valid");
+    assert_eq!(l.events, None);
+    assert_eq!(l.stats_offset(&older), None);
+    // 7.2+: the stats block goes after the refill entries, aligned, inside the region.
+    let l = cfg.layout(&with_events).expect("valid");
+    assert_eq!(l.events, Some(0xE7));
+    let off = l.stats_offset(&with_events).expect("a stats block");
+    let rqes_end = register::Layout::rq_header_bytes(&with_events) + l.rq_entries as usize * 16;
+    assert!(off >= rqes_end && off % 64 == 0, "{off} after {rqes_end}");
+    let region = l.region_bytes(&with_events);
+    assert!(
+        off + 16 <= region && region % page == 0,
+        "{off} in {region}"
+    );
+    // Without a user_data nothing is asked either.
+    let quiet = ZcPoolConfig {
+        event_user_data: None,
+        ..cfg
+    };
+    assert_eq!(quiet.layout(&with_events).expect("valid").events, None);
 }

@@ -115,6 +115,77 @@ fn nodev_small_area_runs_dry_and_recovers_without_loss() -> Result<(), Failed> {
     })
 }
 
+/// A 16-chunk pool under 8 streams on `worker` of `rt` (which holds up to ~40 chunks
+/// at once) grows to its 32-chunk ceiling, one added area and no more, echoing every
+/// byte, and ends with every chunk back.
+fn grows_to_its_ceiling(rt: &Runtime, worker: usize) -> Result<(), Failed> {
+    let caps = capabilities();
+    if !caps.zcrx.add_area {
+        return Err(format!(
+            "kernel {} lacks ZCRX_CTRL_ADD_AREA (Linux 7.3+)",
+            caps.kernel_release
+        )
+        .into());
+    }
+    let total = echo_on(rt, worker, 8, 400_000)?;
+    check(total == 8 * 400_000, || format!("echoed {total}"))?;
+    let s = rt.handle().zc_pool_stats()[0].ok_or("worker 0 owns a pool")?;
+    check(
+        s.areas_added == 1 && s.chunks_total == 32 && s.bytes == 2 * total as u64,
+        || format!("a 16-chunk pool with a 32-chunk ceiling: {s:?}"),
+    )?;
+    // Returns reach the kernel on the owner's next turns.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let s = rt.handle().zc_pool_stats()[0].ok_or("pool")?;
+        if s.in_use == 0 && s.returns_pending == 0 {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("chunks still out 5 s after the echo: {s:?}").into());
+        }
+        rt.block_on(zerorx::sleep(Duration::from_millis(10)));
+    }
+}
+
+fn nodev_a_pool_grows_under_a_burst_up_to_its_ceiling() -> Result<(), Failed> {
+    let rt = device_less(1, 1)
+        .pool_size(16 * 4096)
+        .zero_copy_pool_ceiling(Some(32 * 4096))
+        .build()
+        .map_err(|e| e.to_string())?;
+    grows_to_its_ceiling(&rt, 0)
+}
+
+fn nodev_an_importer_receives_into_areas_added_after_the_import() -> Result<(), Failed> {
+    let rt = device_less(2, 1)
+        .pool_size(16 * 4096)
+        .zero_copy_pool_ceiling(Some(32 * 4096))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let roles = rt.handle().receive_mode().roles.clone();
+    check(roles[1] == ReceiveRole::Import { owner: 0 }, || {
+        format!("{roles:?}")
+    })?;
+    // Worker 1 imported the 16-chunk pool; its streams fill it, worker 0 adds areas,
+    // and worker 1's completions name them.
+    grows_to_its_ceiling(&rt, 1)
+}
+
+fn a_ceiling_below_the_pool_size_is_refused() -> Result<(), Failed> {
+    let err = device_less(1, 1)
+        .pool_size(1 << 20)
+        .zero_copy_pool_ceiling(Some(1 << 19))
+        .build()
+        .err()
+        .ok_or("a ceiling below pool_size was accepted")?;
+    check(
+        err.kind() == std::io::ErrorKind::InvalidInput
+            && err.to_string().contains("zero_copy_pool_ceiling"),
+        || format!("{err}"),
+    )
+}
+
 fn nodev_import_shares_the_owners_pool() -> Result<(), Failed> {
     if !capabilities().zcrx.import {
         return Err("the kernel has NODEV but not ZCRX_REG_IMPORT".into());
@@ -310,7 +381,7 @@ fn main() {
     if let Some(r) = &hw_reason {
         println!("hw_* tests not run: no ZCRX-capable NIC queue configured ({r})");
     }
-    let nodev: [(&str, Case); 6] = [
+    let nodev: [(&str, Case); 8] = [
         (
             "nodev_echo_every_byte_through_recv_zc",
             nodev_echo_every_byte_through_recv_zc,
@@ -335,6 +406,14 @@ fn main() {
             "nodev_copy_events_reach_the_pool_and_are_re_armed",
             nodev_copy_events_reach_the_pool_and_are_re_armed,
         ),
+        (
+            "nodev_a_pool_grows_under_a_burst_up_to_its_ceiling",
+            nodev_a_pool_grows_under_a_burst_up_to_its_ceiling,
+        ),
+        (
+            "nodev_an_importer_receives_into_areas_added_after_the_import",
+            nodev_an_importer_receives_into_areas_added_after_the_import,
+        ),
     ];
     let hw: [(&str, Case); 1] = [(
         "hw_runtime_binds_the_queue_and_keeps_loopback_on_copy",
@@ -343,6 +422,10 @@ fn main() {
     let trials: Vec<Trial> = nodev
         .into_iter()
         .map(|(n, f)| nodev_trial(n, f, &nodev_reason))
+        .chain(std::iter::once(Trial::test(
+            "a_ceiling_below_the_pool_size_is_refused",
+            a_ceiling_below_the_pool_size_is_refused,
+        )))
         .chain(
             hw.into_iter()
                 .map(|(n, f)| Trial::test(n, f).with_ignored_flag(hw_reason.is_some())),

@@ -58,6 +58,14 @@ impl ZcRing {
         }
     }
 
+    /// Owner only: adds an area of `bytes` (`ZcPool::add_area`); the chunk count after.
+    pub(crate) fn add_area(&self, bytes: usize) -> Option<Result<u64, zcrx::PoolError>> {
+        match self {
+            ZcRing::Owner(p) => Some(p.add_area(bytes)),
+            ZcRing::Import(_) => None,
+        }
+    }
+
     /// Handles an event CQE of the instance this worker registered (counted and
     /// re-armed by the pool). Importers are never sent events: the kernel posts them
     /// to the registering ring only.

@@ -27,6 +27,7 @@ pub struct Builder {
     shutdown_timeout: Duration,
     receive_mode: ReceiveMode,
     pool_bytes: usize,
+    zc_pool_ceiling: Option<usize>,
     chunk_size: u32,
     copy_pool: CopyPoolChoice,
     incremental: Option<bool>,
@@ -88,6 +89,7 @@ impl Default for Builder {
             shutdown_timeout: Duration::from_secs(5),
             receive_mode: ReceiveMode::Auto,
             pool_bytes: DEFAULT_POOL_BYTES,
+            zc_pool_ceiling: None,
             chunk_size: DEFAULT_CHUNK_SIZE,
             copy_pool: CopyPoolChoice::Sized,
             incremental: None,
@@ -184,6 +186,19 @@ impl Builder {
     /// in zero-copy mode, the area of each owned ZCRX pool. Small pools stay in cache.
     pub fn pool_size(&mut self, bytes: usize) -> &mut Self {
         self.pool_bytes = bytes;
+        self
+    }
+
+    /// Lets each zero-copy pool a worker owns grow from [`pool_size`](Self::pool_size)
+    /// up to `bytes` (Linux 7.3, `ZCRX_CTRL_ADD_AREA`; `None`, the default, keeps it at
+    /// its first size). The owner adds an area of `pool_size` bytes whenever the kernel
+    /// reports the pool dry (`ZCRX_EVENT_ALLOC_FAIL`) or a quarter or less of its chunks
+    /// are free, until the next area would pass the ceiling; receives that waited for
+    /// chunks are woken, and workers importing the pool use the new area at once. On
+    /// older kernels the pool keeps its first size (logged once). A ceiling below
+    /// `pool_size` makes [`build`](Self::build) fail.
+    pub fn zero_copy_pool_ceiling(&mut self, bytes: Option<usize>) -> &mut Self {
+        self.zc_pool_ceiling = bytes;
         self
     }
 
@@ -329,6 +344,14 @@ impl Builder {
                 self.ring_entries
             )));
         }
+        if let Some(ceiling) = self.zc_pool_ceiling {
+            if ceiling < self.pool_bytes {
+                return Err(invalid(format!(
+                    "zero_copy_pool_ceiling ({ceiling} bytes) is below pool_size ({} bytes)",
+                    self.pool_bytes
+                )));
+            }
+        }
         let mut cfg = WorkerConfig {
             ring: RingConfig {
                 sq_entries: self.ring_entries,
@@ -359,6 +382,7 @@ impl Builder {
         cfg.zc = report.target.clone().map(|target| ZcSetup {
             target,
             area_bytes: self.pool_bytes,
+            ceiling: self.zc_pool_ceiling,
             chunk_size: self.chunk_size,
         });
         let started = self.start(threads, &cfg, report.clone());

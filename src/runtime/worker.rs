@@ -432,20 +432,29 @@ impl Core {
             }
         }
         if let ZcWorker::Local {
-            ring, importers, ..
+            ring,
+            importers,
+            growth,
+            ..
         } = &self.zc
         {
             let events = self.driver.borrow_mut().take_zcrx_events();
+            let mut dry = false;
             for res in events {
                 // The kernel found the area dry: holders of partial messages let go
-                // now rather than at the next low-water look.
+                // now rather than at the next low-water look, and the pool may grow.
                 if ring.on_event(res) == Some(zcrx::ZcEvent::AllocFail) {
+                    dry = true;
                     self.holders.take_all(wakers);
                 }
             }
             ring.maintain();
+            // New chunks serve receives that waited for returns, as returns would.
+            let grew = growth
+                .as_ref()
+                .is_some_and(|g| g.grow_if_needed(ring, dry, self.shared.index));
             let returned = self.zc_returned().unwrap_or(0);
-            if returned != self.zc_seen.replace(returned) {
+            if returned != self.zc_seen.replace(returned) || grew {
                 wakers.append(&mut self.zc_waiters.borrow_mut());
                 self.shared.zc_waiting.store(false, Ordering::SeqCst);
                 for importer in importers {

@@ -2,11 +2,13 @@
 //! instance (owner) and export it to each importer, or import the owner's export, or
 //! note which worker serves this one's receives (handover).
 
+use super::pressure::Pressure;
 use super::receive_mode::ZeroCopyTarget;
 use super::receive_plan::ReceiveRole;
 use super::worker::WorkerShared;
 use crate::driver::Driver;
 use crate::io::recv_zc::ZcRing;
+use std::cell::Cell;
 use std::io;
 use std::rc::Rc;
 use std::sync::mpsc::{Receiver, Sender};
@@ -25,7 +27,58 @@ pub(crate) type ExportMsg = Result<ExportedZcrx, String>;
 pub(crate) struct ZcSetup {
     pub(crate) target: ZeroCopyTarget,
     pub(crate) area_bytes: usize,
+    /// How far an owned pool may grow (`Builder::zero_copy_pool_ceiling`).
+    pub(crate) ceiling: Option<usize>,
     pub(crate) chunk_size: u32,
+}
+
+/// An owned pool that may grow by adding areas (Linux 7.3) up to a ceiling.
+pub(crate) struct Growth {
+    /// Bytes per added area: the first area's size.
+    step: usize,
+    ceiling: usize,
+    /// Bytes the pool has now.
+    size: Cell<usize>,
+}
+
+impl Growth {
+    /// The pool's free share is at the pressure mark holders let go at.
+    fn low(ring: &ZcRing) -> bool {
+        let s = ring.stats_handle().snapshot();
+        Pressure {
+            available: s.chunks_total.saturating_sub(s.in_use + s.returns_pending) as usize,
+            total: s.chunks_total as usize,
+        }
+        .is_low()
+    }
+
+    /// Adds an area when `dry` (the kernel said so) or the pool is low, and the next
+    /// area fits under the ceiling. Returns whether the pool grew; a refused addition
+    /// stops growth for good, with one log line.
+    pub(crate) fn grow_if_needed(&self, ring: &ZcRing, dry: bool, worker: usize) -> bool {
+        let size = self.size.get();
+        if size + self.step > self.ceiling || !(dry || Self::low(ring)) {
+            return false;
+        }
+        match ring.add_area(self.step) {
+            Some(Ok(chunks)) => {
+                self.size.set(size + self.step);
+                tracing::info!(
+                    worker,
+                    bytes = size + self.step,
+                    chunks,
+                    "zero-copy pool grew"
+                );
+                true
+            }
+            Some(Err(e)) => {
+                tracing::warn!(worker, error = %e, "adding an area to the zero-copy pool failed; it stays at {size} bytes");
+                self.size.set(usize::MAX / 2);
+                false
+            }
+            None => false,
+        }
+    }
 }
 
 /// The per-worker wiring between owners and importers (not `Clone`: channel ends).
@@ -46,6 +99,8 @@ pub(crate) enum ZcWorker {
     /// RECV_ZC on this worker's ring.
     Local {
         ring: Rc<ZcRing>,
+        /// Owner with a ceiling on a kernel that can add areas.
+        growth: Option<Growth>,
         /// Owner: importing workers to unpark when chunks return.
         importers: Vec<Arc<WorkerShared>>,
         /// Device-less instance: loopback flows are received zero-copy too.
@@ -165,8 +220,28 @@ pub(crate) fn attach(
     };
     let _ = shared.zc_pool_stats.set(ring.stats_handle());
     let _ = shared.zc_instance.set(ring.instance());
+    let growth = match (&ring, setup.ceiling) {
+        (ZcRing::Owner(_), Some(ceiling)) if ceiling > setup.area_bytes => {
+            if features.add_area {
+                Some(Growth {
+                    step: setup.area_bytes,
+                    ceiling,
+                    size: Cell::new(setup.area_bytes),
+                })
+            } else {
+                tracing::info!(
+                    worker = index,
+                    "the zero-copy pool cannot grow here (ZCRX_CTRL_ADD_AREA needs Linux 7.3); it stays at {} bytes",
+                    setup.area_bytes
+                );
+                None
+            }
+        }
+        _ => None,
+    };
     Ok(ZcWorker::Local {
         ring: Rc::new(ring),
+        growth,
         importers: links.importers,
         loopback,
     })

@@ -73,6 +73,19 @@ pub(crate) struct PoolCore {
     /// The kernel's copy statistics, when it keeps them for this pool (ZCRX events,
     /// Linux 7.2+).
     kernel_stats: OnceLock<KernelCopyStats>,
+    /// Areas added to a zero-copy instance after registration (`ZCRX_CTRL_ADD_AREA`,
+    /// Linux 7.3), by area id; the table is allocated at the first addition. Entries
+    /// are set once and never removed, so any thread may look one up without a lock,
+    /// and every area lives until the last buffer (which holds the core) is gone.
+    added_areas: OnceLock<Box<[OnceLock<AddedArea>]>>,
+}
+
+/// An area added after registration.
+#[derive(Debug)]
+pub(crate) struct AddedArea {
+    /// What the kernel puts in the high bits of every offset into it (area id << 48).
+    pub(crate) token: u64,
+    pub(crate) mapping: Mapping,
 }
 
 /// The kernel's `zcrx_stats` block of a zero-copy pool.
@@ -109,7 +122,48 @@ impl PoolCore {
             area,
             _ring_mem: ring_mem,
             kernel_stats: OnceLock::new(),
+            added_areas: OnceLock::new(),
         })
+    }
+
+    /// The added area the kernel names by `token` (the high bits of an offset).
+    pub(crate) fn added_area(&self, token: u64) -> Option<&Mapping> {
+        let id = (token >> crate::abi::IORING_ZCRX_AREA_SHIFT) as usize;
+        let area = self.added_areas.get()?.get(id)?.get()?;
+        (area.token == token).then_some(&area.mapping)
+    }
+
+    /// Records an area the kernel accepted under `token`. Owner thread only (the one
+    /// that made the control call); a token that is out of range or taken gives the
+    /// mapping back.
+    pub(crate) fn add_area(&self, area: AddedArea) -> Result<(), AddedArea> {
+        let id = (area.token >> crate::abi::IORING_ZCRX_AREA_SHIFT) as usize;
+        let table = self.added_areas.get_or_init(|| {
+            (0..crate::abi::ZCRX_MAX_AREAS)
+                .map(|_| OnceLock::new())
+                .collect()
+        });
+        match table.get(id) {
+            Some(slot) => slot.set(area),
+            None => Err(area),
+        }
+    }
+
+    /// The mapping (first or added) that holds `ptr`.
+    pub(crate) fn area_holding(&self, ptr: usize) -> Option<&Mapping> {
+        let holds = |m: &Mapping| {
+            let base = m.as_ptr() as usize;
+            ptr >= base && ptr < base + m.len()
+        };
+        if holds(&self.area) {
+            return Some(&self.area);
+        }
+        self.added_areas
+            .get()?
+            .iter()
+            .filter_map(|slot| slot.get())
+            .map(|a| &a.mapping)
+            .find(|m| holds(m))
     }
 
     /// Attaches the kernel's stats block (once, at assembly).

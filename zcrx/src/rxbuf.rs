@@ -37,14 +37,13 @@ unsafe impl Sync for RxBuf {}
 
 impl RxBuf {
     /// # Safety
-    /// `[ptr, ptr+len)` must be inside `core.area`, reported by a reaped completion, and
-    /// owned by this handle until it is dropped (one handle per completion).
+    /// `[ptr, ptr+len)` must be inside one of `core`'s areas, reported by a reaped
+    /// completion, and owned by this handle until it is dropped (one handle per
+    /// completion).
     pub(crate) unsafe fn new(core: Arc<PoolCore>, ptr: *mut u8, len: u32, token: u64) -> RxBuf {
-        debug_assert!({
-            let base = core.area.as_ptr() as usize;
-            let p = ptr as usize;
-            p >= base && p + len as usize <= base + core.area.len()
-        });
+        debug_assert!(core
+            .area_holding(ptr as usize)
+            .is_some_and(|m| { ptr as usize + len as usize <= m.as_ptr() as usize + m.len() }));
         RxBuf {
             // SAFETY: inside a live mapping, hence non-null.
             ptr: unsafe { NonNull::new_unchecked(ptr) },
@@ -70,10 +69,13 @@ impl RxBuf {
         Bytes::from_owner(self)
     }
 
-    /// Offset of these bytes from the start of the pool's memory (for diagnostics and
-    /// tests that check where the kernel placed data).
+    /// Offset of these bytes from the start of the pool area that holds them (for
+    /// diagnostics and tests that check where the kernel placed data).
     pub fn area_offset(&self) -> usize {
-        self.ptr.as_ptr() as usize - self.core.area.as_ptr() as usize
+        let p = self.ptr.as_ptr() as usize;
+        self.core
+            .area_holding(p)
+            .map_or(0, |m| p - m.as_ptr() as usize)
     }
 }
 

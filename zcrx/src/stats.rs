@@ -29,6 +29,7 @@ pub struct PoolStats {
     pub(crate) alloc_fail_events: AtomicU64,
     pub(crate) copy_events: AtomicU64,
     pub(crate) event_arm_errors: AtomicU64,
+    pub(crate) areas_added: AtomicU64,
 }
 
 /// A point-in-time copy of [`PoolStats`].
@@ -80,6 +81,9 @@ pub struct PoolStatsSnapshot {
     pub copy_events: u64,
     /// Re-arms (`ZCRX_CTRL_ARM_EVENT`) the kernel refused.
     pub event_arm_errors: u64,
+    /// Areas added after registration (`ZCRX_CTRL_ADD_AREA`, Linux 7.3); their chunks
+    /// are in `chunks_total`.
+    pub areas_added: u64,
     /// The kernel's own count of copy-fallback fragments, from the `zcrx_stats` block
     /// it keeps in the pool's memory (Linux 7.2+; 0 without it). Approximate: the
     /// kernel updates it without atomics.
@@ -114,6 +118,7 @@ impl PoolStats {
             alloc_fail_events: self.alloc_fail_events.load(Relaxed),
             copy_events: self.copy_events.load(Relaxed),
             event_arm_errors: self.event_arm_errors.load(Relaxed),
+            areas_added: self.areas_added.load(Relaxed),
             kernel_copy_count: 0,
             kernel_copy_bytes: 0,
         }

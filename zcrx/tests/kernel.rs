@@ -357,6 +357,62 @@ fn nodev_copy_events_are_re_armed_and_the_kernel_counts_copies() -> Result<(), F
     Ok(())
 }
 
+fn nodev_an_added_area_takes_a_burst_without_losing_a_byte() -> Result<(), Failed> {
+    let f = features();
+    if !f.add_area {
+        return Err(format!(
+            "kernel {} lacks ZCRX_CTRL_ADD_AREA (Linux 7.3+)",
+            capabilities().kernel_release
+        )
+        .into());
+    }
+    let mut ring = zcrx_ring()?;
+    let page = zcrx::sys::page_size();
+    let pool = nodev_pool(&ring, 16, 64)?;
+    match pool.add_area(0) {
+        Err(PoolError::InvalidConfig { .. }) => {}
+        other => return Err(format!("a 0-byte area: {other:?}").into()),
+    }
+    let chunks = pool.add_area(32 * page).map_err(|e| e.to_string())?;
+    if chunks != 48 || pool.stats().areas_added != 1 {
+        return Err(format!(
+            "after adding 32 pages to 16: {chunks} chunks, {:?}",
+            pool.stats()
+        )
+        .into());
+    }
+    // Holding 40 buffers at a time needs more than the first area's 16 chunks, so the
+    // kernel must receive into the added one; every byte is checked where its CQE says.
+    let areas = std::cell::Cell::new(0u64);
+    let (sock, writer) = stream(8 << 20);
+    let fd = sock.as_raw_fd();
+    let (n, _) = receive_all(
+        &mut ring,
+        fd,
+        |b| pool.recv_zc(fd, b),
+        |r, c| {
+            areas.set(areas.get() | 1 << (c[0] >> abi::IORING_ZCRX_AREA_SHIFT).min(63));
+            pool.take(r, c)
+        },
+        || {
+            pool.maintain();
+        },
+        40,
+        Some(&pool),
+    )?;
+    writer.join().map_err(|_| "writer")?;
+    if n != 8 << 20 || areas.get() != 0b11 {
+        return Err(format!("{n} bytes; areas seen (bit per id) {:#b}", areas.get()).into());
+    }
+    pool.maintain();
+    let s = pool.stats();
+    if s.in_use != 0 || s.chunks_total != 48 {
+        return Err(format!("every chunk back in 48: {s:?}").into());
+    }
+    drop(ring);
+    Ok(())
+}
+
 fn nodev_without_events_no_event_is_posted() -> Result<(), Failed> {
     let mut ring = zcrx_ring()?;
     let pool = nodev_pool(&ring, 64, 0)?;
@@ -633,7 +689,7 @@ fn main() {
             zcrx_device_less_mode_matches_the_probe,
         ),
     ];
-    let nodev: [(&str, Case); 9] = [
+    let nodev: [(&str, Case); 10] = [
         ("nodev_registration", nodev_registration),
         (
             "nodev_copy_events_are_re_armed_and_the_kernel_counts_copies",
@@ -642,6 +698,10 @@ fn main() {
         (
             "nodev_without_events_no_event_is_posted",
             nodev_without_events_no_event_is_posted,
+        ),
+        (
+            "nodev_an_added_area_takes_a_burst_without_losing_a_byte",
+            nodev_an_added_area_takes_a_burst_without_losing_a_byte,
         ),
         (
             "nodev_receive_every_byte_at_the_cqe_offset",

@@ -36,16 +36,20 @@ impl Decoder {
             )));
         }
         let off = big_cqe[0];
-        if off & IORING_ZCRX_AREA_MASK != self.token {
-            return Err(PoolError::BadCompletion(format!(
-                "area token {:#x} is not this pool's ({:#x})",
-                off & IORING_ZCRX_AREA_MASK,
-                self.token
-            )));
-        }
+        let token = off & IORING_ZCRX_AREA_MASK;
+        let area = if token == self.token {
+            &self.core.area
+        } else {
+            self.core.added_area(token).ok_or_else(|| {
+                PoolError::BadCompletion(format!(
+                    "area token {token:#x} is none of this pool's (first {:#x})",
+                    self.token
+                ))
+            })?
+        };
         let start = off & !IORING_ZCRX_AREA_MASK;
         let end = start + res as u64;
-        let area_len = self.core.area.len() as u64;
+        let area_len = area.len() as u64;
         if end > area_len {
             return Err(PoolError::BadCompletion(format!(
                 "range {start}..{end} is outside the {area_len}-byte area"
@@ -60,13 +64,13 @@ impl Decoder {
         self.core.stats.handed_out(res as u64, self.zero_copy);
         // SAFETY: the range is inside the area (checked above); the kernel handed this
         // completion's user reference to us and gets it back only through the refill
-        // entry written when the handle drops.
+        // entry written when the handle drops, which names the area by the same token.
         Ok(unsafe {
             RxBuf::new(
                 self.core.clone(),
-                self.core.area.as_ptr().add(start as usize),
+                area.as_ptr().add(start as usize),
                 res as u32,
-                start,
+                off,
             )
         })
     }

@@ -155,6 +155,8 @@ pub struct ZcPool {
     nodev: bool,
     /// `user_data` of this instance's event CQEs, when registered with events.
     events: Option<u64>,
+    /// How added areas are backed: as the first.
+    backing: Backing,
     _owner_thread: PhantomData<*const ()>,
 }
 
@@ -196,7 +198,10 @@ impl ZcPool {
             None
         };
         // SAFETY: `registered` holds the region the kernel described.
-        Ok(unsafe { Self::assemble(registered, ring_fd, features.clone(), nodev, flusher) })
+        let mut pool =
+            unsafe { Self::assemble(registered, ring_fd, features.clone(), nodev, flusher) };
+        pool.backing = config.backing;
+        Ok(pool)
     }
 
     /// Builds the pool from registered memory (also used by the fake-kernel tests).
@@ -232,7 +237,6 @@ impl ZcPool {
             entries: answer.rq_entries,
             tail: 0,
             published: 0,
-            token: answer.token,
             pending: VecDeque::new(),
             flusher,
             flush_every_publish: nodev,
@@ -263,6 +267,7 @@ impl ZcPool {
             features,
             nodev,
             events: answer.events,
+            backing: Backing::Anonymous,
             _owner_thread: PhantomData,
         }
     }
@@ -334,6 +339,69 @@ impl ZcPool {
     /// tail once, and flushes when returns are waiting (always, when device-less).
     pub fn maintain(&self) -> usize {
         self.decoder.core.maintain().unwrap_or(0)
+    }
+
+    /// Adds an area of `bytes` (rounded up to whole chunks) to the instance with
+    /// `ZCRX_CTRL_ADD_AREA` (Linux 7.3): the kernel receives into it at once, with the
+    /// instance's chunk size; completions name it by its area id, returns go back to
+    /// it, and rings that imported the instance see it too. Owner thread only. Areas
+    /// are never removed: each is unmapped with the pool, after the last buffer.
+    /// Returns the pool's chunk count after the addition.
+    pub fn add_area(&self, bytes: usize) -> Result<u64, PoolError> {
+        if !self.features.add_area {
+            return Err(PoolError::Unsupported {
+                what: "adding areas to a ZCRX instance (ZCRX_CTRL_ADD_AREA)",
+                needs: "Linux 7.3",
+            });
+        }
+        let chunk = self.decoder.chunk_size as usize;
+        if bytes == 0 || bytes > 1 << 36 {
+            return Err(PoolError::InvalidConfig {
+                field: "area bytes",
+                reason: format!("is {bytes}; it must be from 1 byte to 64 GiB"),
+            });
+        }
+        let mapping = crate::mem::Mapping::new(bytes.next_multiple_of(chunk), self.backing)
+            .map_err(PoolError::Memory)?;
+        let mut area_reg = abi::ZcrxAreaReg {
+            addr: mapping.as_ptr() as u64,
+            len: mapping.len() as u64,
+            ..Default::default()
+        };
+        let mut ctrl =
+            abi::ZcrxCtrl::add_area(self.zcrx_id, &mut area_reg as *mut abi::ZcrxAreaReg as u64);
+        // The kernel pins the mapping and writes the token into `area_reg` (also when it
+        // then fails: the token counts only on success).
+        sys::zcrx_ctrl(self.ring_fd, &mut ctrl).map_err(|source| PoolError::Kernel {
+            op: "adding an area to the ZCRX instance",
+            hint: match source.raw_os_error() {
+                Some(libc::EINVAL) => {
+                    "the instance has its 1024 areas, or mixes dmabuf and user memory".into()
+                }
+                Some(libc::EFAULT) => {
+                    "the device of the instance is gone, or the memory cannot be pinned".into()
+                }
+                _ => crate::error::registration_hint(&source),
+            },
+            source,
+        })?;
+        let chunks = (mapping.len() / chunk) as u64;
+        let added = crate::core::AddedArea {
+            token: area_reg.rq_area_token,
+            mapping,
+        };
+        if let Err(area) = self.decoder.core.add_area(added) {
+            // The kernel now receives into memory we cannot name: keep it mapped for
+            // good rather than let the kernel write into freed pages.
+            std::mem::forget(area.mapping);
+            return Err(PoolError::BadCompletion(format!(
+                "the kernel gave the new area token {:#x}, already taken or out of range",
+                area.token
+            )));
+        }
+        let stats = &self.decoder.core.stats;
+        stats.areas_added.fetch_add(1, Relaxed);
+        Ok(stats.chunks_total.fetch_add(chunks, Relaxed) + chunks)
     }
 
     /// Exports the instance so another ring (another thread) can import it

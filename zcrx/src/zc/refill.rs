@@ -5,7 +5,7 @@
 //! a pending queue; when the kernel has `ZCRX_CTRL_FLUSH_RQ` the owner asks it to
 //! consume the ring at once (device-less instances consume *only* on flush).
 
-use crate::abi::{ZcrxRqe, IORING_ZCRX_AREA_MASK};
+use crate::abi::ZcrxRqe;
 use crate::core::{Recycler, Return};
 use crate::shm::RefillRing;
 use crate::stats::PoolStats;
@@ -24,7 +24,6 @@ pub(crate) struct RefillRecycler {
     pub(crate) entries: u32,
     pub(crate) tail: u32,
     pub(crate) published: u32,
-    pub(crate) token: u64,
     pub(crate) pending: VecDeque<ZcrxRqe>,
     pub(crate) flusher: Option<Flusher>,
     /// Device-less: the kernel consumes only when flushed.
@@ -71,8 +70,10 @@ impl RefillRecycler {
 
 impl Recycler for RefillRecycler {
     fn recycle(&mut self, ret: Return, stats: &PoolStats) {
+        // The token is the completion's offset as the kernel wrote it: its high bits
+        // name the area, which the kernel needs back (7.3 has several per instance).
         let rqe = ZcrxRqe {
-            off: (ret.token & !IORING_ZCRX_AREA_MASK) | self.token,
+            off: ret.token,
             len: ret.len,
             pad: 0,
         };

@@ -626,3 +626,15 @@ fn events_are_registered_only_where_the_kernel_has_them() {
     };
     assert_eq!(quiet.layout(&with_events).expect("valid").events, None);
 }
+
+#[test]
+fn adding_an_area_needs_linux_7_3_and_a_size() {
+    // The fake pool's features are all off, as on a kernel before 7.3.
+    let f = fake(8, 8, 0, false, FlushKind::Absent);
+    match f.pool.add_area(8 * PAGE) {
+        Err(crate::PoolError::Unsupported { needs, .. }) => assert_eq!(needs, "Linux 7.3"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(f.pool.stats().chunks_total, 8, "nothing was added");
+    assert_eq!(f.pool.stats().areas_added, 0);
+}

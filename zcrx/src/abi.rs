@@ -323,9 +323,11 @@ pub struct ZcrxCtrlAddArea {
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ZcrxStats {
-    /// Completions whose bytes were copied instead of received in place.
+    /// Fragments copied instead of received in place (not completions: one completion
+    /// may carry several). The kernel updates both fields without atomics, so they are
+    /// approximate under concurrent receives.
     pub copy_count: u64,
-    /// Bytes copied.
+    /// Bytes copied (bytes copied from a packet's linear head are not counted).
     pub copy_bytes: u64,
 }
 

@@ -6,10 +6,12 @@
 use serde::Serialize;
 use std::fmt::Write as _;
 use zcrx::probe::{names, Capabilities, ZcrxVerdict};
+use zcrx::steering::{DataSplit, QueueChoice, Reading, SteeringReport};
 
 /// Usage text, printed for `--help` and (on stderr) after a bad argument.
 pub const USAGE: &str = "\
-usage: zerorx doctor [--json] [--interface IF [--queue Q]] [--require FEATURE[,...]]
+usage: zerorx doctor [--json] [--interface IF [--queue Q] [--flow PEER,LOCAL]]
+                     [--require FEATURE[,...]]
        zerorx serve --port P [--protocol binary|compact|auto] [--threads N] [...]
        zerorx --help
 
@@ -17,6 +19,10 @@ usage: zerorx doctor [--json] [--interface IF [--queue Q]] [--require FEATURE[,.
   --json           print the report as JSON instead of a table
   --interface IF   also try a ZCRX registration on interface IF (queue 0 by default)
   --queue Q        the receive queue to try on IF (needs --interface)
+                   With --interface, also report what steers packets on IF:
+                   header/data split, queue counts, RSS key and table, ntuple rules
+  --flow PEER,LOCAL  say which queue of IF TCP packets from PEER to LOCAL land on
+                   (addresses with ports; ntuple rules first, else RSS)
   --require LIST   exit 1, naming what is missing, unless the kernel has every one of
                    recv-zc, nodev, import, export, flush-rq, rx-page-size, events,
                    add-area (for scripts and CI)
@@ -39,6 +45,8 @@ pub struct DoctorArgs {
     pub json: bool,
     /// Interface and queue to probe on top of the cached report.
     pub queue: Option<(String, u32)>,
+    /// A TCP flow (peer, local) whose queue on the interface to predict.
+    pub flow: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
     /// Features whose absence makes the doctor exit 1.
     pub require: Vec<Requirement>,
 }
@@ -150,6 +158,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
         Some(other) => return Err(UsageError(format!("unknown command `{other}`"))),
     }
     let mut json = false;
+    let mut flow = None;
     let mut require = Vec::new();
     let mut interface = None;
     let mut queue = None;
@@ -181,6 +190,17 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
                     require.push(name.parse()?);
                 }
             }
+            "--flow" => {
+                let raw = value("--flow")?;
+                let parsed = raw
+                    .split_once(',')
+                    .and_then(|(p, l)| Some((p.trim().parse().ok()?, l.trim().parse().ok()?)));
+                flow = Some(parsed.ok_or_else(|| {
+                    UsageError(format!(
+                        "--flow needs PEER,LOCAL addresses with ports (10.0.0.1:40000,10.0.0.2:9090), got `{raw}`"
+                    ))
+                })?);
+            }
             "--queue" => {
                 let raw = value("--queue")?;
                 let q = raw.parse::<u32>().map_err(|_| {
@@ -196,9 +216,13 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
         (None, Some(_)) => return Err(UsageError("--queue needs --interface".into())),
         (None, None) => None,
     };
+    if flow.is_some() && queue.is_none() {
+        return Err(UsageError("--flow needs --interface".into()));
+    }
     Ok(Command::Doctor(DoctorArgs {
         json,
         queue,
+        flow,
         require,
     }))
 }
@@ -212,6 +236,120 @@ pub struct QueueProbe {
     pub queue: u32,
     /// What the registration attempt found.
     pub result: ZcrxVerdict,
+    /// What steers packets on the interface.
+    pub steering: SteeringReport,
+    /// The queue asked about with `--flow`: peer, local, and where it lands or why
+    /// that cannot be told.
+    pub flow: Option<FlowQueue>,
+}
+
+/// The answer to `--flow`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlowQueue {
+    /// The sending side.
+    pub peer: std::net::SocketAddr,
+    /// The receiving (local) side.
+    pub local: std::net::SocketAddr,
+    /// The queue and what chose it, or why it cannot be told.
+    pub queue: Result<QueueChoice, String>,
+}
+
+impl QueueProbe {
+    /// Probes `queue` of `interface` and reads its steering; predicts `flow`'s queue.
+    pub fn run(
+        interface: String,
+        queue: u32,
+        flow: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
+    ) -> QueueProbe {
+        let steering = zcrx::steering::report(&interface);
+        let flow = flow.map(|(peer, local)| FlowQueue {
+            peer,
+            local,
+            queue: steering.queue_for(peer, local),
+        });
+        QueueProbe {
+            result: zcrx::probe::probe_queue(&interface, queue),
+            interface,
+            queue,
+            steering,
+            flow,
+        }
+    }
+}
+
+/// A reading as text: the value through `f`, or `unknown:` and the reason.
+fn show<T>(r: &Reading<T>, f: impl Fn(&T) -> String) -> String {
+    match r {
+        Reading::Known(v) => f(v),
+        Reading::Unavailable(why) => format!("unknown: {why}"),
+    }
+}
+
+fn render_steering(out: &mut String, s: &SteeringReport, flow: Option<&FlowQueue>) {
+    let _ = writeln!(out, "\nsteering on {}", s.interface);
+    let _ = writeln!(
+        out,
+        "  rx queues        {}",
+        show(&s.rx_queues, u32::to_string)
+    );
+    let or_not = |v: Option<u32>| v.map_or("not reported".to_owned(), |n| n.to_string());
+    let rings = show(&s.rings, |r| {
+        let split = match r.tcp_data_split {
+            Some(DataSplit::Enabled) => "on",
+            Some(DataSplit::Disabled) => "off",
+            Some(DataSplit::Unknown) => "unknown",
+            None => "not reported",
+        };
+        format!(
+            "header/data split {split}, hds-thresh {}, rx ring {}",
+            or_not(r.hds_thresh),
+            or_not(r.rx)
+        )
+    });
+    let _ = writeln!(out, "  rings            {rings}");
+    let rss = show(&s.rss, |r| {
+        if r.indirection.is_empty() {
+            return "the device reports no indirection table".to_owned();
+        }
+        let queues: std::collections::BTreeSet<u32> = r.indirection.iter().copied().collect();
+        format!(
+            "hash function {}, {}-byte key, {} table entries over queues {queues:?}",
+            r.hash_function.map_or("?".into(), |f| format!("{f:#x}")),
+            r.key.len(),
+            r.indirection.len(),
+        )
+    });
+    let _ = writeln!(out, "  rss              {rss}");
+    let rules = show(&s.flow_rules, |rules| {
+        if rules.is_empty() {
+            return "none".to_owned();
+        }
+        let each: Vec<String> = rules
+            .iter()
+            .map(|r| {
+                format!(
+                    "#{} {} {}:{} -> {}",
+                    r.location,
+                    r.flow,
+                    r.dst_ip.map_or("*".into(), |ip| ip.to_string()),
+                    r.dst_port,
+                    r.queue.map_or("drop".into(), |q| format!("queue {q}"))
+                )
+            })
+            .collect();
+        each.join("; ")
+    });
+    let _ = writeln!(out, "  ntuple rules     {rules}");
+    for problem in s.zero_copy_problems() {
+        let _ = writeln!(out, "  for zero-copy    {problem}");
+    }
+    if let Some(f) = flow {
+        let answer = match &f.queue {
+            Ok(c) => format!("queue {} (by {})", c.queue, c.by),
+            Err(why) => format!("cannot tell: {why}"),
+        };
+        let _ = writeln!(out, "  flow {} -> {}: {answer}", f.peer, f.local);
+    }
 }
 
 /// A comma-separated list, or `none`.
@@ -407,6 +545,7 @@ pub fn render_text(caps: &Capabilities, queue: Option<&QueueProbe>) -> String {
     if let Some(p) = queue {
         let _ = writeln!(out, "\nqueue {} of {}", p.queue, p.interface);
         render_verdict(&mut out, &p.result);
+        render_steering(&mut out, &p.steering, p.flow.as_ref());
     }
 
     let m = &caps.receive_mode;
@@ -467,6 +606,7 @@ mod tests {
             Ok(Command::Doctor(DoctorArgs {
                 json: true,
                 queue: None,
+                flow: None,
                 require: vec![]
             }))
         );
@@ -475,6 +615,7 @@ mod tests {
             Ok(Command::Doctor(DoctorArgs {
                 json: true,
                 queue: Some(("eth0".into(), 3)),
+                flow: None,
                 require: vec![]
             }))
         );
@@ -483,6 +624,7 @@ mod tests {
             Ok(Command::Doctor(DoctorArgs {
                 json: false,
                 queue: Some(("lo".into(), 2)),
+                flow: None,
                 require: vec![]
             }))
         );
@@ -491,6 +633,7 @@ mod tests {
             Ok(Command::Doctor(DoctorArgs {
                 json: false,
                 queue: Some(("eth0".into(), 0)),
+                flow: None,
                 require: vec![]
             }))
         );
@@ -545,6 +688,79 @@ mod tests {
         ] {
             let why = r.missing(&caps).expect("missing");
             assert!(why.starts_with(r.name()) && why.contains("Linux"), "{why}");
+        }
+    }
+
+    #[test]
+    fn flow_takes_two_addresses_and_an_interface() {
+        let peer: std::net::SocketAddr = "10.0.0.1:40000".parse().expect("addr");
+        let local: std::net::SocketAddr = "10.0.0.2:9090".parse().expect("addr");
+        assert_eq!(
+            parse(&[
+                "doctor",
+                "--interface",
+                "eth1",
+                "--flow",
+                "10.0.0.1:40000,10.0.0.2:9090"
+            ]),
+            Ok(Command::Doctor(DoctorArgs {
+                queue: Some(("eth1".into(), 0)),
+                flow: Some((peer, local)),
+                ..DoctorArgs::default()
+            }))
+        );
+        let err = parse(&["doctor", "--flow", "10.0.0.1:1,10.0.0.2:2"]).expect_err("no interface");
+        assert_eq!(err.0, "--flow needs --interface");
+        for bad in ["10.0.0.1:1", "10.0.0.1,10.0.0.2", "a:1,b:2", ""] {
+            let err = parse(&["doctor", "--interface", "lo", "--flow", bad]).expect_err(bad);
+            assert!(err.0.contains("PEER,LOCAL"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_steering_section_shows_rules_rss_problems_and_the_flow() {
+        use zcrx::steering::{FlowRule, Rings, Rss};
+        let steering = SteeringReport {
+            interface: "eth1".into(),
+            rx_queues: Reading::Known(4),
+            rings: Reading::Known(Rings {
+                rx: Some(1024),
+                rx_max: Some(4096),
+                tcp_data_split: Some(DataSplit::Disabled),
+                hds_thresh: Some(0),
+                hds_thresh_max: None,
+            }),
+            rss: Reading::Known(Rss {
+                hash_function: Some(1),
+                key: vec![0x6d; 40],
+                indirection: (0..128).map(|i| i % 4).collect(),
+            }),
+            flow_rules: Reading::Known(vec![FlowRule {
+                location: 5,
+                flow: "tcp4".into(),
+                dst_ip: None,
+                dst_port: 9090,
+                queue: Some(2),
+            }]),
+        };
+        let peer = "10.0.0.1:40000".parse().expect("addr");
+        let local = "10.0.0.2:9090".parse().expect("addr");
+        let flow = FlowQueue {
+            peer,
+            local,
+            queue: steering.queue_for(peer, local),
+        };
+        let mut out = String::new();
+        render_steering(&mut out, &steering, Some(&flow));
+        for want in [
+            "rx queues        4",
+            "header/data split off, hds-thresh 0, rx ring 1024",
+            "hash function 0x1, 40-byte key, 128 table entries over queues {0, 1, 2, 3}",
+            "#5 tcp4 *:9090 -> queue 2",
+            "for zero-copy    header/data split is off",
+            "flow 10.0.0.1:40000 -> 10.0.0.2:9090: queue 2 (by ntuple rule 5)",
+        ] {
+            assert!(out.contains(want), "{want:?} missing from:\n{out}");
         }
     }
 

@@ -24,11 +24,9 @@ fn main() -> ExitCode {
         Command::Doctor(args) => args,
     };
     let caps = probe::capabilities();
-    let queue = args.queue.map(|(interface, queue)| QueueProbe {
-        result: probe::probe_queue(&interface, queue),
-        interface,
-        queue,
-    });
+    let queue = args
+        .queue
+        .map(|(interface, queue)| QueueProbe::run(interface, queue, args.flow));
     if args.json {
         match doctor::render_json(caps, queue.as_ref()) {
             Ok(json) => println!("{json}"),

@@ -10,7 +10,9 @@
 //! - [`ZcPool`]: a ZCRX instance (area + refill ring) with export/import;
 //! - [`CopyPool`]: a provided-buffer ring for multishot `recv` (copy mode);
 //! - [`RxBuf`]: the handle both pools give out, bounded by the completion's length and
-//!   returned to its pool when dropped, from any thread.
+//!   returned to its pool when dropped, from any thread;
+//! - [`steering`]: which receive queue a flow lands on (header/data split, RSS,
+//!   ntuple rules read from the NIC; the Toeplitz hash; a port for a chosen queue).
 //!
 //! Kernel-shared memory (rings, areas) is read and written only in the private `shm`
 //! module, which owns the acquire/release rules.
@@ -27,6 +29,7 @@ pub mod recv_end;
 mod rxbuf;
 mod shm;
 mod stats;
+pub mod steering;
 pub mod sys;
 mod zc;
 

@@ -340,6 +340,21 @@ fn render_steering(out: &mut String, s: &SteeringReport, flow: Option<&FlowQueue
         each.join("; ")
     });
     let _ = writeln!(out, "  ntuple rules     {rules}");
+    let queues = show(&s.queues, |queues| {
+        if queues.is_empty() {
+            return "none listed".to_owned();
+        }
+        let each: Vec<String> = queues
+            .iter()
+            .map(|q| {
+                let napi = q.napi_id.map_or("no napi".into(), |n| format!("napi {n}"));
+                let zc = if q.io_uring { ", io_uring bound" } else { "" };
+                format!("{} ({napi}{zc})", q.id)
+            })
+            .collect();
+        each.join(", ")
+    });
+    let _ = writeln!(out, "  rx queue list    {queues}");
     for problem in s.zero_copy_problems() {
         let _ = writeln!(out, "  for zero-copy    {problem}");
     }
@@ -742,6 +757,18 @@ mod tests {
                 dst_port: 9090,
                 queue: Some(2),
             }]),
+            queues: Reading::Known(vec![
+                zcrx::steering::RxQueue {
+                    id: 0,
+                    napi_id: Some(8193),
+                    io_uring: false,
+                },
+                zcrx::steering::RxQueue {
+                    id: 2,
+                    napi_id: Some(8195),
+                    io_uring: true,
+                },
+            ]),
         };
         let peer = "10.0.0.1:40000".parse().expect("addr");
         let local = "10.0.0.2:9090".parse().expect("addr");
@@ -757,6 +784,7 @@ mod tests {
             "header/data split off, hds-thresh 0, rx ring 1024",
             "hash function 0x1, 40-byte key, 128 table entries over queues {0, 1, 2, 3}",
             "#5 tcp4 *:9090 -> queue 2",
+            "rx queue list    0 (napi 8193), 2 (napi 8195, io_uring bound)",
             "for zero-copy    header/data split is off",
             "flow 10.0.0.1:40000 -> 10.0.0.2:9090: queue 2 (by ntuple rule 5)",
         ] {

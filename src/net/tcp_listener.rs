@@ -7,7 +7,7 @@ use crate::io::SharedFd;
 use crate::metrics::add_owned;
 use socket2::{Protocol, SockRef, Type};
 use std::cell::RefCell;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::SocketAddr;
 use std::task::Poll;
@@ -105,6 +105,60 @@ impl TcpListener {
         }
     }
 
+    /// Accepts the next connection and runs `serve` with it on the worker that owns
+    /// the zero-copy NIC queue its packets arrive on ([`Handle::worker_for`]: device
+    /// queues bound to several workers, and a NAPI id the kernel reports), or on this
+    /// worker when the runtime does not know one. A connection bound elsewhere moves
+    /// before any byte of it was received here, as a std socket wrapped again on its
+    /// worker, so its receives run on the ring whose pool the NIC fills. Returns the
+    /// worker `serve` runs on. Outside a runtime: an error.
+    ///
+    /// [`Handle::worker_for`]: crate::Handle::worker_for
+    pub async fn accept_placed<F, Fut>(&self, serve: F) -> io::Result<usize>
+    where
+        F: FnOnce(TcpStream) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let handle = crate::Handle::try_current()
+            .ok_or_else(|| io::Error::other("accept_placed needs a zerorx worker"))?;
+        self.accept_placed_by(|s| handle.worker_for(&**s), serve)
+            .await
+    }
+
+    /// [`accept_placed`](Self::accept_placed) with the choice of worker given.
+    pub(crate) async fn accept_placed_by<F, Fut>(
+        &self,
+        choose: impl FnOnce(&SockRef<'_>) -> Option<usize>,
+        serve: F,
+    ) -> io::Result<usize>
+    where
+        F: FnOnce(TcpStream) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let handle = crate::Handle::try_current()
+            .ok_or_else(|| io::Error::other("accept_placed needs a zerorx worker"))?;
+        let here = handle
+            .current_worker()
+            .ok_or_else(|| io::Error::other("accept_placed needs a zerorx worker"))?;
+        let stream = self.accept_stream().await?;
+        match choose(&stream.socket()).filter(|&w| w != here && w < handle.threads()) {
+            None => {
+                drop(crate::spawn(serve(stream)));
+                Ok(here)
+            }
+            Some(worker) => {
+                let moving = stream.into_std().await?;
+                drop(handle.spawn_on_with(worker, move || async move {
+                    match TcpStream::from_std(moving) {
+                        Ok(stream) => serve(stream).await,
+                        Err(e) => tracing::warn!(worker, error = %e, "a placed connection could not be wrapped; closed"),
+                    }
+                }));
+                Ok(worker)
+            }
+        }
+    }
+
     /// The next socket the multishot accept produced, re-arming it when the kernel
     /// ended it.
     async fn next_accepted(&self) -> io::Result<TcpStream> {
@@ -149,5 +203,94 @@ impl Drop for TcpListener {
         // listening socket down now stops new connections at once instead of after
         // the cancel round trip. Best effort: the close that follows does the same.
         let _ = SockRef::from(&*self.fd).shutdown(std::net::Shutdown::Read);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TcpListener;
+    use crate::net::TcpStream;
+    use crate::{ReceiveMode, Runtime};
+    use std::io::{Read, Write};
+    use std::sync::mpsc;
+
+    /// Echoes one message and reports the worker it ran on.
+    async fn echo_once(stream: TcpStream, ran_on: mpsc::Sender<Option<usize>>) {
+        let worker = crate::Handle::try_current().and_then(|h| h.current_worker());
+        let _ = ran_on.send(worker);
+        if let Ok(Some(buf)) = stream.recv().await {
+            let _ = stream.send(buf.into_bytes()).await;
+        }
+    }
+
+    /// Accepts one connection through `accept` and checks where it was served and
+    /// that its bytes came back.
+    fn placed(
+        accept: impl for<'a> FnOnce(
+            &'a TcpListener,
+            mpsc::Sender<Option<usize>>,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = std::io::Result<usize>> + 'a>,
+        >,
+    ) -> (usize, Option<usize>) {
+        let rt = Runtime::builder()
+            .threads(2)
+            .receive_mode(ReceiveMode::Copy)
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+            let addr = l.local_addr().expect("addr");
+            let client = std::thread::spawn(move || {
+                let mut c = std::net::TcpStream::connect(addr).expect("connect");
+                c.write_all(b"placed").expect("write");
+                let mut back = [0u8; 6];
+                c.read_exact(&mut back).expect("echo");
+                assert_eq!(&back, b"placed");
+            });
+            let (tx, rx) = mpsc::channel();
+            let went = accept(&l, tx).await.expect("accept");
+            // The echo may run on this worker: wait without blocking it.
+            for _ in 0..2000 {
+                if client.is_finished() {
+                    break;
+                }
+                crate::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            client.join().expect("the client got its bytes back");
+            (went, rx.try_recv().expect("served"))
+        })
+    }
+
+    #[test]
+    fn without_a_known_queue_a_connection_is_served_where_it_was_accepted() {
+        let (went, ran_on) = placed(|l, tx| Box::pin(l.accept_placed(move |s| echo_once(s, tx))));
+        assert_eq!((went, ran_on), (0, Some(0)));
+    }
+
+    #[test]
+    fn a_connection_moves_to_the_worker_chosen_for_its_queue() {
+        let (went, ran_on) =
+            placed(|l, tx| Box::pin(l.accept_placed_by(|_| Some(1), move |s| echo_once(s, tx))));
+        assert_eq!(
+            (went, ran_on),
+            (1, Some(1)),
+            "served on worker 1, every byte echoed"
+        );
+        let (went, ran_on) =
+            placed(|l, tx| Box::pin(l.accept_placed_by(|_| Some(7), move |s| echo_once(s, tx))));
+        assert_eq!((went, ran_on), (0, Some(0)), "no worker 7: served here");
+    }
+
+    #[test]
+    fn accept_placed_off_a_worker_is_an_error() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let rt = Runtime::builder().threads(1).build().expect("runtime");
+        let listener = rt
+            .block_on(async { TcpListener::from_std(l) })
+            .expect("listener");
+        let err = futures_executor::block_on(listener.accept_placed(|_s| async {}))
+            .expect_err("no worker");
+        assert!(err.to_string().contains("zerorx worker"), "{err}");
     }
 }

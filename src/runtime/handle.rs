@@ -17,6 +17,7 @@ pub(crate) struct Shared {
     pub(crate) workers: Vec<Arc<WorkerShared>>,
     pub(crate) wake_mode: WakeMode,
     receive: ReceiveModeReport,
+    placement: super::placement::Placement,
     shutdown: AtomicBool,
     deadline: Mutex<Option<Instant>>,
 }
@@ -37,6 +38,7 @@ impl Handle {
             inner: Arc::new(Shared {
                 workers,
                 wake_mode,
+                placement: super::placement::Placement::for_report(&receive),
                 receive,
                 shutdown: AtomicBool::new(false),
                 deadline: Mutex::new(None),
@@ -168,6 +170,14 @@ impl Handle {
             .iter()
             .map(|w| w.zc_pool_stats.get().map(|s| s.snapshot()))
             .collect()
+    }
+
+    /// The worker that owns the zero-copy queue `socket`'s packets arrive on, when the
+    /// runtime binds NIC queues to several workers and the kernel names the socket's
+    /// NAPI instance (`SO_INCOMING_NAPI_ID`); `None` otherwise (copy or device-less
+    /// mode, loopback, no NAPI id). See [`TcpListener::accept_placed`](crate::net::TcpListener::accept_placed).
+    pub fn worker_for(&self, socket: &impl std::os::fd::AsRawFd) -> Option<usize> {
+        self.inner.placement.worker_for(socket)
     }
 
     /// The ZCRX instance each worker's ring receives with (`None` in copy mode and for

@@ -8,6 +8,7 @@
 mod builder;
 pub(crate) mod context;
 mod handle;
+mod placement;
 pub(crate) mod pressure;
 mod receive_mode;
 mod receive_plan;

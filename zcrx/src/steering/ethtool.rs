@@ -3,19 +3,10 @@
 //! counts (`CHANNELS_GET`), and the RSS hash function, key and indirection table
 //! (`RSS_GET`).
 //!
-//! The netlink crates (`netlink-sys`, `netlink-packet-core`, `netlink-packet-generic`)
-//! do the socket, framing and family lookup; the ethtool attributes, which no crate
-//! carries without an async runtime, are named here from the 7.3 uapi header
-//! (`linux/ethtool_netlink_generated.h`).
+//! The attributes are named here from the 7.3 uapi header
+//! (`linux/ethtool_netlink_generated.h`); `genl` does the netlink exchange.
 
-use netlink_packet_core::{
-    DecodeError, Emitable, NetlinkHeader, NetlinkMessage, NetlinkPayload, Nla, NlaBuffer,
-    NlasIterator, ParseableParametrized, NLA_F_NESTED, NLM_F_REQUEST,
-};
-use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
-use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
-use netlink_packet_generic::{GenlFamily, GenlHeader, GenlMessage};
-use netlink_sys::{protocols::NETLINK_GENERIC, Socket, SocketAddr};
+use super::genl::{attr, u32_attr, Attr, GenlSocket};
 use std::io;
 
 /// `ETHTOOL_MSG_*_GET` request numbers.
@@ -41,158 +32,20 @@ const A_RSS_HKEY: u16 = 5;
 /// `ETH_RSS_HASH_TOP`: the Toeplitz hash function bit of `ETHTOOL_A_RSS_HFUNC`.
 pub(crate) const HASH_TOEPLITZ: u32 = 1;
 
-/// One attribute, kind and raw value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Attr {
-    kind: u16,
-    value: Vec<u8>,
-}
-
-impl Nla for Attr {
-    fn value_len(&self) -> usize {
-        self.value.len()
-    }
-    fn kind(&self) -> u16 {
-        self.kind
-    }
-    fn emit_value(&self, buffer: &mut [u8]) {
-        buffer.copy_from_slice(&self.value);
-    }
-}
-
-/// An ethtool message: a command and its attributes.
-#[derive(Debug, Clone)]
-struct Ethtool {
-    cmd: u8,
-    attrs: Vec<Attr>,
-}
-
-impl GenlFamily for Ethtool {
-    fn family_name() -> &'static str {
-        "ethtool"
-    }
-    fn command(&self) -> u8 {
-        self.cmd
-    }
-    fn version(&self) -> u8 {
-        1
-    }
-}
-
-impl Emitable for Ethtool {
-    fn buffer_len(&self) -> usize {
-        self.attrs.as_slice().buffer_len()
-    }
-    fn emit(&self, buffer: &mut [u8]) {
-        self.attrs.as_slice().emit(buffer)
-    }
-}
-
-fn parse_attrs(buf: &[u8]) -> Result<Vec<Attr>, DecodeError> {
-    NlasIterator::new(buf)
-        .map(|nla| {
-            nla.map(|nla: NlaBuffer<&[u8]>| Attr {
-                kind: nla.kind(),
-                value: nla.value().to_vec(),
-            })
-        })
-        .collect()
-}
-
-impl ParseableParametrized<[u8], GenlHeader> for Ethtool {
-    fn parse_with_param(buf: &[u8], header: GenlHeader) -> Result<Self, DecodeError> {
-        Ok(Ethtool {
-            cmd: header.cmd,
-            attrs: parse_attrs(buf)?,
-        })
-    }
-}
-
-/// A generic-netlink socket with the ethtool family resolved.
-pub(crate) struct EthtoolSocket {
-    socket: Socket,
-    family: u16,
-    seq: u32,
-}
-
-/// Sends one request and returns the payload of its one reply.
-fn round_trip<F>(socket: &Socket, mut msg: GenlMessage<F>, family: u16, seq: u32) -> io::Result<F>
-where
-    F: GenlFamily + Emitable + ParseableParametrized<[u8], GenlHeader> + std::fmt::Debug,
-{
-    msg.set_resolved_family_id(family);
-    let mut header = NetlinkHeader::default();
-    header.flags = NLM_F_REQUEST;
-    header.sequence_number = seq;
-    let mut nl = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(msg));
-    nl.finalize();
-    let mut buf = vec![0; nl.buffer_len()];
-    nl.serialize(&mut buf);
-    socket.send(&buf, 0)?;
-    let (reply, _) = socket.recv_from_full()?;
-    let parsed = NetlinkMessage::<GenlMessage<F>>::deserialize(&reply)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("netlink reply: {e}")))?;
-    match parsed.payload {
-        NetlinkPayload::InnerMessage(m) => Ok(m.payload),
-        NetlinkPayload::Error(e) => Err(e.to_io()),
-        other => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("unexpected netlink reply {other:?}"),
-        )),
-    }
-}
+/// A generic-netlink socket bound to the ethtool family.
+pub(crate) struct EthtoolSocket(GenlSocket);
 
 impl EthtoolSocket {
-    /// Opens the socket and looks the ethtool family up (`ENOENT` where the kernel has
-    /// no ethtool netlink, before 5.6).
+    /// Opens the socket (`ENOENT` where the kernel has no ethtool netlink, before 5.6).
     pub(crate) fn open() -> io::Result<EthtoolSocket> {
-        let mut socket = Socket::new(NETLINK_GENERIC)?;
-        socket.bind_auto()?;
-        socket.connect(&SocketAddr::new(0, 0))?;
-        let ctrl = GenlMessage::from_payload(GenlCtrl {
-            cmd: GenlCtrlCmd::GetFamily,
-            nlas: vec![GenlCtrlAttrs::FamilyName("ethtool".to_owned())],
-        });
-        let reply = round_trip(
-            &socket,
-            ctrl,
-            netlink_packet_generic::constants::GENL_ID_CTRL,
-            1,
-        )?;
-        let family = reply
-            .nlas
-            .iter()
-            .find_map(|a| match a {
-                GenlCtrlAttrs::FamilyId(id) => Some(*id),
-                _ => None,
-            })
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no ethtool family id"))?;
-        Ok(EthtoolSocket {
-            socket,
-            family,
-            seq: 1,
-        })
+        GenlSocket::open("ethtool", 1).map(EthtoolSocket)
     }
 
     /// One `*_GET` request for `interface`; the reply's attributes.
     fn get(&mut self, cmd: u8, interface: &str) -> io::Result<Vec<Attr>> {
-        let mut name = interface.as_bytes().to_vec();
-        name.push(0);
-        let inner = Attr {
-            kind: A_HEADER_DEV_NAME,
-            value: name,
-        };
-        let mut nested = vec![0; inner.buffer_len()];
-        inner.emit(&mut nested);
-        let msg = GenlMessage::from_payload(Ethtool {
-            cmd,
-            attrs: vec![Attr {
-                kind: A_HEADER | NLA_F_NESTED,
-                value: nested,
-            }],
-        });
-        self.seq += 1;
-        Ok(round_trip(&self.socket, msg, self.family, self.seq)?.attrs)
+        let header = Attr::nest(A_HEADER, &[Attr::string(A_HEADER_DEV_NAME, interface)]);
+        let mut replies = self.0.request(cmd, vec![header], false)?;
+        Ok(replies.pop().unwrap_or_default())
     }
 
     /// `ETHTOOL_MSG_RINGS_GET`.
@@ -240,19 +93,6 @@ impl EthtoolSocket {
     }
 }
 
-fn attr(attrs: &[Attr], kind: u16) -> Option<&[u8]> {
-    attrs
-        .iter()
-        .find(|a| a.kind & !NLA_F_NESTED == kind)
-        .map(|a| a.value.as_slice())
-}
-
-fn u32_attr(attrs: &[Attr], kind: u16) -> Option<u32> {
-    attr(attrs, kind)
-        .filter(|v| v.len() >= 4)
-        .map(|v| u32::from_ne_bytes([v[0], v[1], v[2], v[3]]))
-}
-
 /// Header/data split as the driver reports it (`ETHTOOL_A_RINGS_TCP_DATA_SPLIT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum DataSplit {
@@ -288,59 +128,4 @@ pub struct Rss {
     pub key: Vec<u8>,
     /// The indirection table: entry `hash % len` is the queue.
     pub indirection: Vec<u32>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn attributes_are_found_by_kind_without_the_nested_flag() {
-        let attrs = vec![
-            Attr {
-                kind: A_HEADER | NLA_F_NESTED,
-                value: vec![1, 2],
-            },
-            Attr {
-                kind: A_RINGS_HDS_THRESH,
-                value: 256u32.to_ne_bytes().to_vec(),
-            },
-            Attr {
-                kind: A_RINGS_RX,
-                value: vec![1, 2],
-            },
-        ];
-        assert_eq!(attr(&attrs, A_HEADER), Some(&[1u8, 2][..]));
-        assert_eq!(u32_attr(&attrs, A_RINGS_HDS_THRESH), Some(256));
-        assert_eq!(
-            u32_attr(&attrs, A_RINGS_RX),
-            None,
-            "a short value is no u32"
-        );
-        assert_eq!(u32_attr(&attrs, A_RINGS_RX_MAX), None);
-    }
-
-    #[test]
-    fn a_request_round_trips_through_the_attribute_parser() {
-        let attrs = vec![
-            Attr {
-                kind: A_HEADER_DEV_NAME,
-                value: b"eth0\0".to_vec(),
-            },
-            Attr {
-                kind: A_RSS_INDIR,
-                value: [0u32, 1, 2, 3]
-                    .iter()
-                    .flat_map(|q| q.to_ne_bytes())
-                    .collect(),
-            },
-        ];
-        let msg = Ethtool {
-            cmd: MSG_RSS_GET,
-            attrs: attrs.clone(),
-        };
-        let mut buf = vec![0; msg.buffer_len()];
-        msg.emit(&mut buf);
-        assert_eq!(parse_attrs(&buf).expect("parses"), attrs);
-    }
 }

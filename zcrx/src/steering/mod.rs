@@ -11,10 +11,13 @@
 //! as the reason, in words, instead of failing the whole report.
 
 mod ethtool;
+mod genl;
+pub mod netdev;
 mod ntuple;
 pub mod toeplitz;
 
 pub use ethtool::{DataSplit, Rings, Rss};
+pub use netdev::RxQueue;
 pub use ntuple::FlowRule;
 
 use serde::Serialize;
@@ -76,6 +79,9 @@ pub struct SteeringReport {
     pub rss: Reading<Rss>,
     /// ntuple steering rules.
     pub flow_rules: Reading<Vec<FlowRule>>,
+    /// The receive queues the kernel's netdev family lists: NAPI ids, and which have
+    /// an io_uring memory provider (a ZCRX instance) bound.
+    pub queues: Reading<Vec<RxQueue>>,
 }
 
 /// Reads everything that steers packets on `interface`.
@@ -95,12 +101,28 @@ pub fn report(interface: &str) -> SteeringReport {
             )
         }
     };
+    let queues = match ifindex(interface) {
+        Ok(i) => Reading::from_io("queues (netdev netlink)", netdev::rx_queues(i)),
+        Err(e) => Reading::Unavailable(unavailable("queues", &e)),
+    };
     SteeringReport {
         interface: interface.to_owned(),
         rx_queues,
         rings,
         rss,
         flow_rules: Reading::from_io("flow rules", ntuple::rules(interface)),
+        queues,
+    }
+}
+
+/// `if_nametoindex`, with `ENODEV` for an unknown (or unnameable) interface.
+fn ifindex(interface: &str) -> io::Result<u32> {
+    let name = std::ffi::CString::new(interface)
+        .map_err(|_| io::Error::from_raw_os_error(libc::ENODEV))?;
+    // SAFETY: `name` is a valid NUL-terminated string for the call's duration.
+    match unsafe { libc::if_nametoindex(name.as_ptr()) } {
+        0 => Err(io::Error::from_raw_os_error(libc::ENODEV)),
+        i => Ok(i),
     }
 }
 
@@ -208,6 +230,7 @@ mod tests {
             }),
             rss,
             flow_rules: rules,
+            queues: Reading::Known(vec![]),
         }
     }
 
@@ -290,7 +313,14 @@ mod tests {
         // rings, every piece is either a value or a reason.
         assert!(matches!(r.flow_rules, Reading::Unavailable(ref w) if w.contains("EOPNOTSUPP")));
         assert!(r.rss.known().is_none_or(|rss| rss.indirection.is_empty()));
+        assert!(r
+            .queues
+            .known()
+            .is_none_or(|q| q.iter().all(|q| !q.io_uring)));
         let none = report("no-such-if0");
+        assert!(
+            matches!(none.queues, Reading::Unavailable(ref w) if w.contains("no such interface"))
+        );
         let whys = [
             match &none.rings {
                 Reading::Unavailable(w) => w.clone(),

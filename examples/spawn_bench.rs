@@ -6,7 +6,7 @@
 //! `cargo run --release --example spawn_bench`
 
 use std::time::Instant;
-use zerorx::driver::{Op, OpCode};
+use zerorx::bench_support::{Op, OpCode};
 use zerorx::{spawn, Runtime};
 
 struct Nop;

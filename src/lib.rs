@@ -21,16 +21,16 @@
 //! ```
 
 pub mod doctor;
-pub mod driver;
-pub mod executor;
+pub(crate) mod driver;
+pub(crate) mod executor;
 pub mod fabric;
 pub(crate) mod io;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod net;
 pub mod rpc;
 pub mod runtime;
 pub mod time;
-pub mod wake;
+pub(crate) mod wake;
 
 pub use executor::{spawn, yield_now, JoinError, JoinHandle};
 pub use metrics::{RearmCounts, WorkerMetricsSnapshot};
@@ -38,3 +38,10 @@ pub use runtime::{Builder, Handle, ReceiveMode, Runtime};
 pub use time::{sleep, sleep_until, timeout};
 pub use wake::WakeMode;
 pub use zcrx;
+
+/// The driver's op interface, for the `spawn_bench` example that times raw ops
+/// through the ring. Not a stable API: it changes with the driver.
+#[doc(hidden)]
+pub mod bench_support {
+    pub use crate::driver::{Op, OpCode};
+}

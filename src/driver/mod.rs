@@ -5,11 +5,12 @@
 //! `RefCell<Driver>` in that worker's `Core`; nothing is shared across threads except
 //! the eventfd (through `Arc`) and the counters.
 //!
-//! Custom ops implement [`OpCode`] (read its safety contract) and run with [`Op`] or
-//! [`MultiOp`]:
+//! Ops implement [`OpCode`] (read its safety contract) and run with [`Op`] or
+//! [`MultiOp`](multishot::MultiOp). The driver is internal; the benchmarks reach it
+//! through `zerorx::bench_support`:
 //!
 //! ```
-//! use zerorx::driver::{Op, OpCode};
+//! use zerorx::bench_support::{Op, OpCode};
 //!
 //! struct Nop;
 //!
@@ -34,7 +35,6 @@ pub(crate) mod ring;
 pub(crate) mod slab;
 mod spare;
 
-pub use multishot::MultiOp;
 pub use op::{Op, OpCode};
 pub use ring::{Completion, RingFlags};
 

@@ -65,11 +65,6 @@ impl<T: 'static> MultiOp<T> {
         let key = self.key?;
         self.core.driver.borrow_mut().with_stream_data(key, f)
     }
-
-    /// Waits for the next completion; `None` once the op has ended.
-    pub async fn next(&mut self) -> Option<Completion> {
-        std::future::poll_fn(|cx| self.poll_next(cx)).await
-    }
 }
 
 impl<T> Drop for MultiOp<T> {

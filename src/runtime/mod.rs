@@ -14,8 +14,9 @@ mod receive_mode;
 mod receive_plan;
 mod shutdown;
 pub(crate) mod worker;
-mod zero_copy;
+pub(crate) mod zero_copy;
 
+pub use crate::driver::RingFlags;
 pub use builder::{Builder, ZeroCopySharing};
 pub use handle::Handle;
 pub use receive_mode::{

@@ -7,14 +7,15 @@ use super::receive_mode::ZeroCopyTarget;
 use super::receive_plan::ReceiveRole;
 use super::worker::WorkerShared;
 use crate::driver::Driver;
-use crate::io::recv_zc::ZcRing;
+use io_uring::squeue;
 use std::cell::Cell;
 use std::io;
+use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
-use zcrx::{ExportedZcrx, ZcPool, ZcPoolConfig, ZcTarget};
+use zcrx::{ExportedZcrx, PoolError, RxBuf, StatsHandle, ZcImport, ZcPool, ZcPoolConfig, ZcTarget};
 
 /// How long an importer waits for its owner's export.
 const EXPORT_WAIT: Duration = Duration::from_secs(30);
@@ -30,6 +31,81 @@ pub(crate) struct ZcSetup {
     /// How far an owned pool may grow (`Builder::zero_copy_pool_ceiling`).
     pub(crate) ceiling: Option<usize>,
     pub(crate) chunk_size: u32,
+}
+
+/// The zero-copy instance a worker's ring receives with.
+#[derive(Debug)]
+pub(crate) enum ZcRing {
+    /// This worker registered the instance (and maintains its refill ring).
+    Owner(ZcPool),
+    /// Imported from the owning worker; chunks return through the owner.
+    Import(ZcImport),
+}
+
+impl ZcRing {
+    pub(crate) fn entry(&self, fd: RawFd, budget: u32) -> squeue::Entry {
+        match self {
+            ZcRing::Owner(p) => p.recv_zc(fd, budget),
+            ZcRing::Import(i) => i.recv_zc(fd, budget),
+        }
+    }
+
+    pub(crate) fn take(&self, res: i32, big_cqe: [u64; 2]) -> Result<RxBuf, PoolError> {
+        match self {
+            ZcRing::Owner(p) => p.take(res, big_cqe),
+            ZcRing::Import(i) => i.take(res, big_cqe),
+        }
+    }
+
+    /// The pool's live counters (the owner's, for an import).
+    pub(crate) fn stats_handle(&self) -> StatsHandle {
+        match self {
+            ZcRing::Owner(p) => p.stats_handle(),
+            ZcRing::Import(i) => i.stats_handle(),
+        }
+    }
+
+    /// Which kernel instance this ring receives with.
+    pub(crate) fn instance(&self) -> crate::runtime::ZcInstance {
+        match self {
+            ZcRing::Owner(p) => crate::runtime::ZcInstance {
+                zcrx_id: p.zcrx_id(),
+                area: p.area(),
+                imported: false,
+            },
+            ZcRing::Import(i) => crate::runtime::ZcInstance {
+                zcrx_id: i.zcrx_id(),
+                area: i.area(),
+                imported: true,
+            },
+        }
+    }
+
+    /// Owner only: adds an area of `bytes` (`ZcPool::add_area`); the chunk count after.
+    pub(crate) fn add_area(&self, bytes: usize) -> Option<Result<u64, zcrx::PoolError>> {
+        match self {
+            ZcRing::Owner(p) => Some(p.add_area(bytes)),
+            ZcRing::Import(_) => None,
+        }
+    }
+
+    /// Handles an event CQE of the instance this worker registered (counted and
+    /// re-armed by the pool). Importers are never sent events: the kernel posts them
+    /// to the registering ring only.
+    pub(crate) fn on_event(&self, res: i32) -> Option<zcrx::ZcEvent> {
+        match self {
+            ZcRing::Owner(p) => Some(p.on_event(res)),
+            ZcRing::Import(_) => None,
+        }
+    }
+
+    /// Owner only, once per loop turn: takes back chunks, publishes and flushes the
+    /// refill ring.
+    pub(crate) fn maintain(&self) {
+        if let ZcRing::Owner(p) = self {
+            p.maintain();
+        }
+    }
 }
 
 /// An owned pool that may grow by adding areas (Linux 7.3) up to a ceiling.

@@ -112,7 +112,7 @@ pub struct RuntimeFigures {
     pub recv_handovers: u64,
 }
 
-/// Receive re-arms by reason (`zerorx::metrics::RearmCounts`).
+/// Receive re-arms by reason (`zerorx::RearmCounts`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RearmFigures {
     /// `ENOBUFS`: the copy pool was empty.

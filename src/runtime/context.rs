@@ -25,8 +25,18 @@ pub(crate) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
 /// Makes `core` this thread's worker until dropped.
 pub(crate) struct EnterGuard(());
 
+/// Queues a MSG_RING wake-up to `target` on this thread's worker's ring (false when
+/// there is none, or its driver is busy): what `wake` uses on worker threads.
+fn queue_msg_ring(target: std::os::fd::RawFd) -> bool {
+    with_core(|core| match core.driver.try_borrow_mut() {
+        Ok(mut d) => d.push_msg_ring(target).is_ok(),
+        Err(_) => false,
+    }) == Some(true)
+}
+
 /// Installs `core`; `None` if the thread already runs a worker (nested `block_on`).
 pub(crate) fn enter(core: Rc<Core>) -> Option<EnterGuard> {
+    crate::wake::set_local_queue(queue_msg_ring);
     CURRENT.with(|c| {
         let mut c = c.borrow_mut();
         if c.is_some() {

@@ -16,6 +16,7 @@ use std::os::fd::OwnedFd;
 use std::sync::{Arc, OnceLock};
 
 pub(crate) use eventfd::new_eventfd;
+pub(crate) use msg_ring::set_local_queue;
 
 /// How other threads wake a parked worker.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

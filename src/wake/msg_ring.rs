@@ -2,10 +2,21 @@
 //! target ring.
 
 use crate::driver::slab::reserved;
-use crate::runtime::context;
 use io_uring::{opcode, types};
+use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+
+thread_local! {
+    /// How this thread queues a MSG_RING into `target` on its own ring (true: queued),
+    /// installed by the runtime on worker threads: wake-ups know nothing of workers.
+    static LOCAL_QUEUE: Cell<Option<fn(RawFd) -> bool>> = const { Cell::new(None) };
+}
+
+/// Installs, for the calling thread, how a wake-up is queued on its own ring.
+pub(crate) fn set_local_queue(queue: fn(RawFd) -> bool) {
+    let _ = LOCAL_QUEUE.try_with(|q| q.set(Some(queue)));
+}
 
 /// `IORING_REGISTER_SEND_MSG_RING` (Linux 6.13): run one MSG_RING SQE without a ring.
 const IORING_REGISTER_SEND_MSG_RING: u32 = 31;
@@ -17,13 +28,10 @@ pub(crate) fn dup_fd(fd: RawFd) -> io::Result<OwnedFd> {
 
 pub(crate) fn send_wake(target: &OwnedFd) -> io::Result<()> {
     // From a worker: queue the message in its own ring, submitted with its next
-    // enter. The driver may be borrowed (a waker fired while it dispatches): then
-    // fall back to the syscall.
-    let queued = context::with_core(|core| match core.driver.try_borrow_mut() {
-        Ok(mut d) => d.push_msg_ring(target.as_raw_fd()).is_ok(),
-        Err(_) => false,
-    });
-    if queued == Some(true) {
+    // enter; where that is not possible (no worker here, or its driver is borrowed
+    // because a waker fired while it dispatches), the syscall.
+    let queue = LOCAL_QUEUE.try_with(Cell::get).ok().flatten();
+    if queue.is_some_and(|q| q(target.as_raw_fd())) {
         return Ok(());
     }
     send_blind(target.as_raw_fd())

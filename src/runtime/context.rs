@@ -42,6 +42,7 @@ pub(crate) fn enter(core: Rc<Core>) -> Option<EnterGuard> {
         if c.is_some() {
             return None;
         }
+        crate::time::enter(core.time.clone());
         *c = Some(core);
         Some(EnterGuard(()))
     })
@@ -52,6 +53,7 @@ impl Drop for EnterGuard {
         // Taken out first and dropped after the borrow ends: dropping the core can run
         // destructors that look at the context.
         let old = CURRENT.try_with(|c| c.borrow_mut().take()).ok().flatten();
+        crate::time::exit();
         drop(old);
     }
 }

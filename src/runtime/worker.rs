@@ -13,7 +13,7 @@ use crate::executor::join_wakers::JoinWakers;
 use crate::executor::registry::Registry;
 use crate::executor::task::TaskRef;
 use crate::metrics::{add_owned, add_shared, WorkerMetrics};
-use crate::time::TimerQueue;
+use crate::time::Timers;
 use crate::wake::Unparker;
 use crossbeam_channel::{Receiver, Sender};
 use std::cell::{Cell, RefCell};
@@ -189,10 +189,9 @@ pub(crate) struct Core {
     /// Every unfinished task owned by this worker, so shutdown can drop their futures
     /// on this thread.
     pub(crate) tasks: RefCell<Registry>,
-    pub(crate) timers: RefCell<TimerQueue>,
-    /// "Now" for the tasks this turn runs, to within one turn: read by the first
-    /// [`crate::time::turn_time`] after a kernel wait, cleared by the next one.
-    pub(crate) turn_time: Cell<Option<Instant>>,
+    /// The worker's timers and its clock for the turn (installed on the thread for
+    /// the timer futures while the worker runs).
+    pub(crate) time: Rc<Timers>,
     /// Scratch space for wakers to call once no borrow is held.
     wakers: Cell<Vec<Waker>>,
 }
@@ -271,8 +270,7 @@ impl Core {
             steering_warned: Cell::new(false),
             run_queue: RefCell::new(VecDeque::new()),
             tasks: RefCell::new(Registry::default()),
-            turn_time: Cell::new(None),
-            timers: RefCell::new(TimerQueue::default()),
+            time: Rc::default(),
             wakers: Cell::new(Vec::new()),
         })
     }
@@ -316,7 +314,7 @@ impl Core {
         let mut wakers = self.wakers.take();
         // No clock read on a turn without timers (an RPC server's usual turn).
         let timeout = {
-            let mut timers = self.timers.borrow_mut();
+            let mut timers = self.time.queue.borrow_mut();
             if timers.is_empty() {
                 None
             } else {
@@ -342,7 +340,7 @@ impl Core {
             wait = false;
         }
         let res = self.driver.borrow_mut().turn(wait, timeout);
-        self.turn_time.set(None);
+        self.time.turn_time.set(None);
         self.shared.parked.store(false, Ordering::SeqCst);
         self.driver.borrow_mut().take_wakers(&mut wakers);
         self.wake_all(&mut wakers);
@@ -492,7 +490,7 @@ impl Core {
                 Remote::Wake(t) => drop(t),
             }
         }
-        let timers = std::mem::take(&mut *self.timers.borrow_mut());
+        let timers = std::mem::take(&mut *self.time.queue.borrow_mut());
         drop(timers);
         self.copy_waiters.borrow_mut().clear();
         self.zc_waiters.borrow_mut().clear();

@@ -14,22 +14,57 @@ pub use sleep::{sleep, sleep_until, Sleep};
 pub use timeout::{timeout, Elapsed, Timeout};
 
 use crate::driver::slab::{GenSlab, Key};
+use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::rc::Rc;
 use std::task::Waker;
 use std::time::Instant;
+
+/// One worker's timers and its clock for the turn. The worker owns it and installs it
+/// on its thread ([`enter`]); timer futures find it there, so they need nothing of the
+/// runtime.
+#[derive(Default)]
+pub(crate) struct Timers {
+    pub(crate) queue: RefCell<TimerQueue>,
+    /// [`turn_time`] after a kernel wait, cleared by the next one.
+    pub(crate) turn_time: Cell<Option<Instant>>,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Rc<Timers>>> = const { RefCell::new(None) };
+}
+
+/// Makes `timers` this thread's until [`exit`] (the worker's loop runs between).
+pub(crate) fn enter(timers: Rc<Timers>) {
+    let _ = CURRENT.try_with(|c| *c.borrow_mut() = Some(timers));
+}
+
+/// Takes this thread's timers away again.
+pub(crate) fn exit() {
+    let old = CURRENT.try_with(|c| c.borrow_mut().take()).ok().flatten();
+    drop(old);
+}
+
+/// Runs `f` with this thread's timers; `None` off a worker thread.
+pub(crate) fn with_timers<R>(f: impl FnOnce(&Rc<Timers>) -> R) -> Option<R> {
+    CURRENT
+        .try_with(|c| c.borrow().as_ref().map(f))
+        .ok()
+        .flatten()
+}
 
 /// "Now" to within one loop turn: the clock read by the first call after the
 /// worker's last kernel wait, then kept until the next wait (a clock read per request
 /// showed in RPC profiles, and one per turn in echo profiles). Off a worker thread, the
 /// clock. For bookkeeping such as idle timeouts, never for measuring.
 pub(crate) fn turn_time() -> Instant {
-    crate::runtime::context::with_core(|core| match core.turn_time.get() {
-        Some(t) => t,
+    with_timers(|t| match t.turn_time.get() {
+        Some(now) => now,
         None => {
-            let t = Instant::now();
-            core.turn_time.set(Some(t));
-            t
+            let now = Instant::now();
+            t.turn_time.set(Some(now));
+            now
         }
     })
     .unwrap_or_else(Instant::now)

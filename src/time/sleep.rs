@@ -1,11 +1,10 @@
 //! [`Sleep`]: a future that completes at a deadline.
 
-use super::TimerQueue;
+use super::{with_timers, TimerQueue, Timers};
 use crate::driver::slab::Key;
-use crate::runtime::context;
-use crate::runtime::worker::Core;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -35,9 +34,9 @@ pub struct Sleep {
     timer: Option<(usize, Key)>,
 }
 
-/// A worker's identity: the address of its shared state, stable for its lifetime.
-fn worker_id(core: &Core) -> usize {
-    std::sync::Arc::as_ptr(&core.shared) as usize
+/// A worker's identity: the address of its timers, stable for its lifetime.
+fn worker_id(timers: &Rc<Timers>) -> usize {
+    Rc::as_ptr(timers) as usize
 }
 
 impl Sleep {
@@ -61,18 +60,18 @@ impl Sleep {
         if let Some((id, key)) = self.timer.take() {
             // Removed only on the worker it was registered with; elsewhere (a sleep
             // moved between threads) the stale timer fires into a dead waker later.
-            context::with_core(|core| {
-                if worker_id(core) == id {
-                    if let Ok(mut timers) = core.timers.try_borrow_mut() {
-                        timers.remove(key);
+            with_timers(|t| {
+                if worker_id(t) == id {
+                    if let Ok(mut queue) = t.queue.try_borrow_mut() {
+                        queue.remove(key);
                     }
                 }
             });
         }
     }
 
-    fn queue(core: &Core) -> std::cell::RefMut<'_, TimerQueue> {
-        core.timers.borrow_mut()
+    fn queue(timers: &Timers) -> std::cell::RefMut<'_, TimerQueue> {
+        timers.queue.borrow_mut()
     }
 }
 
@@ -82,11 +81,11 @@ impl Future for Sleep {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let deadline = self.deadline;
         let timer = self.timer;
-        let polled = context::with_core(|core| {
-            let id = worker_id(core);
+        let polled = with_timers(|t| {
+            let id = worker_id(t);
             match timer {
                 Some((tid, key)) if tid == id => {
-                    if Self::queue(core).poll(key, cx.waker()) {
+                    if Self::queue(t).poll(key, cx.waker()) {
                         Poll::Ready(None)
                     } else {
                         Poll::Pending
@@ -94,7 +93,7 @@ impl Future for Sleep {
                 }
                 _ if Instant::now() >= deadline => Poll::Ready(None),
                 _ => {
-                    let key = Self::queue(core).insert(deadline, cx.waker().clone());
+                    let key = Self::queue(t).insert(deadline, cx.waker().clone());
                     Poll::Ready(Some((id, key)))
                 }
             }

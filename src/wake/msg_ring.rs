@@ -7,14 +7,18 @@ use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
+/// Queues a MSG_RING into the target ring on the calling thread's own ring; true if it
+/// did.
+pub(crate) type LocalQueue = fn(RawFd) -> bool;
+
 thread_local! {
-    /// How this thread queues a MSG_RING into `target` on its own ring (true: queued),
-    /// installed by the runtime on worker threads: wake-ups know nothing of workers.
-    static LOCAL_QUEUE: Cell<Option<fn(RawFd) -> bool>> = const { Cell::new(None) };
+    /// How this thread queues a MSG_RING, installed by the runtime on worker threads:
+    /// wake-ups know nothing of workers.
+    static LOCAL_QUEUE: Cell<Option<LocalQueue>> = const { Cell::new(None) };
 }
 
 /// Installs, for the calling thread, how a wake-up is queued on its own ring.
-pub(crate) fn set_local_queue(queue: fn(RawFd) -> bool) {
+pub(crate) fn set_local_queue(queue: LocalQueue) {
     let _ = LOCAL_QUEUE.try_with(|q| q.set(Some(queue)));
 }
 

@@ -461,26 +461,14 @@ pub fn render_text(caps: &Capabilities, queue: Option<&QueueProbe>) -> String {
                 "  zcrx             register_flags {:#x}, area_flags {:#x}, {} ctrl ops, features {:#x}",
                 z.register_flags, z.area_flags, z.nr_ctrl_opcodes, z.features
             );
-            let _ = writeln!(
-                out,
-                "  register flags   {}",
-                list(names::register_flags(z.register_flags))
-            );
-            let _ = writeln!(
-                out,
-                "  area flags       {}",
-                list(names::area_flags(z.area_flags))
-            );
-            let _ = writeln!(
-                out,
-                "  ctrl ops         {}",
-                list(names::ctrl_ops(z.nr_ctrl_opcodes))
-            );
-            let _ = writeln!(
-                out,
-                "  features         {}",
-                list(names::features(z.features))
-            );
+            for (label, named) in [
+                ("register flags", names::register_flags(z.register_flags)),
+                ("area flags", names::area_flags(z.area_flags)),
+                ("ctrl ops", names::ctrl_ops(z.nr_ctrl_opcodes)),
+                ("features", names::features(z.features)),
+            ] {
+                let _ = writeln!(out, "  {label:<16} {}", list(named));
+            }
         }
         (None, Some(err)) => {
             let _ = writeln!(out, "  zcrx             not answered ({err}): Linux < 6.19");

@@ -215,6 +215,11 @@ fn nodev_bad_registration_arguments_get_their_errno() -> Result<(), Failed> {
         register_errno(|r, _, _| r.rq_entries = u32::MAX)?,
         &[EINVAL],
     )?;
+    errno_is(
+        "rq_entries 0",
+        register_errno(|r, _, _| r.rq_entries = 0)?,
+        &[EINVAL],
+    )?;
     // 64 + 256 entries round to 512: more than two pages hold.
     errno_is(
         "LT8 region too small",

@@ -578,14 +578,39 @@ fn render_verdict(out: &mut String, verdict: &ZcrxVerdict) {
     }
 }
 
-/// The report as pretty JSON: the [`Capabilities`] object, plus `queue_probe` if asked.
+/// The runtime's tunable settings as a default [`Builder`](crate::Builder) would take
+/// them here: each `ZERORX_*` variable, its value and where it came from.
+pub fn render_tuning(tuning: &std::io::Result<Vec<crate::runtime::tuning::Setting>>) -> String {
+    let mut out = String::from("\ntuning (ZERORX_* environment; a value set in code wins)\n");
+    match tuning {
+        Ok(settings) => {
+            for s in settings {
+                let _ = writeln!(out, "  {:<20} {} ({})", s.variable, s.value, s.source);
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(out, "  invalid: {e}");
+        }
+    }
+    out
+}
+
+/// The report as pretty JSON: the [`Capabilities`] object, plus `queue_probe` if asked
+/// and `tuning` (or `tuning_error`).
 pub fn render_json(
     caps: &Capabilities,
     queue: Option<&QueueProbe>,
+    tuning: &std::io::Result<Vec<crate::runtime::tuning::Setting>>,
 ) -> Result<String, serde_json::Error> {
     let mut value = serde_json::to_value(caps)?;
-    if let (Some(p), Some(map)) = (queue, value.as_object_mut()) {
-        map.insert("queue_probe".to_owned(), serde_json::to_value(p)?);
+    if let Some(map) = value.as_object_mut() {
+        if let Some(p) = queue {
+            map.insert("queue_probe".to_owned(), serde_json::to_value(p)?);
+        }
+        match tuning {
+            Ok(t) => map.insert("tuning".to_owned(), serde_json::to_value(t)?),
+            Err(e) => map.insert("tuning_error".to_owned(), e.to_string().into()),
+        };
     }
     serde_json::to_string_pretty(&value)
 }

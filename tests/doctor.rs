@@ -109,3 +109,57 @@ fn help_prints_usage() {
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).contains("usage: zerorx doctor"));
 }
+
+#[test]
+fn doctor_shows_the_tuning_the_environment_sets() {
+    let out = Command::new(env!("CARGO_BIN_EXE_zerorx"))
+        .args(["doctor", "--json"])
+        .env("ZERORX_WAKE", "msg-ring")
+        .env("ZERORX_POOL_SIZE", "8M")
+        .env_remove("ZERORX_THREADS")
+        .output()
+        .expect("run zerorx");
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let tuning = json["tuning"].as_array().expect("tuning array");
+    let find = |v: &str| {
+        tuning
+            .iter()
+            .find(|s| s["variable"] == v)
+            .unwrap_or_else(|| panic!("{v} missing: {tuning:?}"))
+    };
+    assert_eq!(find("ZERORX_WAKE")["value"], "msg-ring");
+    assert_eq!(find("ZERORX_WAKE")["source"], "environment");
+    assert_eq!(find("ZERORX_POOL_SIZE")["value"], "8388608");
+    assert_eq!(find("ZERORX_THREADS")["source"], "default");
+    let bad = Command::new(env!("CARGO_BIN_EXE_zerorx"))
+        .arg("doctor")
+        .env("ZERORX_THREADS", "zero")
+        .output()
+        .expect("run zerorx");
+    let text = stdout(&bad);
+    assert!(
+        text.contains("invalid: ZERORX_THREADS=\"zero\" is not valid: expected a whole number"),
+        "{text}"
+    );
+}
+
+#[test]
+fn require_fails_with_what_the_kernel_lacks() {
+    // `add-area` needs Linux 7.3; on an older kernel the doctor must exit 1 and say so,
+    // on a 7.3 one it passes.
+    let caps = zerorx::zcrx::probe::capabilities();
+    let out = zerorx(&["doctor", "--require", "recv-zc,add-area"]);
+    if caps.zcrx.add_area && caps.zcrx.recv_zc {
+        assert!(out.status.success(), "{}", stderr(&out));
+    } else {
+        assert_eq!(out.status.code(), Some(1));
+        let err = stderr(&out);
+        assert!(
+            err.contains("is required but kernel") && err.contains("Linux"),
+            "{err}"
+        );
+    }
+    let usage = zerorx(&["doctor", "--require", "warp-drive"]);
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(stderr(&usage).contains("unknown feature `warp-drive`"));
+}

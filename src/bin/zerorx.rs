@@ -27,8 +27,9 @@ fn main() -> ExitCode {
     let queue = args
         .queue
         .map(|(interface, queue)| QueueProbe::run(interface, queue, args.flow));
+    let tuning = zerorx::Builder::new().tuning();
     if args.json {
-        match doctor::render_json(caps, queue.as_ref()) {
+        match doctor::render_json(caps, queue.as_ref(), &tuning) {
             Ok(json) => println!("{json}"),
             Err(err) => {
                 eprintln!("zerorx: cannot render JSON: {err}");
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
         }
     } else {
         print!("{}", doctor::render_text(caps, queue.as_ref()));
+        print!("{}", doctor::render_tuning(&tuning));
     }
     let missing: Vec<String> = args
         .require

@@ -3,6 +3,7 @@
 use super::handle::Handle;
 use super::receive_mode::{self, KernelProbe, ReceiveMode, ReceiveModeReport, ResolvedMode};
 use super::receive_plan::ReceiveRole;
+use super::tuning::{self, Setting, Source};
 use super::worker::WorkerConfig;
 use super::worker::{run_background, Core, WorkerShared};
 use super::zero_copy::{ZcLinks, ZcSetup};
@@ -37,6 +38,9 @@ pub struct Builder {
     zero_copy_sharing: ZeroCopySharing,
     udp_pool: Option<CopyPoolConfig>,
     recv_hold_limit: Option<u32>,
+    /// The tunable settings the code set explicitly (by `ZERORX_*` name): those the
+    /// environment may not change.
+    explicit: Vec<&'static str>,
 }
 
 /// How workers without a zero-copy pool of their own share one (fewer queues than
@@ -99,6 +103,7 @@ impl Default for Builder {
             zero_copy_sharing: ZeroCopySharing::Auto,
             udp_pool: Some(DEFAULT_UDP_POOL),
             recv_hold_limit: None,
+            explicit: Vec::new(),
         }
     }
 }
@@ -131,12 +136,14 @@ impl Builder {
     /// Number of workers, including worker 0 (the thread calling `block_on`); `n - 1`
     /// background threads are started by [`build`](Self::build).
     pub fn threads(&mut self, n: usize) -> &mut Self {
+        self.explicit.push("ZERORX_THREADS");
         self.threads = Some(n);
         self
     }
 
     /// SQ size of each ring (a power of two up to 32768).
     pub fn ring_entries(&mut self, n: u32) -> &mut Self {
+        self.explicit.push("ZERORX_RING_ENTRIES");
         self.ring_entries = n;
         self
     }
@@ -144,6 +151,7 @@ impl Builder {
     /// CQ size of each ring (at least `ring_entries`). Multishot ops post many CQEs per
     /// SQE, so the default is four times the SQ.
     pub fn cq_entries(&mut self, n: u32) -> &mut Self {
+        self.explicit.push("ZERORX_CQ_ENTRIES");
         self.cq_entries = Some(n);
         self
     }
@@ -157,6 +165,7 @@ impl Builder {
 
     /// How parked workers are woken from other threads.
     pub fn wake(&mut self, mode: WakeMode) -> &mut Self {
+        self.explicit.push("ZERORX_WAKE");
         self.wake = mode;
         self
     }
@@ -171,6 +180,7 @@ impl Builder {
     /// `ZeroCopy`, `DeviceLess` or `Copy`. See [`ReceiveMode`] for the NIC flow-steering
     /// zero-copy needs.
     pub fn receive_mode(&mut self, mode: ReceiveMode) -> &mut Self {
+        self.explicit.push("ZERORX_RECEIVE_MODE");
         self.receive_mode = mode;
         self
     }
@@ -185,6 +195,7 @@ impl Builder {
     /// Bytes of receive memory per worker (default 4 MiB): the copy pool's buffers and,
     /// in zero-copy mode, the area of each owned ZCRX pool. Small pools stay in cache.
     pub fn pool_size(&mut self, bytes: usize) -> &mut Self {
+        self.explicit.push("ZERORX_POOL_SIZE");
         self.pool_bytes = bytes;
         self
     }
@@ -205,6 +216,7 @@ impl Builder {
     /// Bytes per receive buffer (default 64 KiB). For zero-copy pools, sizes above the
     /// page size need Linux 7.0 and driver support and fall back to the page size.
     pub fn chunk_size(&mut self, bytes: u32) -> &mut Self {
+        self.explicit.push("ZERORX_CHUNK_SIZE");
         self.chunk_size = bytes;
         self
     }
@@ -242,6 +254,7 @@ impl Builder {
     /// default; `build()` fails with the kernel's refusal named when it is not
     /// available. Whether it is on shows in [`Handle::ring_flags`](crate::Handle::ring_flags).
     pub fn busy_poll(&mut self, timeout: Duration, prefer: bool) -> &mut Self {
+        self.explicit.push("ZERORX_BUSY_POLL");
         self.busy_poll = Some((timeout, prefer));
         self
     }
@@ -324,6 +337,117 @@ impl Builder {
     /// workers, each building its own ring. Any failure is returned; nothing is left
     /// running.
     pub fn build(&self) -> io::Result<Runtime> {
+        let (resolved, tuning) = self.resolve(&|v| std::env::var(v).ok())?;
+        resolved.build_with(tuning)
+    }
+
+    /// The value each tunable setting would take in this environment, and where it
+    /// comes from (the code's explicit setting, a `ZERORX_*` variable, or the
+    /// default); an unparsable variable is an error naming it. The same values
+    /// [`build`](Self::build) uses; [`Handle::tuning`] reports them for a running
+    /// runtime.
+    pub fn tuning(&self) -> io::Result<Vec<Setting>> {
+        self.resolve(&|v| std::env::var(v).ok()).map(|(_, t)| t)
+    }
+
+    /// This builder with the environment's values applied where the code set none,
+    /// and the effective value of every tunable setting.
+    fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> io::Result<(Builder, Vec<Setting>)> {
+        let mut b = self.clone();
+        let mut sources = Vec::new();
+        for (variable, ..) in tuning::VARIABLES {
+            let source = if self.explicit.contains(&variable) {
+                Source::Code
+            } else if let Some(value) = env(variable).filter(|v| !v.trim().is_empty()) {
+                b.apply(variable, &value)?;
+                Source::Environment
+            } else {
+                Source::Default
+            };
+            sources.push((variable, source));
+        }
+        let settings = sources
+            .into_iter()
+            .map(|(variable, source)| {
+                let (name, value) = b.describe(variable);
+                Setting {
+                    name,
+                    variable,
+                    value,
+                    source,
+                }
+            })
+            .collect();
+        Ok((b, settings))
+    }
+
+    /// Sets the setting `variable` names from its text.
+    fn apply(&mut self, variable: &'static str, value: &str) -> io::Result<()> {
+        let to_u32 = |n: u64| u32::try_from(n).map_err(|_| tuning::bad(variable, value));
+        match variable {
+            "ZERORX_THREADS" => {
+                let n = tuning::number(variable, value)?;
+                self.threads = Some(
+                    usize::try_from(n)
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| tuning::bad(variable, value))?,
+                );
+            }
+            "ZERORX_RING_ENTRIES" => self.ring_entries = to_u32(tuning::number(variable, value)?)?,
+            "ZERORX_CQ_ENTRIES" => {
+                self.cq_entries = Some(to_u32(tuning::number(variable, value)?)?)
+            }
+            "ZERORX_POOL_SIZE" => {
+                self.pool_bytes = usize::try_from(tuning::size(variable, value)?)
+                    .map_err(|_| tuning::bad(variable, value))?
+            }
+            "ZERORX_CHUNK_SIZE" => self.chunk_size = to_u32(tuning::size(variable, value)?)?,
+            "ZERORX_RECEIVE_MODE" => self.receive_mode = tuning::receive_mode(variable, value)?,
+            "ZERORX_WAKE" => self.wake = tuning::wake(variable, value)?,
+            "ZERORX_BUSY_POLL" => self.busy_poll = tuning::busy_poll(variable, value)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A setting's builder name and its value as text.
+    fn describe(&self, variable: &str) -> (&'static str, String) {
+        match variable {
+            "ZERORX_THREADS" => (
+                "threads",
+                self.threads
+                    .map_or_else(|| "one per CPU".to_owned(), |n| n.to_string()),
+            ),
+            "ZERORX_RING_ENTRIES" => ("ring_entries", self.ring_entries.to_string()),
+            "ZERORX_CQ_ENTRIES" => (
+                "cq_entries",
+                self.cq_entries
+                    .map_or_else(|| "4 × ring_entries".to_owned(), |n| n.to_string()),
+            ),
+            "ZERORX_POOL_SIZE" => ("pool_size", self.pool_bytes.to_string()),
+            "ZERORX_CHUNK_SIZE" => ("chunk_size", self.chunk_size.to_string()),
+            "ZERORX_RECEIVE_MODE" => ("receive_mode", self.receive_mode.to_arg()),
+            "ZERORX_WAKE" => (
+                "wake",
+                match self.wake {
+                    WakeMode::EventFd => "eventfd",
+                    WakeMode::MsgRing => "msg-ring",
+                }
+                .to_owned(),
+            ),
+            _ => (
+                "busy_poll",
+                self.busy_poll.map_or_else(
+                    || "off".to_owned(),
+                    |(d, prefer)| format!("{d:?}{}", if prefer { ",prefer" } else { "" }),
+                ),
+            ),
+        }
+    }
+
+    /// `build` with the environment already applied.
+    fn build_with(&self, tuning: Vec<Setting>) -> io::Result<Runtime> {
         let threads = match self.threads {
             Some(n) => n,
             None => std::thread::available_parallelism()?.get(),
@@ -385,7 +509,7 @@ impl Builder {
             ceiling: self.zc_pool_ceiling,
             chunk_size: self.chunk_size,
         });
-        let started = self.start(threads, &cfg, report.clone());
+        let started = self.start(threads, &cfg, report.clone(), tuning.clone());
         let rt = match started {
             Err(e)
                 if self.receive_mode == ReceiveMode::Auto
@@ -397,7 +521,7 @@ impl Builder {
                     format!("auto: the probe accepted zero-copy but the workers could not attach it: {e}"),
                 );
                 tracing::info!(mode = %fallback.mode, reason = %fallback.reason, "zerorx receive mode");
-                return self.start(threads, &cfg, fallback);
+                return self.start(threads, &cfg, fallback, tuning);
             }
             other => other?,
         };
@@ -412,12 +536,13 @@ impl Builder {
         threads: usize,
         cfg: &WorkerConfig,
         receive: ReceiveModeReport,
+        tuning: Vec<Setting>,
     ) -> io::Result<Runtime> {
         let roles = receive.roles.clone();
         let workers = (0..threads)
             .map(|i| Ok(Arc::new(WorkerShared::new(i, Unparker::new(self.wake)?))))
             .collect::<io::Result<Vec<_>>>()?;
-        let handle = Handle::new(workers.clone(), self.wake, receive);
+        let handle = Handle::new(workers.clone(), self.wake, receive, tuning);
         // Each importer gets its owner's export over a channel of its own.
         let mut links: Vec<ZcLinks> = (0..threads).map(|_| ZcLinks::default()).collect();
         for (i, role) in roles.iter().enumerate() {
@@ -507,5 +632,96 @@ fn pin_to_cpu(cpu: usize) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |v| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == v)
+                .map(|(_, x)| x.to_string())
+        }
+    }
+
+    fn source_of<'a>(settings: &'a [Setting], name: &str) -> (&'a str, Source) {
+        let s = settings
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("{name} missing from {settings:?}"));
+        (s.value.as_str(), s.source)
+    }
+
+    #[test]
+    fn the_code_wins_then_the_environment_then_the_default() {
+        let mut b = Builder::new();
+        b.threads(2);
+        let (resolved, t) = b
+            .resolve(&env(&[
+                ("ZERORX_THREADS", "3"),
+                ("ZERORX_WAKE", "msg-ring"),
+                ("ZERORX_POOL_SIZE", "8M"),
+                ("ZERORX_BUSY_POLL", "50us,prefer"),
+                ("ZERORX_RECEIVE_MODE", " "),
+            ]))
+            .expect("valid");
+        assert_eq!(t.len(), tuning::VARIABLES.len());
+        assert_eq!(source_of(&t, "threads"), ("2", Source::Code));
+        assert_eq!(source_of(&t, "wake"), ("msg-ring", Source::Environment));
+        assert_eq!(source_of(&t, "pool_size"), ("8388608", Source::Environment));
+        assert_eq!(
+            source_of(&t, "busy_poll"),
+            ("50µs,prefer", Source::Environment)
+        );
+        assert_eq!(
+            source_of(&t, "receive_mode"),
+            ("auto", Source::Default),
+            "blank is unset"
+        );
+        assert_eq!(source_of(&t, "ring_entries"), ("256", Source::Default));
+        assert_eq!(resolved.threads, Some(2));
+        assert_eq!(resolved.wake, WakeMode::MsgRing);
+        assert_eq!(resolved.pool_bytes, 8 << 20);
+        assert_eq!(resolved.busy_poll, Some((Duration::from_micros(50), true)));
+    }
+
+    #[test]
+    fn a_bad_variable_fails_the_build_with_its_name() {
+        for (pairs, variable) in [
+            (&[("ZERORX_POOL_SIZE", "lots")][..], "ZERORX_POOL_SIZE"),
+            (&[("ZERORX_THREADS", "0")][..], "ZERORX_THREADS"),
+            (&[("ZERORX_CHUNK_SIZE", "8G")][..], "ZERORX_CHUNK_SIZE"),
+            (
+                &[("ZERORX_RECEIVE_MODE", "zerocopy")][..],
+                "ZERORX_RECEIVE_MODE",
+            ),
+        ] {
+            let pairs: &'static [(&'static str, &'static str)] = pairs;
+            let err = Builder::new().resolve(&env(pairs)).expect_err(variable);
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+            assert!(err.to_string().contains(variable), "{err}");
+        }
+        // The same value set in code is not the environment's business.
+        let mut b = Builder::new();
+        b.pool_size(1 << 20);
+        let (_, t) = b
+            .resolve(&env(&[("ZERORX_POOL_SIZE", "lots")]))
+            .expect("the code's value wins; the bad variable is never read");
+        assert_eq!(source_of(&t, "pool_size"), ("1048576", Source::Code));
+    }
+
+    #[test]
+    fn a_runtime_reports_the_values_it_was_built_with() {
+        let mut b = Builder::new();
+        b.threads(1).ring_entries(64);
+        let rt = b.build().expect("runtime");
+        let t = rt.handle().tuning();
+        assert_eq!(source_of(t, "threads"), ("1", Source::Code));
+        assert_eq!(source_of(t, "ring_entries"), ("64", Source::Code));
+        assert_eq!(source_of(t, "cq_entries").0, "4 × ring_entries");
     }
 }

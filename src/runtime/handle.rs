@@ -18,6 +18,7 @@ pub(crate) struct Shared {
     pub(crate) wake_mode: WakeMode,
     receive: ReceiveModeReport,
     placement: super::placement::Placement,
+    tuning: Vec<super::tuning::Setting>,
     shutdown: AtomicBool,
     deadline: Mutex<Option<Instant>>,
 }
@@ -33,12 +34,14 @@ impl Handle {
         workers: Vec<Arc<WorkerShared>>,
         wake_mode: WakeMode,
         receive: ReceiveModeReport,
+        tuning: Vec<super::tuning::Setting>,
     ) -> Handle {
         Handle {
             inner: Arc::new(Shared {
                 workers,
                 wake_mode,
                 placement: super::placement::Placement::for_report(&receive),
+                tuning,
                 receive,
                 shutdown: AtomicBool::new(false),
                 deadline: Mutex::new(None),
@@ -170,6 +173,12 @@ impl Handle {
             .iter()
             .map(|w| w.zc_pool_stats.get().map(|s| s.snapshot()))
             .collect()
+    }
+
+    /// The effective value of every tunable setting and where it came from (code,
+    /// `ZERORX_*` environment, default), as the runtime was built.
+    pub fn tuning(&self) -> &[super::tuning::Setting] {
+        &self.inner.tuning
     }
 
     /// The worker that owns the zero-copy queue `socket`'s packets arrive on, when the

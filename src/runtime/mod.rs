@@ -13,6 +13,7 @@ pub(crate) mod pressure;
 mod receive_mode;
 mod receive_plan;
 mod shutdown;
+pub mod tuning;
 pub(crate) mod worker;
 pub(crate) mod zero_copy;
 

@@ -349,6 +349,7 @@ pub fn run(a: &RunArgs) -> Result<Report, RunError> {
                 } else {
                     format!("{} provider, lease receives", p.fabric_provider)
                 },
+                tuning: Vec::new(),
             })
         }
         _ => server.as_ref().map(|s| s.receive_mode().clone()),
@@ -696,6 +697,7 @@ fn build_report(p: &RunPlan, c: Collected) -> Report {
         (None, None) => ModeInfo {
             mode: "unknown".into(),
             reason: "external server: the harness cannot see how it receives".into(),
+            tuning: Vec::new(),
         },
     };
     let fault_figures: Vec<FaultFigures> = faults

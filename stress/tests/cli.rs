@@ -541,3 +541,46 @@ fn a_fabric_run_over_each_libfabric_provider_checks_every_message() {
         );
     }
 }
+
+#[test]
+fn the_report_names_the_servers_tuning_and_a_bad_variable_stops_the_run() {
+    let dir = scratch();
+    let json = tmp(&dir, "tuned.json");
+    let child = Command::new(BIN)
+        .args(["-s", "stream", "-d", "1s", "-c", "2", "--quiet", "--json"])
+        .arg(&json)
+        .env("ZERORX_RING_ENTRIES", "128")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start zerorx-stress");
+    let out = wait_bounded(child, Duration::from_secs(60));
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("server tuning    threads")
+            && out.stdout.contains("ring_entries 128 (environment)"),
+        "{}",
+        out.stdout
+    );
+    let report = load(&json);
+    assert!(report
+        .receive_mode
+        .tuning
+        .iter()
+        .any(|s| s == "ring_entries 128 (environment)"));
+    let child = Command::new(BIN)
+        .args(["-s", "stream", "-d", "1s", "-c", "1", "--quiet"])
+        .env("ZERORX_RING_ENTRIES", "many")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start zerorx-stress");
+    let out = wait_bounded(child, Duration::from_secs(60));
+    assert!(!out.status.success());
+    assert!(
+        out.stderr
+            .contains("ZERORX_RING_ENTRIES=\"many\" is not valid"),
+        "{}",
+        out.stderr
+    );
+}

@@ -110,6 +110,9 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
         "receive mode     {} — {}",
         r.receive_mode.mode, r.receive_mode.reason
     )?;
+    if !r.receive_mode.tuning.is_empty() {
+        writeln!(o, "server tuning    {}", r.receive_mode.tuning.join(", "))?;
+    }
     if let Some(s) = &r.server {
         let copy: u64 = s
             .workers

@@ -342,5 +342,6 @@ pub fn receive_mode(handle: &Handle) -> ModeInfo {
     ModeInfo {
         mode: r.mode.to_string(),
         reason: r.reason.clone(),
+        tuning: handle.tuning().iter().map(ToString::to_string).collect(),
     }
 }

@@ -81,6 +81,10 @@ pub struct ModeInfo {
     pub mode: String,
     /// Why, in words.
     pub reason: String,
+    /// The runtime's tunable settings, each with where it came from
+    /// (`threads 2 (code)`, `wake msg-ring (environment)`).
+    #[serde(default)]
+    pub tuning: Vec<String>,
 }
 
 /// The runtime figures of one worker the report uses.

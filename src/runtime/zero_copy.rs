@@ -115,6 +115,8 @@ pub(crate) struct Growth {
     ceiling: usize,
     /// Bytes the pool has now.
     size: Cell<usize>,
+    /// The kernel refused an addition: no more tries.
+    stopped: Cell<bool>,
 }
 
 impl Growth {
@@ -133,7 +135,7 @@ impl Growth {
     /// stops growth for good, with one log line.
     pub(crate) fn grow_if_needed(&self, ring: &ZcRing, dry: bool, worker: usize) -> bool {
         let size = self.size.get();
-        if size + self.step > self.ceiling || !(dry || Self::low(ring)) {
+        if self.stopped.get() || size + self.step > self.ceiling || !(dry || Self::low(ring)) {
             return false;
         }
         match ring.add_area(self.step) {
@@ -149,7 +151,7 @@ impl Growth {
             }
             Some(Err(e)) => {
                 tracing::warn!(worker, error = %e, "adding an area to the zero-copy pool failed; it stays at {size} bytes");
-                self.size.set(usize::MAX / 2);
+                self.stopped.set(true);
                 false
             }
             None => false,
@@ -303,6 +305,7 @@ pub(crate) fn attach(
                     step: setup.area_bytes,
                     ceiling,
                     size: Cell::new(setup.area_bytes),
+                    stopped: Cell::new(false),
                 })
             } else {
                 tracing::info!(

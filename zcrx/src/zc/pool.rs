@@ -361,8 +361,37 @@ impl ZcPool {
                 reason: format!("is {bytes}; it must be from 1 byte to 64 GiB"),
             });
         }
-        let mapping = crate::mem::Mapping::new(bytes.next_multiple_of(chunk), self.backing)
-            .map_err(PoolError::Memory)?;
+        // The kernel names the new area `nr_areas << 48` (the first area is 0) and
+        // receives into it as soon as the call returns, possibly on an importing ring's
+        // thread before this one goes on: so the area goes into the table under that
+        // name first. A slot an earlier, refused attempt filled is used again.
+        let core = &self.decoder.core;
+        let id = 1 + core.stats.areas_added.load(Relaxed);
+        if id >= u64::from(abi::ZCRX_MAX_AREAS) {
+            return Err(PoolError::InvalidConfig {
+                field: "areas",
+                reason: format!(
+                    "the instance has its {} areas, the kernel's limit",
+                    abi::ZCRX_MAX_AREAS
+                ),
+            });
+        }
+        let token = id << abi::IORING_ZCRX_AREA_SHIFT;
+        if core.added_area(token).is_none() {
+            let mapping = crate::mem::Mapping::new(bytes.next_multiple_of(chunk), self.backing)
+                .map_err(PoolError::Memory)?;
+            if core
+                .add_area(crate::core::AddedArea { token, mapping })
+                .is_err()
+            {
+                return Err(PoolError::BadCompletion(format!(
+                    "area slot {id} is out of range"
+                )));
+            }
+        }
+        let mapping = core
+            .added_area(token)
+            .ok_or_else(|| PoolError::BadCompletion(format!("area slot {id} is empty")))?;
         let mut area_reg = abi::ZcrxAreaReg {
             addr: mapping.as_ptr() as u64,
             len: mapping.len() as u64,
@@ -370,8 +399,9 @@ impl ZcPool {
         };
         let mut ctrl =
             abi::ZcrxCtrl::add_area(self.zcrx_id, &mut area_reg as *mut abi::ZcrxAreaReg as u64);
-        // The kernel pins the mapping and writes the token into `area_reg` (also when it
-        // then fails: the token counts only on success).
+        // The kernel pins the mapping (kept in the table until the pool's core drops,
+        // after the last buffer) and writes the token into `area_reg`, also when it then
+        // fails: the token counts only on success.
         sys::zcrx_ctrl(self.ring_fd, &mut ctrl).map_err(|source| PoolError::Kernel {
             op: "adding an area to the ZCRX instance",
             hint: match source.raw_os_error() {
@@ -385,23 +415,15 @@ impl ZcPool {
             },
             source,
         })?;
-        let chunks = (mapping.len() / chunk) as u64;
-        let added = crate::core::AddedArea {
-            token: area_reg.rq_area_token,
-            mapping,
-        };
-        if let Err(area) = self.decoder.core.add_area(added) {
-            // The kernel now receives into memory we cannot name: keep it mapped for
-            // good rather than let the kernel write into freed pages.
-            std::mem::forget(area.mapping);
+        if area_reg.rq_area_token != token {
             return Err(PoolError::BadCompletion(format!(
-                "the kernel gave the new area token {:#x}, already taken or out of range",
-                area.token
+                "the kernel named the new area {:#x}, not {token:#x}: its completions cannot be decoded",
+                area_reg.rq_area_token
             )));
         }
-        let stats = &self.decoder.core.stats;
-        stats.areas_added.fetch_add(1, Relaxed);
-        Ok(stats.chunks_total.fetch_add(chunks, Relaxed) + chunks)
+        let chunks = (mapping.len() / chunk) as u64;
+        core.stats.areas_added.fetch_add(1, Relaxed);
+        Ok(core.stats.chunks_total.fetch_add(chunks, Relaxed) + chunks)
     }
 
     /// Exports the instance so another ring (another thread) can import it

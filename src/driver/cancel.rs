@@ -72,7 +72,19 @@ impl Driver {
         }
         let leaked = self.ops.len();
         if leaked > 0 {
-            tracing::warn!(ops = ?self.describe_ops(), "ops still in flight at the shutdown deadline");
+            let ops: Vec<String> = self
+                .op_states()
+                .iter()
+                .map(|o| {
+                    format!(
+                        "{} {} fd {:?}",
+                        super::inspect::opcode_name(o.opcode),
+                        o.state,
+                        o.fd
+                    )
+                })
+                .collect();
+            tracing::warn!(?ops, "ops still in flight at the shutdown deadline");
             add_owned(&self.metrics.leaked_ops, leaked as u64);
             for slot in self.ops.drain() {
                 std::mem::forget(slot);

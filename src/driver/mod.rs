@@ -28,6 +28,7 @@
 //! ```
 
 mod cancel;
+pub(crate) mod inspect;
 pub(crate) mod multishot;
 pub(crate) mod op;
 pub(crate) mod queue;
@@ -122,29 +123,6 @@ impl Driver {
         self.ring.flags()
     }
 
-    /// `(opcode, state)` of every op in the slab, for diagnostics.
-    pub(crate) fn describe_ops(&mut self) -> Vec<(u8, &'static str)> {
-        self.ops
-            .labelled()
-            .map(|(opcode, s)| {
-                let state = match s.lifecycle {
-                    Lifecycle::Pending(_) => "pending",
-                    Lifecycle::Partial { .. } => "partial",
-                    Lifecycle::Completed(_) => "completed",
-                    Lifecycle::Streaming { finished, .. } => {
-                        if finished {
-                            "stream-finished"
-                        } else {
-                            "streaming"
-                        }
-                    }
-                    Lifecycle::Abandoned => "abandoned",
-                };
-                (opcode, state)
-            })
-            .collect()
-    }
-
     #[cfg(test)]
     pub(crate) fn ops_in_flight(&self) -> usize {
         self.ops.len()
@@ -202,7 +180,8 @@ impl Driver {
                 return Err(io::Error::other("op slab lost a fresh entry"));
             }
         };
-        self.ops.set_label(key, entry.get_opcode() as u8);
+        self.ops
+            .set_meta(key, inspect::meta_for(entry.get_opcode() as u8));
         // SAFETY: the entry points into the op data (its box, or its socket's
         // allocation), which the slab owns until the op's final completion (the
         // OpCode contract).

@@ -15,6 +15,7 @@ use std::io;
 use std::marker::PhantomData;
 use std::mem::{offset_of, ManuallyDrop};
 use std::num::NonZeroU32;
+use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::rc::Rc;
@@ -77,6 +78,13 @@ pub unsafe trait OpCode: 'static {
     fn take_stop_request(&mut self) -> bool {
         false
     }
+
+    /// The fd the op works on, named in the runtime's state dump (`None`: no fd, or
+    /// not worth naming). Called only when a dump is taken; runs under the same rules
+    /// as [`release`](OpCode::release).
+    fn fd(&self) -> Option<RawFd> {
+        None
+    }
 }
 
 /// An op in the slab: [`OpCode`] type-erased, plus access to the concrete type (while
@@ -90,6 +98,7 @@ pub(crate) trait OpBox {
     /// The completions queued for the stream of a multishot op; `None` for a
     /// single-shot op.
     fn stream_queue(&mut self) -> Option<&mut SmallQueue<Queued>>;
+    fn fd(&self) -> Option<RawFd>;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
     fn as_any_mut(&mut self) -> &mut dyn Any;
 
@@ -241,6 +250,10 @@ impl<T: OpCode> OpBox for Single<T> {
         None
     }
 
+    fn fd(&self) -> Option<RawFd> {
+        self.0.fd()
+    }
+
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
     }
@@ -273,6 +286,10 @@ impl<T: OpCode> OpBox for Multi<T> {
 
     fn stream_queue(&mut self) -> Option<&mut SmallQueue<Queued>> {
         Some(&mut self.queue)
+    }
+
+    fn fd(&self) -> Option<RawFd> {
+        self.op.fd()
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
@@ -466,6 +483,17 @@ impl OpData {
         match self.view() {
             View::Boxed(b) => b.take_stop_request(),
             View::Socket(mut s) => s.recv().is_some_and(StreamRecv::take_stop_request),
+        }
+    }
+
+    /// The fd the op works on and whether it is multishot, for the state dump.
+    pub(crate) fn describe(&mut self) -> (Option<RawFd>, bool) {
+        match self.view() {
+            View::Boxed(b) => {
+                let fd = b.fd();
+                (fd, b.stream_queue().is_some())
+            }
+            View::Socket(s) => (Some(s.fd()), true),
         }
     }
 

@@ -236,6 +236,25 @@ impl Ring {
         with_ring!(self, r => unsafe { r.submission().push(entry).is_ok() })
     }
 
+    /// The queues' sizes, fill and the kernel's overflow and drop counts.
+    pub(crate) fn state(&mut self) -> super::inspect::RingState {
+        with_ring!(self, r => {
+            let (sq_entries, sq_pending, sq_dropped) = {
+                let sq = r.submission();
+                (sq.capacity(), sq.len(), sq.dropped())
+            };
+            let cq = r.completion();
+            super::inspect::RingState {
+                sq_entries,
+                sq_pending,
+                cq_entries: cq.capacity(),
+                cq_ready: cq.len(),
+                cq_overflow: cq.overflow(),
+                sq_dropped,
+            }
+        })
+    }
+
     /// Number of SQEs waiting to be submitted.
     pub(crate) fn sq_len(&mut self) -> usize {
         with_ring!(self, r => r.submission().len())

@@ -64,10 +64,35 @@ impl Key {
 
 struct Slot<T> {
     generation: u32,
-    /// A byte the owner keeps with the entry (the driver: the op's opcode), in room
-    /// the generation leaves next to an 8-byte-aligned value anyway.
-    label: u8,
+    /// What the owner keeps with the entry (the driver: the op's opcode and when it
+    /// was submitted), in the room the generation leaves next to an 8-byte-aligned
+    /// value anyway.
+    meta: Meta,
     entry: Entry<T>,
+}
+
+/// Four bytes an owner keeps with an entry: a label and a 24-bit stamp.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub(crate) label: u8,
+    stamp: [u8; 3],
+}
+
+impl Meta {
+    /// `label` with the low 24 bits of `stamp`.
+    pub(crate) fn new(label: u8, stamp: u32) -> Meta {
+        let [a, b, c, _] = stamp.to_le_bytes();
+        Meta {
+            label,
+            stamp: [a, b, c],
+        }
+    }
+
+    /// The stamp (24 bits).
+    pub(crate) fn stamp(self) -> u32 {
+        let [a, b, c] = self.stamp;
+        u32::from_le_bytes([a, b, c, 0])
+    }
 }
 
 /// A slot's content. The free list lives in the vacant slots, so it costs no memory of
@@ -84,13 +109,6 @@ const NO_NEXT: u32 = u32::MAX;
 
 impl<T> Entry<T> {
     fn as_mut(&mut self) -> Option<&mut T> {
-        match self {
-            Entry::Occupied(v) => Some(v),
-            Entry::Vacant(_) => None,
-        }
-    }
-
-    fn as_ref(&self) -> Option<&T> {
         match self {
             Entry::Occupied(v) => Some(v),
             Entry::Vacant(_) => None,
@@ -151,7 +169,7 @@ impl<T> GenSlab<T> {
             (first..=last)
                 .map(|i| Slot {
                     generation: 0,
-                    label: 0,
+                    meta: Meta::default(),
                     entry: Entry::Vacant(if i == last { self.free } else { i + 1 }),
                 })
                 .collect(),
@@ -172,7 +190,7 @@ impl<T> GenSlab<T> {
         }
         self.len += 1;
         slot.entry = Entry::Occupied(value);
-        slot.label = 0;
+        slot.meta = Meta::default();
         Key::new(index, slot.generation)
     }
 
@@ -185,11 +203,11 @@ impl<T> GenSlab<T> {
         slot.entry.as_mut()
     }
 
-    /// Sets the label of the entry `key` names (nothing for a stale key).
-    pub(crate) fn set_label(&mut self, key: Key, label: u8) {
+    /// Sets what is kept with the entry `key` names (nothing for a stale key).
+    pub(crate) fn set_meta(&mut self, key: Key, meta: Meta) {
         if let Some(slot) = self.slot_mut(key.index) {
             if slot.generation == key.generation() && slot.entry.is_occupied() {
-                slot.label = label;
+                slot.meta = meta;
             }
         }
     }
@@ -223,12 +241,15 @@ impl<T> GenSlab<T> {
             .map(|(index, slot)| (index as u32, slot))
     }
 
-    /// Every live entry with its label.
-    pub(crate) fn labelled(&self) -> impl Iterator<Item = (u8, &T)> {
+    /// Every live entry with what is kept with it.
+    pub(crate) fn with_meta(&mut self) -> impl Iterator<Item = (Meta, &mut T)> {
         self.pages
-            .iter()
-            .flat_map(|page| page.iter())
-            .filter_map(|slot| slot.entry.as_ref().map(|v| (slot.label, v)))
+            .iter_mut()
+            .flat_map(|page| page.iter_mut())
+            .filter_map(|slot| {
+                let meta = slot.meta;
+                slot.entry.as_mut().map(|v| (meta, v))
+            })
     }
 
     /// Every live entry with its key.
@@ -276,9 +297,13 @@ mod tests {
         assert!(slab.remove(stale).is_none());
         assert_eq!(slab.get_mut(new), Some(&mut "second"));
         // A label goes with its entry, not with a stale key.
-        slab.set_label(new, 7);
-        slab.set_label(old, 9);
-        assert_eq!(slab.labelled().collect::<Vec<_>>(), vec![(7, &"second")]);
+        slab.set_meta(new, Meta::new(7, 0x12_3456));
+        slab.set_meta(old, Meta::new(9, 1));
+        let kept: Vec<_> = slab
+            .with_meta()
+            .map(|(m, v)| (m.label, m.stamp(), *v))
+            .collect();
+        assert_eq!(kept, vec![(7, 0x12_3456, "second")]);
     }
 
     #[test]

@@ -113,6 +113,19 @@ impl Registry {
         Some(unsafe { TaskRef::from_raw(task) })
     }
 
+    /// Every task with its key, for the state dump.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(u32, &TaskRef)) {
+        for (key, entry) in self.pages.iter().flat_map(|page| page.iter()).enumerate() {
+            if let Some(task) = entry.task() {
+                // SAFETY: an occupied entry holds a pointer `TaskRef::into_raw` made,
+                // whose reference the entry keeps; the copy is never dropped, so the
+                // count stays the entry's.
+                let task = std::mem::ManuallyDrop::new(unsafe { TaskRef::from_raw(task) });
+                f(key as u32, &task);
+            }
+        }
+    }
+
     /// Removes every task (and gives the entries' memory back).
     pub(crate) fn drain(&mut self) -> Vec<TaskRef> {
         let pages = std::mem::take(&mut self.pages);

@@ -66,6 +66,14 @@ impl SlimWaker {
         })
     }
 
+    /// The task this waker wakes, if it is a zerorx task's (for the state dump).
+    pub(crate) fn task(&self) -> Option<super::task::TaskName> {
+        self.with(|v| match v {
+            View::Task(t) => Some(t.name()),
+            View::Foreign(w) => super::task::task_of(w),
+        })
+    }
+
     /// The waker back, to be woken outside the driver's borrow.
     pub(crate) fn into_waker(self) -> Waker {
         let this = std::mem::ManuallyDrop::new(self);

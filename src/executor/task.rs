@@ -318,6 +318,36 @@ impl TaskRef {
     pub(crate) fn is_complete(&self) -> bool {
         self.header().state.load(Ordering::Acquire) & COMPLETE != 0
     }
+
+    /// The task's name in a state dump.
+    pub(crate) fn name(&self) -> TaskName {
+        self.header().name()
+    }
+
+    /// Whether the task is queued to run (woken and not yet polled).
+    pub(crate) fn is_scheduled(&self) -> bool {
+        self.header().state.load(Ordering::Relaxed) & SCHEDULED != 0
+    }
+}
+
+/// A task as a state dump names it: its worker and its key in that worker's registry
+/// (`u32::MAX` once it has left the registry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct TaskName {
+    pub(crate) worker: usize,
+    pub(crate) key: u32,
+}
+
+/// The task `waker` wakes, if it is a zerorx task's waker.
+pub(crate) fn task_of(waker: &Waker) -> Option<TaskName> {
+    if !is_task_waker(waker) {
+        return None;
+    }
+    // SAFETY: a task waker's data pointer is a live `TaskRef`'s header, kept alive by
+    // the reference the waker owns for as long as `waker` is borrowed; only its
+    // atomics and `owner` are read.
+    let header = unsafe { &*waker.data().cast::<Header>() };
+    Some(header.name())
 }
 
 impl Clone for TaskRef {
@@ -343,6 +373,15 @@ impl Drop for TaskRef {
 }
 
 impl Header {
+    fn name(&self) -> TaskName {
+        TaskName {
+            worker: self.owner.index,
+            // Relaxed: written by the owner thread only; a dump on another thread may
+            // see a key a moment old, which names the task all the same.
+            key: self.registry_key.load(Ordering::Relaxed),
+        }
+    }
+
     /// Sets `SCHEDULED`; `true` when the caller must enqueue the task (it was neither
     /// queued nor finished).
     fn mark_scheduled(&self) -> bool {

@@ -18,6 +18,10 @@ pub(crate) fn accepted_fd(c: &Completion) -> Option<OwnedFd> {
 // SAFETY: the entry references only the listener fd, kept open by `listener`; the
 // accepted fds nobody takes are closed in `release` (no leak after cancellation).
 unsafe impl OpCode for AcceptMulti {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(fd(&self.listener).0)
+    }
+
     fn create_entry(&mut self) -> squeue::Entry {
         opcode::AcceptMulti::new(fd(&self.listener))
             .flags(libc::SOCK_CLOEXEC)

@@ -22,6 +22,10 @@ pub(crate) struct RecvInto {
 // and neither moved nor read until the final completion. The fd is kept open by
 // `socket`.
 unsafe impl OpCode for RecvInto {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(fd(&self.socket).0)
+    }
+
     fn create_entry(&mut self) -> squeue::Entry {
         let spare = self.buf.spare_capacity_mut();
         let len = spare.len().min(u32::MAX as usize) as u32;
@@ -79,6 +83,10 @@ impl RecvFrom {
 // SAFETY: the msghdr points at `iovec` and `addr` inside this op, the iovec at `buf`'s
 // spare capacity; none is touched until the final completion; `socket` keeps the fd.
 unsafe impl OpCode for RecvFrom {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(fd(&self.socket).0)
+    }
+
     fn create_entry(&mut self) -> squeue::Entry {
         let spare = self.buf.spare_capacity_mut();
         self.iovec = libc::iovec {

@@ -2,7 +2,7 @@
 //! each buffer holding the kernel's `io_uring_recvmsg_out` header, the sender's
 //! address and the payload.
 
-use super::SharedFd;
+use super::{fd, SharedFd};
 use crate::driver::{Completion, OpCode};
 use bytes::Bytes;
 use io_uring::{opcode, squeue, types};
@@ -92,6 +92,10 @@ impl RecvMsgMulti {
 // keeps open and a buffer group whose memory the pool (kept alive by the `Rc`) owns.
 // Buffers delivered to nobody go back to the pool in `release`.
 unsafe impl OpCode for RecvMsgMulti {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(fd(&self.socket).0)
+    }
+
     fn create_entry(&mut self) -> squeue::Entry {
         opcode::RecvMsgMulti::new(
             types::Fd(self.socket.as_raw_fd()),

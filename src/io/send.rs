@@ -17,6 +17,10 @@ pub(crate) struct Send {
 // mapped area for an `RxBuf`) stays alive and unmoved while the op owns it; names the
 // fd `socket` keeps open.
 unsafe impl OpCode for Send {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(fd(&self.socket).0)
+    }
+
     fn create_entry(&mut self) -> squeue::Entry {
         let rest = &self.buf[self.offset..];
         let len = rest.len().min(u32::MAX as usize) as u32;
@@ -66,6 +70,10 @@ impl SendMsg {
 // `bufs`, whose storage stays alive and unmoved while the op owns them. None of them is modified after
 // `create_entry`. The fd is kept open by `socket`.
 unsafe impl OpCode for SendMsg {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(fd(&self.socket).0)
+    }
+
     fn create_entry(&mut self) -> squeue::Entry {
         let mut skip = self.skip;
         self.iovecs.clear();
@@ -105,6 +113,10 @@ pub(crate) struct SendZc {
 // the notification CQE (the driver's `Partial` state holds the op until then); names
 // the fd `socket` keeps open.
 unsafe impl OpCode for SendZc {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(fd(&self.socket).0)
+    }
+
     fn create_entry(&mut self) -> squeue::Entry {
         let rest = &self.buf[self.offset..];
         let len = rest.len().min(u32::MAX as usize) as u32;

@@ -11,6 +11,10 @@ pub(crate) struct Shutdown {
 
 // SAFETY: references only the fd `socket` keeps open.
 unsafe impl OpCode for Shutdown {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(fd(&self.socket).0)
+    }
+
     fn create_entry(&mut self) -> squeue::Entry {
         opcode::Shutdown::new(fd(&self.socket), self.how).build()
     }

@@ -146,6 +146,11 @@ impl SocketOp {
         unsafe { &mut *self.0.recv.get() }.as_mut()
     }
 
+    /// The socket's fd.
+    pub(crate) fn fd(&self) -> std::os::fd::RawFd {
+        super::fd(&self.0).0
+    }
+
     /// The socket's pointer (8-byte aligned), carrying this op's count, for the
     /// slab's one-word op pointer ([`from_raw`](Self::from_raw) takes it back).
     pub(crate) fn into_raw(self) -> NonNull<u8> {

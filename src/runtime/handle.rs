@@ -199,6 +199,86 @@ impl Handle {
             .collect()
     }
 
+    /// A state dump: per worker its ring, every op in flight (opcode, age, fd and
+    /// socket addresses, the task waiting on it), tasks and what each waits on,
+    /// timers and receive pools; per process the open fds and sockets. Callable from
+    /// any thread, including a worker's task.
+    ///
+    /// Each worker builds its own part at its next loop turn; one that has not
+    /// answered within 2 s (a task that never yields; worker 0 while no thread is in
+    /// `block_on`) is listed with a note instead. See [`dump_within`](Self::dump_within).
+    ///
+    /// ```
+    /// let rt = zerorx::Runtime::builder().threads(2).build()?;
+    /// let dump = rt.block_on(async {
+    ///     let listener = zerorx::net::TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    ///     let accept = zerorx::spawn(async move { listener.accept().await.map(|_| ()) });
+    ///     zerorx::time::sleep(std::time::Duration::from_millis(20)).await;
+    ///     let dump = zerorx::Handle::try_current().expect("on a worker").dump();
+    ///     accept.abort();
+    ///     Ok::<_, std::io::Error>(dump)
+    /// })?;
+    /// assert!(dump.workers[0].ops.iter().any(|op| op.opcode == "ACCEPT"));
+    /// println!("{dump}");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn dump(&self) -> super::RuntimeDump {
+        self.dump_within(std::time::Duration::from_secs(2))
+    }
+
+    /// [`dump`](Self::dump), waiting at most `wait` for the workers' answers.
+    pub fn dump_within(&self, wait: std::time::Duration) -> super::RuntimeDump {
+        let deadline = Instant::now() + wait;
+        let here = context::with_core(|core| {
+            Arc::ptr_eq(&core.handle.inner, &self.inner).then(|| core.shared.index)
+        })
+        .flatten();
+        let asked: Vec<_> = self
+            .inner
+            .workers
+            .iter()
+            .map(|w| {
+                if Some(w.index) == here || w.is_closed() {
+                    return None;
+                }
+                let (tx, rx) = std::sync::mpsc::channel();
+                w.dump_requests.ask(tx);
+                // A parked worker wakes; a running one sees the flag at its next turn
+                // or in its last look before parking.
+                w.unpark();
+                Some(rx)
+            })
+            .collect();
+        let workers = self
+            .inner
+            .workers
+            .iter()
+            .zip(asked)
+            .map(|(w, rx)| match rx {
+                None if Some(w.index) == here => context::with_core(|core| core.dump())
+                    .unwrap_or_else(|| missing(w.index, "its thread left the runtime")),
+                None => missing(w.index, "the worker has shut down"),
+                Some(rx) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    rx.recv_timeout(left).unwrap_or_else(|_| {
+                        missing(
+                            w.index,
+                            &format!(
+                                "no answer within {:.1} s: a task that does not yield, or \
+                                 worker 0 while no thread is in block_on",
+                                wait.as_secs_f64()
+                            ),
+                        )
+                    })
+                }
+            })
+            .collect();
+        super::RuntimeDump {
+            process: super::dump::kernel::process_state(),
+            workers,
+        }
+    }
+
     /// A snapshot of every worker's counters.
     pub fn metrics(&self) -> Vec<WorkerMetricsSnapshot> {
         self.inner
@@ -232,6 +312,15 @@ impl Handle {
         for w in &self.inner.workers {
             w.unpark();
         }
+    }
+}
+
+/// The dump entry of worker `index`, which gave none.
+fn missing(index: usize, why: &str) -> super::WorkerDump {
+    super::WorkerDump {
+        index,
+        missing: Some(why.into()),
+        ..Default::default()
     }
 }
 

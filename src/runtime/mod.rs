@@ -7,6 +7,7 @@
 
 mod builder;
 pub(crate) mod context;
+mod dump;
 mod handle;
 mod placement;
 pub(crate) mod pressure;
@@ -19,6 +20,10 @@ pub(crate) mod zero_copy;
 
 pub use crate::driver::RingFlags;
 pub use builder::{Builder, ZeroCopySharing};
+pub use dump::{
+    DumpSignal, OpDump, PoolDump, ProcessState, RingDump, RuntimeDump, TaskDump, TimersDump,
+    WorkerDump,
+};
 pub use handle::Handle;
 pub use receive_mode::{
     ReceiveMode, ReceiveModeReport, ResolvedMode, ZeroCopyTarget, ZeroCopyUnavailable,

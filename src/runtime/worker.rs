@@ -86,6 +86,8 @@ pub(crate) struct WorkerShared {
     pub(crate) zc_waiting: AtomicBool,
     /// The wakers of handles waiting on this worker's tasks.
     pub(crate) join_wakers: JoinWakers,
+    /// State dumps asked of this worker ([`Handle::dump`]).
+    pub(crate) dump_requests: super::dump::collect::DumpRequests,
 }
 
 impl WorkerShared {
@@ -106,6 +108,7 @@ impl WorkerShared {
             udp_pool_stats: OnceLock::new(),
             zc_waiting: AtomicBool::new(false),
             join_wakers: JoinWakers::default(),
+            dump_requests: Default::default(),
         }
     }
 
@@ -132,6 +135,11 @@ impl WorkerShared {
 
     pub(crate) fn unparker(&self) -> &Unparker {
         &self.unparker
+    }
+
+    /// Whether the worker has shut down.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
     /// Wakes the worker if it is parked; no syscall otherwise.
@@ -302,6 +310,9 @@ impl Core {
     /// One loop turn: remote queue, ready tasks, expired timers, one kernel entry
     /// (blocking only if nothing is runnable and `busy()` is false), completions.
     pub(crate) fn tick(&self, busy: &dyn Fn() -> bool) -> io::Result<()> {
+        if self.shared.dump_requests.pending() {
+            self.answer_dumps();
+        }
         self.drain_remote();
         for _ in 0..RUN_BUDGET {
             let Some(task) = self.run_queue.borrow_mut().pop_front() else {
@@ -332,7 +343,7 @@ impl Core {
         if wait {
             self.shared.parked.store(true, Ordering::SeqCst);
             fence(Ordering::SeqCst);
-            if !self.shared.remote_rx.is_empty() || busy() {
+            if !self.shared.remote_rx.is_empty() || self.shared.dump_requests.pending() || busy() {
                 wait = false;
             }
         }

@@ -109,6 +109,16 @@ impl TimerQueue {
         }
     }
 
+    /// Every timer not yet fired: its deadline and the waker it will wake (for the
+    /// state dump).
+    pub(crate) fn for_each_pending(&mut self, mut f: impl FnMut(Instant, Option<&Waker>)) {
+        for (_, e) in self.entries.with_meta() {
+            if !e.fired {
+                f(e.deadline, e.waker.as_ref());
+            }
+        }
+    }
+
     /// No timer pending (fired or removed ones may still sit in the heap until the
     /// next [`fire`](Self::fire)).
     pub(crate) fn is_empty(&self) -> bool {

@@ -74,7 +74,9 @@ impl EmbeddedServer {
                 server.listening = l;
                 Ok(server)
             }
-            ControlLine::Stats(_) => Err("the server spoke before it listened".into()),
+            ControlLine::Stats(_) | ControlLine::Dump(_) => {
+                Err("the server spoke before it listened".into())
+            }
         }
     }
 
@@ -120,6 +122,22 @@ impl EmbeddedServer {
         loop {
             if let ControlLine::Stats(s) = self.next_line(timeout)? {
                 return Ok(s);
+            }
+        }
+    }
+
+    /// Asks for the server runtime's state dump.
+    pub fn dump(&mut self, timeout: Duration) -> Result<zerorx::runtime::RuntimeDump, String> {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err("the server's control channel is closed".into());
+        };
+        stdin
+            .write_all(b"dump\n")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| self.gone(&format!("cannot ask the server for a dump: {e}")))?;
+        loop {
+            if let ControlLine::Dump(d) = self.next_line(timeout)? {
+                return Ok(d);
             }
         }
     }

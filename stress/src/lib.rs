@@ -19,4 +19,5 @@ pub mod rss;
 pub mod run;
 pub mod sampler;
 pub mod server;
+pub mod stuck;
 pub mod wire;

@@ -465,7 +465,8 @@ fn settled_stats(
     connects: u64,
     fires: u64,
 ) -> Result<(ServerSnapshot, Option<String>), String> {
-    settle(rt, SETTLE_LIMIT, || {
+    let mut settled = false;
+    let (snap, note) = settle(rt, SETTLE_LIMIT, || {
         let snap = s.stats(Duration::from_secs(5))?;
         let held = snap.buffers_held();
         let open = match &snap.rpc {
@@ -492,8 +493,22 @@ fn settled_stats(
                 })
             }
         };
+        settled = open.is_none();
         Ok((snap, open))
-    })
+    })?;
+    if settled {
+        return Ok((snap, note));
+    }
+    // Name what is still open, from the server's own state.
+    let named = match s.dump(Duration::from_secs(5)) {
+        Ok(dump) => crate::stuck::describe(&dump),
+        Err(e) => Some(format!("no state dump from the server: {e}")),
+    };
+    let note = match (note, named) {
+        (Some(n), Some(d)) => Some(format!("{n}; {d}")),
+        (n, d) => n.or(d),
+    };
+    Ok((snap, note))
 }
 
 /// Polls `probe` (a value, and what is still open: `None` once nothing is) until

@@ -584,3 +584,50 @@ fn the_report_names_the_servers_tuning_and_a_bad_variable_stops_the_run() {
         out.stderr
     );
 }
+
+#[test]
+fn the_control_channel_dumps_state_naming_an_open_connection() {
+    use std::io::Write;
+    let mut server = Command::new(BIN)
+        .args([
+            "serve",
+            "--control",
+            "--service",
+            "frames",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--threads", "2", "--duration", "60s"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start server");
+    let mut stdin = server.stdin.take().expect("stdin");
+    let mut out = BufReader::new(server.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("listening line");
+    let first: serde_json::Value = serde_json::from_str(&line).expect("json line");
+    let addr = first["addr"].as_str().expect("addr").to_owned();
+    let conn = std::net::TcpStream::connect(&addr).expect("connect");
+    let peer = conn.local_addr().expect("local addr");
+    std::thread::sleep(Duration::from_millis(200));
+    stdin.write_all(b"dump\n").expect("ask");
+    stdin.flush().expect("flush");
+    line.clear();
+    out.read_line(&mut line).expect("dump line");
+    let control: zerorx_stress::server::ControlLine =
+        serde_json::from_str(&line).expect("a control line");
+    let zerorx_stress::server::ControlLine::Dump(dump) = control else {
+        panic!("expected a dump, got {line}");
+    };
+    assert_eq!(dump.workers.len(), 2);
+    let named = zerorx_stress::stuck::describe(&dump).expect("the connection is open");
+    assert!(
+        named.contains(&format!("-> {peer})")) && named.contains("RECV"),
+        "{named}"
+    );
+    drop(stdin);
+    let status = server.wait().expect("wait");
+    assert!(status.success(), "{status}");
+}

@@ -21,6 +21,10 @@ struct PollIn {
 // zerorx duplicated) until the driver drops the op after its final CQE; it carries no
 // pointer and sets no user_data.
 unsafe impl OpCode for PollIn {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.fd.as_raw_fd())
+    }
+
     fn create_entry(&mut self) -> squeue::Entry {
         opcode::PollAdd::new(types::Fd(self.fd.as_raw_fd()), libc::POLLIN as u32).build()
     }

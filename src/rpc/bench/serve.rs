@@ -14,6 +14,7 @@ pub const USAGE: &str = "\
 usage: zerorx serve --port P [--host H] [--protocol binary|compact|auto]
                     [--transport framed|unframed|auto] [--threads N] [--grace-ms MS]
                     [--pool-kib K] [--chunk-kib K] [--receive-mode MODE]
+                    [--dump-file PATH]
 
 Serves the Bench service (bench.thrift) with Apache Thrift's binary or compact
 protocol, framed or unframed (auto: told from each connection's first bytes), on
@@ -35,6 +36,10 @@ can take it, else copy), copy, device-less:N (N device-less ZCRX instances, Linu
 7.1+), or zero-copy:IF:Q[,Q...] (queues Q of interface IF). The mode that runs is
 printed with its reason on stderr at start, and the bytes each receive path took
 with the counters at the end.
+
+SIGUSR2 prints a state dump (every worker's ring, ops in flight with their age,
+fd, socket addresses and waiting task, tasks, timers, receive pools) to stderr, or
+appends it to --dump-file.
 ";
 
 /// Default receive buffer of `zerorx serve`: eight 64 KiB requests fit in one, so
@@ -71,6 +76,8 @@ pub struct ServeArgs {
     pub chunk_bytes: u32,
     /// How received bytes reach the server.
     pub receive_mode: crate::ReceiveMode,
+    /// Where `SIGUSR2` state dumps go (`None`: stderr).
+    pub dump_file: Option<std::path::PathBuf>,
 }
 
 /// Parses the options after `serve`. `Ok(None)` for `--help`.
@@ -85,6 +92,7 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
         pool_bytes: DEFAULT_POOL,
         chunk_bytes: DEFAULT_CHUNK,
         receive_mode: crate::ReceiveMode::Auto,
+        dump_file: None,
     };
     let mut port = None;
     let mut it = args.into_iter();
@@ -143,6 +151,7 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
                 }
             }
             "--receive-mode" => out.receive_mode = value.parse()?,
+            "--dump-file" => out.dump_file = Some(value.into()),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -180,6 +189,7 @@ fn block_termination_signals() -> io::Result<libc::sigset_t> {
 /// the counters at the end.
 pub fn run(args: &ServeArgs) -> io::Result<()> {
     let set = block_termination_signals()?;
+    let dump_signal = crate::runtime::DumpSignal::block()?;
     let mut builder = Runtime::builder();
     if let Some(n) = args.threads {
         builder.threads(n);
@@ -196,6 +206,7 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
         .protocol(args.protocol)
         .transport(args.transport)
         .start(rt.handle())?;
+    dump_signal.start(rt.handle().clone(), args.dump_file.clone())?;
     println!("listening on {}", server.local_addr());
     let shutdown = server.shutdown_handle();
     let stats = server.stats_handle();
@@ -233,7 +244,8 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
         // An importer reports its owner's pool: count each instance once, at its owner.
         match (zc[i], instances[i].as_ref().map(|z| z.imported)) {
             (Some(z), Some(false)) => eprintln!(
-                "worker {i}: received {copied} B through the copy pool, {} B through its                  zero-copy instance ({} B placed without a copy, {} B copied by the kernel)",
+                "worker {i}: received {copied} B through the copy pool, {} B through its \
+                 zero-copy instance ({} B placed without a copy, {} B copied by the kernel)",
                 z.bytes, z.zero_copy_bytes, z.copied_bytes
             ),
             _ => eprintln!("worker {i}: received {copied} B through the copy pool"),
@@ -272,6 +284,8 @@ mod tests {
             "512",
             "--receive-mode",
             "device-less:2",
+            "--dump-file",
+            "/tmp/zerorx-dump.txt",
         ])
         .expect("valid")
         .expect("not help");
@@ -285,6 +299,10 @@ mod tests {
         assert_eq!(
             a.receive_mode,
             crate::ReceiveMode::DeviceLess { instances: 2 }
+        );
+        assert_eq!(
+            a.dump_file.as_deref(),
+            Some(std::path::Path::new("/tmp/zerorx-dump.txt"))
         );
         let d = parse(&["--port", "0"]).expect("valid").expect("not help");
         assert_eq!(

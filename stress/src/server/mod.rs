@@ -3,7 +3,8 @@
 //! connection can go wrong) or the Thrift `Bench` service of `zerorx::rpc`. The harness starts it as a child
 //! process (so its memory is measured apart and a crash cannot take the harness down)
 //! and talks to it over stdin/stdout: it prints one `listening` line, then answers
-//! each `stats` line with one JSON snapshot, and exits when stdin closes.
+//! each `stats` line with one JSON snapshot and each `dump` line with the runtime's
+//! state dump, and exits when stdin closes. `SIGUSR2` prints a dump on stderr.
 
 mod conn;
 pub mod stats;
@@ -74,12 +75,16 @@ pub enum ControlLine {
     Listening(Listening),
     /// The answer to a `stats` command.
     Stats(ServerSnapshot),
+    /// The answer to a `dump` command.
+    Dump(zerorx::runtime::RuntimeDump),
 }
 
 /// Runs the server until stdin closes (with `control`), the duration passes, or the
 /// process is killed.
 pub fn serve(cfg: &ServeConfig) -> io::Result<()> {
     let threads = cfg.threads.max(1);
+    // Before the runtime's threads start, so they inherit the blocked signal.
+    let dump_signal = zerorx::runtime::DumpSignal::block()?;
     let mut b = Runtime::builder();
     b.threads(threads)
         .shutdown_timeout(Duration::from_secs(5))
@@ -92,6 +97,7 @@ pub fn serve(cfg: &ServeConfig) -> io::Result<()> {
         }));
     }
     let rt = b.build()?;
+    dump_signal.start(rt.handle().clone(), None)?;
     match cfg.service {
         Service::Frames => serve_frames(&rt, cfg)?,
         Service::Rpc => serve_rpc(&rt, cfg)?,
@@ -114,7 +120,7 @@ fn serve_frames(rt: &Runtime, cfg: &ServeConfig) -> io::Result<()> {
         let addr = start_listeners(&handle, cfg, &counters).await?;
         let (h, c, m) = (handle.clone(), counters.clone(), mode.clone());
         let snap: Snapshotter = Box::new(move || snapshot(&h, &c, &m, None));
-        announce(cfg, addr, threads, &mode, &stop, snap)?;
+        announce(cfg, addr, &handle, &mode, &stop, snap)?;
         wait_for_stop(cfg, &stop, started).await;
         Ok::<(), io::Error>(())
     })
@@ -150,7 +156,7 @@ fn serve_rpc(rt: &Runtime, cfg: &ServeConfig) -> io::Result<()> {
         };
         snapshot(&h, &counters, &m, Some(rpc))
     });
-    announce(cfg, addr, threads, &mode, &stop, snap)?;
+    announce(cfg, addr, &handle, &mode, &stop, snap)?;
     let shutdown = server.shutdown_handle();
     rt.block_on(async {
         wait_for_stop(cfg, &stop, started).await;
@@ -164,11 +170,12 @@ fn serve_rpc(rt: &Runtime, cfg: &ServeConfig) -> io::Result<()> {
 fn announce(
     cfg: &ServeConfig,
     addr: SocketAddr,
-    threads: usize,
+    handle: &Handle,
     mode: &ModeInfo,
     stop: &Arc<AtomicBool>,
     snap: Snapshotter,
 ) -> io::Result<()> {
+    let threads = handle.threads();
     let line = ControlLine::Listening(Listening {
         addr,
         pid: std::process::id(),
@@ -178,9 +185,10 @@ fn announce(
     print_line(&line)?;
     if cfg.control {
         let stop = stop.clone();
+        let handle = handle.clone();
         std::thread::Builder::new()
             .name("control".into())
-            .spawn(move || control(&*snap, &stop))?;
+            .spawn(move || control(&*snap, &handle, &stop))?;
     } else {
         let what = match cfg.service {
             Service::Frames => "harness frames",
@@ -269,13 +277,14 @@ async fn accept_loop(l: TcpListener, counters: Arc<Vec<Counters>>, w: usize, cfg
     }
 }
 
-/// Answers `stats` lines until stdin closes or says `quit`.
-fn control(snap: &dyn Fn() -> ServerSnapshot, stop: &AtomicBool) {
+/// Answers `stats` and `dump` lines until stdin closes or says `quit`.
+fn control(snap: &dyn Fn() -> ServerSnapshot, handle: &Handle, stop: &AtomicBool) {
     let stdin = io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         match line.trim() {
             "stats" if print_line(&ControlLine::Stats(snap())).is_err() => break,
+            "dump" if print_line(&ControlLine::Dump(handle.dump())).is_err() => break,
             "quit" => break,
             _ => {}
         }

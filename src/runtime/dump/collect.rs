@@ -1,0 +1,230 @@
+//! A worker's part of the dump, built on the worker's own thread between two loop
+//! turns (or inline, when a task of that worker asks), and the request that makes
+//! other workers build theirs.
+
+use super::kernel;
+use super::{OpDump, PoolDump, RingDump, TaskDump, TimersDump, WorkerDump};
+use crate::driver::inspect::opcode_name;
+use crate::executor::task::{task_of, TaskName};
+use crate::runtime::worker::{Core, WorkerShared};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+use zcrx::StatsHandle;
+
+/// Dumps asked of a worker and not yet answered. The flag is the only thing a loop
+/// turn looks at (one relaxed load) when nobody asks.
+#[derive(Default)]
+pub(crate) struct DumpRequests {
+    asked: std::sync::atomic::AtomicBool,
+    waiting: Mutex<Vec<Sender<WorkerDump>>>,
+}
+
+impl DumpRequests {
+    fn lock(&self) -> MutexGuard<'_, Vec<Sender<WorkerDump>>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a request; the caller then unparks the worker.
+    pub(crate) fn ask(&self, reply: Sender<WorkerDump>) {
+        self.lock().push(reply);
+        // SeqCst, paired with the worker's fence between setting `parked` and its
+        // last look at this flag: either it sees the request or the asker sees it
+        // parked and wakes it.
+        self.asked.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a request waits (cheap: checked every loop turn).
+    pub(crate) fn pending(&self) -> bool {
+        self.asked.load(Ordering::Relaxed)
+    }
+
+    /// Takes the waiting requests.
+    fn take(&self) -> Vec<Sender<WorkerDump>> {
+        self.asked.store(false, Ordering::Relaxed);
+        std::mem::take(&mut *self.lock())
+    }
+}
+
+/// `wN#K`, or `wN#-` for a task that has left its registry.
+pub(crate) fn task_label(t: TaskName) -> String {
+    if t.key == crate::executor::task::UNREGISTERED {
+        format!("w{}#-", t.worker)
+    } else {
+        format!("w{}#{}", t.worker, t.key)
+    }
+}
+
+/// Milliseconds from `now` to `deadline` (negative when overdue).
+fn ms_until(deadline: Instant, now: Instant) -> i64 {
+    match deadline.checked_duration_since(now) {
+        Some(d) => d.as_millis() as i64,
+        None => -(now.duration_since(deadline).as_millis() as i64),
+    }
+}
+
+fn pool(kind: &str, stats: &StatsHandle) -> PoolDump {
+    let s = stats.snapshot();
+    PoolDump {
+        kind: kind.into(),
+        chunks: s.chunks_total,
+        kernel: s
+            .chunks_total
+            .saturating_sub(s.in_use)
+            .saturating_sub(s.returns_pending),
+        user: s.in_use,
+        returns_pending: s.returns_pending,
+        high_water: s.high_water,
+    }
+}
+
+/// The pools `shared`'s worker receives into.
+fn pools(shared: &WorkerShared) -> Vec<PoolDump> {
+    let mut out = Vec::new();
+    if let Some(s) = shared.pool_stats.get() {
+        out.push(pool("copy", s));
+    }
+    if let Some(s) = shared.zc_pool_stats.get() {
+        let imported = shared.zc_instance.get().is_some_and(|i| i.imported);
+        out.push(pool(
+            if imported {
+                "zero-copy (imported)"
+            } else {
+                "zero-copy"
+            },
+            s,
+        ));
+    }
+    if let Some(s) = shared.udp_pool_stats.get() {
+        out.push(pool("datagram", s));
+    }
+    out
+}
+
+impl Core {
+    /// Answers the dumps other threads asked for.
+    pub(crate) fn answer_dumps(&self) {
+        let waiting = self.shared.dump_requests.take();
+        if waiting.is_empty() {
+            return;
+        }
+        let dump = self.dump();
+        for reply in waiting {
+            let _ = reply.send(dump.clone());
+        }
+    }
+
+    /// This worker's part of a dump. Safe from a task of this worker: every borrow
+    /// is tried, and a part whose state is borrowed (never, between turns) is left
+    /// out with a note.
+    pub(crate) fn dump(&self) -> WorkerDump {
+        let shared = &self.shared;
+        let metrics = shared.metrics.snapshot(shared.index);
+        let mut out = WorkerDump {
+            index: shared.index,
+            pools: pools(shared),
+            receives_waiting_for_buffers: self.copy_waiters.try_borrow().map_or(0, |w| w.len())
+                + self.zc_waiters.try_borrow().map_or(0, |w| w.len())
+                + self.udp_waiters.try_borrow().map_or(0, |w| w.len()),
+            ..WorkerDump::default()
+        };
+        let mut notes = Vec::new();
+
+        // Ops, and the ring.
+        let mut ops_of: HashMap<TaskName, Vec<usize>> = HashMap::new();
+        match self.driver.try_borrow_mut() {
+            Ok(mut driver) => {
+                let ring = driver.ring_state();
+                let fd = driver.ring_fd();
+                for (i, op) in driver.op_states().into_iter().enumerate() {
+                    if let Some(t) = op.task {
+                        ops_of.entry(t).or_default().push(i);
+                    }
+                    out.ops.push(OpDump {
+                        opcode: opcode_name(op.opcode),
+                        state: op.state.into(),
+                        multishot: op.multishot,
+                        fd: op.fd,
+                        socket: op.fd.and_then(kernel::socket_addrs),
+                        age_ms: op.age.as_millis() as u64,
+                        task: op.task.map(task_label),
+                    });
+                }
+                let flags = shared.ring_flags.get().copied().unwrap_or_default();
+                out.ring = Some(RingDump {
+                    fd,
+                    flags: [
+                        (flags.defer_taskrun, "DEFER_TASKRUN"),
+                        (flags.coop_taskrun, "COOP_TASKRUN"),
+                        (flags.cqe32, "CQE32"),
+                        (flags.napi_busy_poll, "NAPI"),
+                    ]
+                    .iter()
+                    .filter(|(on, _)| *on)
+                    .map(|(_, name)| (*name).to_string())
+                    .collect(),
+                    sq_entries: ring.sq_entries,
+                    sq_pending: ring.sq_pending,
+                    cq_entries: ring.cq_entries,
+                    cq_ready: ring.cq_ready,
+                    cq_overflow: ring.cq_overflow,
+                    cq_overflow_flushes: metrics.cq_overflows,
+                    sq_dropped: ring.sq_dropped,
+                    loop_turns: metrics.loop_turns,
+                    kernel: kernel::ring_fdinfo(fd),
+                });
+            }
+            Err(_) => notes.push("the driver was busy"),
+        }
+
+        // Timers, by the task they wake.
+        let now = Instant::now();
+        let mut timers_of: HashMap<TaskName, Vec<i64>> = HashMap::new();
+        match self.time.queue.try_borrow_mut() {
+            Ok(mut queue) => {
+                let mut next: Option<Instant> = None;
+                queue.for_each_pending(|deadline, waker| {
+                    out.timers.pending += 1;
+                    next = Some(next.map_or(deadline, |n| n.min(deadline)));
+                    if let Some(t) = waker.and_then(task_of) {
+                        timers_of
+                            .entry(t)
+                            .or_default()
+                            .push(ms_until(deadline, now));
+                    }
+                });
+                out.timers = TimersDump {
+                    next_ms: next.map(|d| ms_until(d, now)),
+                    ..out.timers
+                };
+            }
+            Err(_) => notes.push("the timers were busy"),
+        }
+
+        // Tasks: every one not queued, with its ops and timers.
+        match self.tasks.try_borrow() {
+            Ok(tasks) => tasks.for_each(|_, task| {
+                out.tasks += 1;
+                if task.is_scheduled() {
+                    out.queued += 1;
+                    return;
+                }
+                let name = task.name();
+                let mut timers_ms = timers_of.remove(&name).unwrap_or_default();
+                timers_ms.sort_unstable();
+                out.waiting.push(TaskDump {
+                    name: task_label(name),
+                    ops: ops_of.remove(&name).unwrap_or_default(),
+                    timers_ms,
+                });
+            }),
+            Err(_) => notes.push("the task registry was busy"),
+        }
+        if !notes.is_empty() {
+            out.missing = Some(format!("partial: {}", notes.join(", ")));
+        }
+        out
+    }
+}

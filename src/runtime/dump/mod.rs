@@ -1,0 +1,160 @@
+//! The runtime's state dump ([`Handle::dump`](crate::Handle::dump)): per worker its
+//! ring, every op in flight, its tasks and what each waits on, timers and receive
+//! pools; per process the open fds and sockets. For the question "this connection has
+//! not finished: what is it waiting on?".
+//!
+//! Each worker builds its own part between two loop turns ([`collect`]), so nothing
+//! is locked while it runs and a worker never reads another's state; the kernel's view
+//! of each ring and the process's fds come from `/proc` ([`kernel`]). Costs nothing
+//! until asked for, besides a coarse stamp per op (see the driver's `inspect`).
+
+pub(crate) mod collect;
+pub(crate) mod kernel;
+mod signal;
+mod text;
+
+pub use signal::DumpSignal;
+
+use serde::{Deserialize, Serialize};
+
+/// A snapshot of a runtime's state. Its `Display` is the text `zerorx serve` prints
+/// on `SIGUSR2`; it is also `Serialize` (JSON for tools).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RuntimeDump {
+    /// The process as a whole.
+    pub process: ProcessState,
+    /// One entry per worker, in worker order.
+    pub workers: Vec<WorkerDump>,
+}
+
+/// Process-wide figures (from `/proc/self`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ProcessState {
+    /// Open file descriptors.
+    pub open_fds: usize,
+    /// Of them, sockets.
+    pub sockets: usize,
+    /// Resident memory, in bytes.
+    pub rss_bytes: Option<u64>,
+}
+
+/// One worker's part of a dump.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct WorkerDump {
+    /// The worker's index.
+    pub index: usize,
+    /// Why the rest is empty: the worker did not answer in time (a task that never
+    /// yields, or worker 0 outside `block_on`) or has shut down.
+    pub missing: Option<String>,
+    /// The worker's ring.
+    pub ring: Option<RingDump>,
+    /// Unfinished tasks owned by the worker.
+    pub tasks: usize,
+    /// Of them, queued to run.
+    pub queued: usize,
+    /// The tasks not queued, each with what it waits on.
+    pub waiting: Vec<TaskDump>,
+    /// Every op in flight on the ring, oldest first.
+    pub ops: Vec<OpDump>,
+    /// The worker's timers.
+    pub timers: TimersDump,
+    /// The receive pools the worker receives into.
+    pub pools: Vec<PoolDump>,
+    /// Receives parked until a pool gives buffers back (copy, zero-copy, datagram).
+    pub receives_waiting_for_buffers: usize,
+}
+
+/// A ring: the user side's view and the kernel's (`/proc/self/fdinfo`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RingDump {
+    /// The ring's fd.
+    pub fd: i32,
+    /// Setup flags in force (`DEFER_TASKRUN`, `COOP_TASKRUN`, `CQE32`, NAPI).
+    pub flags: Vec<String>,
+    /// SQ size.
+    pub sq_entries: usize,
+    /// SQEs queued, not yet submitted.
+    pub sq_pending: usize,
+    /// CQ size.
+    pub cq_entries: usize,
+    /// CQEs posted, not yet reaped.
+    pub cq_ready: usize,
+    /// Completions the kernel could not post (the CQ ring's overflow count).
+    pub cq_overflow: u32,
+    /// Loop turns that found the CQ overflowed and flushed it.
+    pub cq_overflow_flushes: u64,
+    /// SQEs the kernel dropped as invalid.
+    pub sq_dropped: u32,
+    /// Loop turns so far.
+    pub loop_turns: u64,
+    /// The kernel's own account of the ring (`/proc/self/fdinfo/FD`: `SqHead`,
+    /// `CqTail`, `UserBufs`, ... and the lengths of its lists), in its order; empty
+    /// when it could not be read.
+    pub kernel: Vec<(String, String)>,
+}
+
+/// An op in flight.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OpDump {
+    /// `IORING_OP_*` name, e.g. `RECV` or `RECV_ZC`.
+    pub opcode: String,
+    /// Where it is: pending, streaming, cancelled waiting for its last completion, ...
+    pub state: String,
+    /// Whether it posts several completions.
+    pub multishot: bool,
+    /// The fd it works on.
+    pub fd: Option<i32>,
+    /// For a socket fd: `local -> peer` addresses.
+    pub socket: Option<String>,
+    /// Time since submission, in milliseconds (10 ms resolution).
+    pub age_ms: u64,
+    /// The task waiting on it (`w1#17`: worker 1's task 17), if one is.
+    pub task: Option<String>,
+}
+
+/// A task that is not queued to run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TaskDump {
+    /// `wN#K`: worker `N`'s task with registry key `K`.
+    pub name: String,
+    /// What it waits on: its ops (by index into [`WorkerDump::ops`]) and timers; a
+    /// task with neither waits on another task, a channel or a wake-up from
+    /// elsewhere.
+    pub ops: Vec<usize>,
+    /// Its pending timers, each as milliseconds until due (negative: overdue).
+    pub timers_ms: Vec<i64>,
+}
+
+/// A worker's timers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TimersDump {
+    /// Timers not yet fired.
+    pub pending: usize,
+    /// Milliseconds until the nearest one (negative: overdue).
+    pub next_ms: Option<i64>,
+}
+
+/// A receive pool and who holds its chunks.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PoolDump {
+    /// `copy`, `datagram`, `zero-copy` or `zero-copy (imported)`.
+    pub kind: String,
+    /// Chunks (buffers) the pool has.
+    pub chunks: u64,
+    /// Held by the kernel: free for it to receive into.
+    pub kernel: u64,
+    /// Held by the application (live `RxBuf`s).
+    pub user: u64,
+    /// Dropped, not yet given back to the kernel.
+    pub returns_pending: u64,
+    /// The most the application held at once.
+    pub high_water: u64,
+}

@@ -1,0 +1,137 @@
+//! The dump as text: what `zerorx serve` prints on `SIGUSR2`.
+
+use super::{OpDump, RuntimeDump, TaskDump, WorkerDump};
+use std::fmt::{self, Display, Formatter};
+
+impl Display for RuntimeDump {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let p = &self.process;
+        write!(
+            f,
+            "zerorx state dump: {} workers; process: {} fds open, {} of them sockets",
+            self.workers.len(),
+            p.open_fds,
+            p.sockets
+        )?;
+        if let Some(rss) = p.rss_bytes {
+            write!(f, ", RSS {:.1} MiB", rss as f64 / (1024.0 * 1024.0))?;
+        }
+        writeln!(f)?;
+        for w in &self.workers {
+            write!(f, "{w}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for WorkerDump {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "worker {}", self.index)?;
+        if let Some(why) = &self.missing {
+            write!(f, " ({why})")?;
+        }
+        writeln!(f, ":")?;
+        if let Some(r) = &self.ring {
+            writeln!(
+                f,
+                "  ring fd {} [{}]: SQ {} of {} pending, CQ {} of {} ready, CQ overflow {} \
+                 ({} flushes), {} SQEs dropped, {} loop turns",
+                r.fd,
+                r.flags.join(" "),
+                r.sq_pending,
+                r.sq_entries,
+                r.cq_ready,
+                r.cq_entries,
+                r.cq_overflow,
+                r.cq_overflow_flushes,
+                r.sq_dropped,
+                r.loop_turns
+            )?;
+            if !r.kernel.is_empty() {
+                let kv: Vec<String> = r.kernel.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                writeln!(f, "  kernel (fdinfo): {}", kv.join(", "))?;
+            }
+        }
+        if self.ring.is_none() && self.missing.is_some() {
+            return Ok(());
+        }
+        write!(
+            f,
+            "  tasks: {} ({} queued, {} waiting); timers: {} pending",
+            self.tasks,
+            self.queued,
+            self.waiting.len(),
+            self.timers.pending
+        )?;
+        if let Some(ms) = self.timers.next_ms {
+            write!(f, ", next due in {ms} ms")?;
+        }
+        writeln!(
+            f,
+            "; receives waiting for buffers: {}",
+            self.receives_waiting_for_buffers
+        )?;
+        for p in &self.pools {
+            writeln!(
+                f,
+                "  {} pool: {} chunks: kernel {}, application {}, returns pending {} \
+                 (application high water {})",
+                p.kind, p.chunks, p.kernel, p.user, p.returns_pending, p.high_water
+            )?;
+        }
+        writeln!(f, "  ops in flight: {}", self.ops.len())?;
+        for (i, op) in self.ops.iter().enumerate() {
+            writeln!(f, "    [{i}] {op}")?;
+        }
+        if !self.waiting.is_empty() {
+            writeln!(f, "  waiting tasks:")?;
+            for t in &self.waiting {
+                writeln!(f, "    {t}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Display for OpDump {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.opcode)?;
+        if self.multishot {
+            write!(f, " multishot")?;
+        }
+        write!(f, " {}", self.state)?;
+        if let Some(fd) = self.fd {
+            write!(f, ", fd {fd}")?;
+        }
+        if let Some(s) = &self.socket {
+            write!(f, " ({s})")?;
+        }
+        write!(f, ", {:.2} s old", self.age_ms as f64 / 1000.0)?;
+        match &self.task {
+            Some(t) => write!(f, ", task {t} waits on it"),
+            None => write!(f, ", no task waits on it"),
+        }
+    }
+}
+
+impl Display for TaskDump {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:", self.name)?;
+        if self.ops.is_empty() && self.timers_ms.is_empty() {
+            return write!(
+                f,
+                " no op or timer of this worker (another task, a channel, or a wake-up \
+                 from elsewhere)"
+            );
+        }
+        if !self.ops.is_empty() {
+            let ops: Vec<String> = self.ops.iter().map(|i| format!("[{i}]")).collect();
+            write!(f, " ops {}", ops.join(" "))?;
+        }
+        if !self.timers_ms.is_empty() {
+            let t: Vec<String> = self.timers_ms.iter().map(|ms| format!("{ms} ms")).collect();
+            write!(f, " timers due in {}", t.join(", "))?;
+        }
+        Ok(())
+    }
+}

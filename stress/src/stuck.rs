@@ -1,0 +1,104 @@
+//! What the server's state dump says of a run that did not settle: each connection
+//! still open on the server with the op it waits on, instead of a count mismatch.
+
+use zerorx::runtime::RuntimeDump;
+
+/// Connections listed in a note at most; the rest are counted.
+const LISTED: usize = 8;
+
+/// The server's open connections (ops on connected sockets) and the tasks that wait
+/// on nothing the runtime knows of, in words; `None` when the dump shows neither.
+pub fn describe(dump: &RuntimeDump) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut conns = Vec::new();
+    let mut unknown = 0;
+    for w in &dump.workers {
+        if let Some(why) = &w.missing {
+            parts.push(format!("worker {} gave no full dump ({why})", w.index));
+        }
+        for op in &w.ops {
+            // A connected socket's addresses read `local -> peer`.
+            let Some(socket) = op.socket.as_deref().filter(|s| s.contains(" -> ")) else {
+                continue;
+            };
+            conns.push(format!(
+                "w{} fd {} ({socket}): {}{} {} for {:.1} s, {}",
+                w.index,
+                op.fd.unwrap_or(-1),
+                op.opcode,
+                if op.multishot { " multishot" } else { "" },
+                op.state,
+                op.age_ms as f64 / 1000.0,
+                op.task
+                    .as_deref()
+                    .map_or("no task waiting".to_string(), |t| format!("task {t}")),
+            ));
+        }
+        unknown += w
+            .waiting
+            .iter()
+            .filter(|t| t.ops.is_empty() && t.timers_ms.is_empty())
+            .count();
+    }
+    if !conns.is_empty() {
+        let mut listed = conns[..conns.len().min(LISTED)].join("; ");
+        if conns.len() > LISTED {
+            listed.push_str(&format!("; and {} more", conns.len() - LISTED));
+        }
+        parts.push(format!("{} ops on connections: {listed}", conns.len()));
+    }
+    if unknown > 0 {
+        parts.push(format!(
+            "{unknown} tasks wait on no op or timer (another task, a channel, a wake-up)"
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("the server's state dump: {}", parts.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dump(json: &str) -> RuntimeDump {
+        serde_json::from_str(json).expect("dump json")
+    }
+
+    #[test]
+    fn open_connections_are_named_with_their_op_and_listeners_are_not() {
+        let d = dump(
+            r#"{"process":{"open_fds":9,"sockets":3,"rss_bytes":null},"workers":[
+            {"index":0,"missing":null,"ring":null,"tasks":2,"queued":0,
+             "waiting":[{"name":"w0#3","ops":[1],"timers_ms":[]},
+                        {"name":"w0#4","ops":[],"timers_ms":[]}],
+             "ops":[{"opcode":"ACCEPT","state":"streaming","multishot":true,"fd":5,
+                     "socket":"127.0.0.1:9000","age_ms":9000,"task":null},
+                    {"opcode":"RECV","state":"streaming","multishot":true,"fd":7,
+                     "socket":"127.0.0.1:9000 -> 127.0.0.1:5555","age_ms":3250,"task":"w0#3"}],
+             "timers":{"pending":0,"next_ms":null},"pools":[],"receives_waiting_for_buffers":0},
+            {"index":1,"missing":"no answer within 2.0 s","ring":null,"tasks":0,"queued":0,
+             "waiting":[],"ops":[],"timers":{"pending":0,"next_ms":null},"pools":[],
+             "receives_waiting_for_buffers":0}]}"#,
+        );
+        let text = describe(&d).expect("something is open");
+        assert_eq!(
+            text,
+            "the server's state dump: worker 1 gave no full dump (no answer within 2.0 s); \
+             1 ops on connections: w0 fd 7 (127.0.0.1:9000 -> 127.0.0.1:5555): RECV \
+             multishot streaming for 3.2 s, task w0#3; 1 tasks wait on no op or timer \
+             (another task, a channel, a wake-up)"
+        );
+    }
+
+    #[test]
+    fn a_quiet_server_has_nothing_to_say() {
+        let d = dump(
+            r#"{"process":{"open_fds":9,"sockets":1,"rss_bytes":1},"workers":[
+            {"index":0,"missing":null,"ring":null,"tasks":1,"queued":0,
+             "waiting":[{"name":"w0#0","ops":[0],"timers_ms":[]}],
+             "ops":[{"opcode":"ACCEPT","state":"streaming","multishot":true,"fd":5,
+                     "socket":"127.0.0.1:9000","age_ms":9000,"task":"w0#0"}],
+             "timers":{"pending":0,"next_ms":null},"pools":[],"receives_waiting_for_buffers":0}]}"#,
+        );
+        assert_eq!(describe(&d), None);
+    }
+}

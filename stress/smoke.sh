@@ -23,3 +23,8 @@ for scenario in rpc stream; do
     --burst-conns 40 --json "$out/$scenario-faults.json"
 done
 "$bin" --compare "$out/rpc.json" "$out/stream.json"
+
+# A minute's soak: rpc, stream and churn in turn with every fault kind at 20/s each
+# against two long-lived servers whose fds, tasks, pool chunks and RSS must stay flat.
+echo "-- zerorx-stress --soak 60s"
+"$bin" --soak 60s --connections 8 --fault-hold 300ms --burst-conns 40 --json "$out/soak.json"

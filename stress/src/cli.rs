@@ -149,6 +149,19 @@ pub struct RunArgs {
     /// Memory growth (after start-up) beyond which the run fails.
     #[arg(long, value_parser = parse::size, default_value = "64M")]
     pub rss_growth_limit: usize,
+    /// Soak instead of one run: for this long, rpc, stream and churn in turn (one
+    /// interval each) with every fault kind, against one long-lived server per
+    /// service, each sampled at quiesce after every interval (open fds, tasks, pool
+    /// chunks held, RSS) and checked to stay flat.
+    #[arg(long, value_parser = parse::duration, value_name = "DURATION")]
+    pub soak: Option<Duration>,
+    /// The soak's interval (one scenario's load, then a sample of the servers).
+    #[arg(long, value_parser = parse::duration, default_value = "10s")]
+    pub soak_interval: Duration,
+    /// Injections per second of each fault kind during a soak (unless --faults says
+    /// otherwise).
+    #[arg(long, default_value_t = 20.0)]
+    pub soak_fault_rate: f64,
     /// Write the full report as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

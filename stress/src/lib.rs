@@ -19,5 +19,6 @@ pub mod rss;
 pub mod run;
 pub mod sampler;
 pub mod server;
+pub mod soak;
 pub mod stuck;
 pub mod wire;

@@ -16,6 +16,7 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::Serve(a)) => run_server(&a),
         None if cli.run.compare.is_some() => run_compare(&cli.run),
+        None if cli.run.soak.is_some() => run_soak(&cli.run),
         None => run_load(&cli.run),
     }
 }
@@ -80,6 +81,38 @@ fn run_compare(a: &RunArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+fn run_soak(a: &RunArgs) -> ExitCode {
+    let report = match zerorx_stress::soak::soak(a) {
+        Ok(r) => r,
+        Err(RunError::Usage(e)) => {
+            eprintln!("zerorx-stress: {e}");
+            return ExitCode::from(2);
+        }
+        Err(RunError::Setup(e)) => {
+            eprintln!("zerorx-stress: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    print!("{}", zerorx_stress::soak::render(&report));
+    if let Some(path) = &a.json {
+        let written = serde_json::to_string_pretty(&report)
+            .map_err(|e| format!("cannot encode the report: {e}"))
+            .and_then(|json| {
+                std::fs::write(path, json)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            });
+        if let Err(e) = written {
+            eprintln!("zerorx-stress: {e}");
+            return ExitCode::from(3);
+        }
+    }
+    if report.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn run_load(a: &RunArgs) -> ExitCode {

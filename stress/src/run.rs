@@ -216,7 +216,7 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
 }
 
 /// The server arguments for the embedded server.
-fn server_args(a: &RunArgs, p: &RunPlan) -> Vec<String> {
+pub(crate) fn server_args(a: &RunArgs, p: &RunPlan) -> Vec<String> {
     let service = match p.scenario {
         Scenario::Rpc => "rpc",
         Scenario::Stream | Scenario::Churn | Scenario::Fabric => "frames",

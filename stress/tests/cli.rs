@@ -631,3 +631,76 @@ fn the_control_channel_dumps_state_naming_an_open_connection() {
     let status = server.wait().expect("wait");
     assert!(status.success(), "{status}");
 }
+
+#[test]
+fn soak_usage_errors_name_the_option() {
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--soak", "30s", "--connect", "127.0.0.1:1"],
+            "--connect does not apply",
+        ),
+        (
+            &["--soak", "5s", "--soak-interval", "10s"],
+            "--soak-interval must be",
+        ),
+        (
+            &["--soak", "30s", "--soak-fault-rate", "0"],
+            "--soak-fault-rate must be above zero",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = Command::new(BIN).args(args).output().expect("run");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_short_soak_samples_both_servers_after_every_interval() {
+    let dir = scratch();
+    let json = tmp(&dir, "soak.json");
+    let out = Command::new(BIN)
+        .args([
+            "--soak",
+            "6s",
+            "--soak-interval",
+            "2s",
+            "--soak-fault-rate",
+            "5",
+        ])
+        .args(SMALL)
+        .args([
+            "--fault-hold",
+            "200ms",
+            "--burst-conns",
+            "10",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: zerorx_stress::soak::SoakReport =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    let scenarios: Vec<&str> = r.intervals.iter().map(|i| i.scenario.as_str()).collect();
+    assert_eq!(scenarios, ["rpc", "stream", "churn"]);
+    for iv in &r.intervals {
+        assert!(iv.pass && iv.requests > 0 && iv.faults > 0, "{iv:?}");
+        let services: Vec<&str> = iv.servers.iter().map(|s| s.service.as_str()).collect();
+        assert_eq!(services, ["rpc", "frames"]);
+        for s in &iv.servers {
+            assert!(s.open_fds > 0 && s.tasks > 0 && s.rss_bytes > 0, "{s:?}");
+            assert_eq!(s.chunks_held, 0, "{s:?}");
+        }
+    }
+    assert_eq!(r.checks.len(), 10, "five per server");
+    assert!(r.pass, "{text}");
+    assert!(text.contains("verdict          PASS"), "{text}");
+}

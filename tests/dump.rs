@@ -15,7 +15,11 @@ use zerorx::Runtime;
 /// sends on. Returns the dump taken from a thread outside the runtime, the client's
 /// address and the server-side socket's fd.
 fn stalled_connection_dump() -> (RuntimeDump, SocketAddr, i32) {
-    let rt = Runtime::builder().threads(2).build().expect("runtime");
+    let rt = Runtime::builder()
+        .threads(2)
+        .receive_mode(zerorx::ReceiveMode::Copy)
+        .build()
+        .expect("runtime");
     let handle = rt.handle().clone();
     let (tx, rx) = std::sync::mpsc::channel();
     let _server = handle.spawn_on_with(1, move || async move {
@@ -129,10 +133,19 @@ fn a_stalled_connection_is_named_with_the_op_it_waits_on() {
         assert_eq!(p.kernel + p.user + p.returns_pending, p.chunks, "{p:?}");
     }
     assert!(dump.process.sockets >= 2, "{:?}", dump.process);
+    assert_eq!(dump.nic_queues, Vec::new());
+    assert_eq!(
+        dump.nic_note.as_deref(),
+        Some("no ZCRX queue bound (copy mode)")
+    );
 
     // Text and JSON carry the same facts.
     let text = dump.to_string();
     assert!(text.contains(socket), "{text}");
+    assert!(
+        text.contains("NIC queues: no ZCRX queue bound (copy mode)"),
+        "{text}"
+    );
     assert!(text.contains(&format!("task {task} waits on it")), "{text}");
     let json = serde_json::to_string(&dump).expect("json");
     let back: RuntimeDump = serde_json::from_str(&json).expect("parse");

@@ -273,9 +273,13 @@ impl Handle {
                 }
             })
             .collect();
+        let (nic_queues, nic_note) =
+            super::dump::kernel::nic_queues(self.inner.receive.target.as_ref());
         super::RuntimeDump {
             process: super::dump::kernel::process_state(),
             workers,
+            nic_queues,
+            nic_note,
         }
     }
 

@@ -21,8 +21,8 @@ pub(crate) mod zero_copy;
 pub use crate::driver::RingFlags;
 pub use builder::{Builder, ZeroCopySharing};
 pub use dump::{
-    DumpSignal, OpDump, PoolDump, ProcessState, RingDump, RuntimeDump, TaskDump, TimersDump,
-    WorkerDump,
+    DumpSignal, NicQueueDump, OpDump, PoolDump, ProcessState, RingDump, RuntimeDump, TaskDump,
+    TimersDump, WorkerDump,
 };
 pub use handle::Handle;
 pub use receive_mode::{

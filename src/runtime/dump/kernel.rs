@@ -1,7 +1,8 @@
 //! The kernel's side of the dump, read from `/proc/self`: each ring's `fdinfo`, the
 //! process's fds and memory, and the addresses of the sockets ops work on.
 
-use super::ProcessState;
+use super::{NicQueueDump, ProcessState};
+use crate::runtime::ZeroCopyTarget;
 use std::os::fd::{BorrowedFd, RawFd};
 
 /// `fdinfo` keys that describe the file, not the ring.
@@ -63,6 +64,77 @@ pub(crate) fn socket_addrs(fd: RawFd) -> Option<String> {
     })
 }
 
+/// The kernel's view of the NIC queues `target` binds (netdev netlink), or why there
+/// is none to show.
+pub(crate) fn nic_queues(target: Option<&ZeroCopyTarget>) -> (Vec<NicQueueDump>, Option<String>) {
+    let (interface, ifindex, queues) = match target {
+        None => return (Vec::new(), Some("no ZCRX queue bound (copy mode)".into())),
+        Some(ZeroCopyTarget::DeviceLess { instances }) => {
+            return (
+                Vec::new(),
+                Some(format!(
+                    "no ZCRX queue bound: {instances} device-less instances, on no NIC"
+                )),
+            )
+        }
+        Some(ZeroCopyTarget::Device {
+            interface,
+            ifindex,
+            queues,
+        }) => (interface, *ifindex, queues),
+    };
+    let listed = zcrx::steering::netdev::rx_queues(ifindex);
+    let pools = zcrx::steering::netdev::page_pools(ifindex);
+    let out = queues
+        .iter()
+        .map(|&queue| {
+            let mut q = NicQueueDump {
+                interface: interface.clone(),
+                queue,
+                ..NicQueueDump::default()
+            };
+            match &listed {
+                Ok(all) => match all.iter().find(|r| r.id == queue) {
+                    Some(r) => {
+                        q.napi_id = r.napi_id;
+                        q.io_uring_bound = r.io_uring;
+                    }
+                    None => q.error = Some("the kernel lists no such receive queue".into()),
+                },
+                Err(e) => q.error = Some(format!("netdev queue-get: {e}")),
+            }
+            match &pools {
+                Ok(pools) => {
+                    q.page_pools = pools
+                        .iter()
+                        .filter(|p| q.napi_id.is_some() && p.napi_id == q.napi_id)
+                        .map(|p| {
+                            format!(
+                                "page pool {}: {} in flight ({} B){}{}",
+                                p.id,
+                                p.inflight,
+                                p.inflight_mem,
+                                if p.io_uring {
+                                    ", io_uring provider"
+                                } else {
+                                    ""
+                                },
+                                if p.detached { ", detached" } else { "" }
+                            )
+                        })
+                        .collect()
+                }
+                Err(e) => {
+                    let e = format!("netdev page-pool-get: {e}");
+                    q.error = Some(q.error.map_or(e.clone(), |prev| format!("{prev}; {e}")));
+                }
+            }
+            q
+        })
+        .collect();
+    (out, None)
+}
+
 /// Open fds, sockets and RSS of this process.
 pub(crate) fn process_state() -> ProcessState {
     let mut state = ProcessState::default();
@@ -109,6 +181,47 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn nic_queues_say_why_there_are_none_or_what_the_kernel_would_not_say() {
+        assert_eq!(
+            nic_queues(None),
+            (Vec::new(), Some("no ZCRX queue bound (copy mode)".into()))
+        );
+        let (q, note) = nic_queues(Some(&ZeroCopyTarget::DeviceLess { instances: 2 }));
+        assert_eq!(q, Vec::new());
+        assert_eq!(
+            note.as_deref(),
+            Some("no ZCRX queue bound: 2 device-less instances, on no NIC")
+        );
+        // Loopback's queue 0 has no provider and no page pool (an older kernel
+        // without the netdev family fails the query, which the entry says in words
+        // instead of failing the dump).
+        let (q, note) = nic_queues(Some(&ZeroCopyTarget::Device {
+            interface: "lo".into(),
+            ifindex: 1,
+            queues: vec![0],
+        }));
+        assert_eq!(note, None);
+        assert_eq!(q.len(), 1);
+        assert_eq!((q[0].interface.as_str(), q[0].queue), ("lo", 0));
+        assert!(!q[0].io_uring_bound);
+        assert_eq!(q[0].page_pools, Vec::<String>::new());
+        if let Some(error) = q[0].error.as_deref() {
+            assert!(error.starts_with("netdev "), "{error}");
+        }
+        // A queue the device does not have is named as such.
+        let (q, _) = nic_queues(Some(&ZeroCopyTarget::Device {
+            interface: "lo".into(),
+            ifindex: 1,
+            queues: vec![4096],
+        }));
+        let error = q[0].error.as_deref().expect("an error in words");
+        assert!(
+            error.contains("lists no such receive queue") || error.starts_with("netdev "),
+            "{error}"
+        );
     }
 
     #[test]

@@ -26,6 +26,30 @@ pub struct RuntimeDump {
     pub process: ProcessState,
     /// One entry per worker, in worker order.
     pub workers: Vec<WorkerDump>,
+    /// The NIC queues the zero-copy pools are bound to, as the kernel's netdev
+    /// netlink family shows them; empty with [`nic_note`](Self::nic_note) saying why.
+    pub nic_queues: Vec<NicQueueDump>,
+    /// Why there are no NIC queues to show (copy mode, device-less instances).
+    pub nic_note: Option<String>,
+}
+
+/// A NIC receive queue a zero-copy pool is bound to, from the kernel's side.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct NicQueueDump {
+    /// The interface.
+    pub interface: String,
+    /// The queue.
+    pub queue: u32,
+    /// Its NAPI instance.
+    pub napi_id: Option<u32>,
+    /// The kernel lists an io_uring memory provider on the queue.
+    pub io_uring_bound: bool,
+    /// The page pools serving the queue's NAPI instance: id, memory in flight,
+    /// provider.
+    pub page_pools: Vec<String>,
+    /// What the kernel would not say (netlink errors).
+    pub error: Option<String>,
 }
 
 /// Process-wide figures (from `/proc/self`).

@@ -17,6 +17,32 @@ impl Display for RuntimeDump {
             write!(f, ", RSS {:.1} MiB", rss as f64 / (1024.0 * 1024.0))?;
         }
         writeln!(f)?;
+        if let Some(note) = &self.nic_note {
+            writeln!(f, "NIC queues: {note}")?;
+        }
+        for q in &self.nic_queues {
+            write!(f, "NIC queue {}:{}", q.interface, q.queue)?;
+            match q.napi_id {
+                Some(n) => write!(f, ", NAPI {n}")?,
+                None => write!(f, ", no NAPI id")?,
+            }
+            write!(
+                f,
+                ", {}",
+                if q.io_uring_bound {
+                    "io_uring provider bound"
+                } else {
+                    "no io_uring provider listed"
+                }
+            )?;
+            for p in &q.page_pools {
+                write!(f, "; {p}")?;
+            }
+            if let Some(e) = &q.error {
+                write!(f, "; {e}")?;
+            }
+            writeln!(f)?;
+        }
         for w in &self.workers {
             write!(f, "{w}")?;
         }

@@ -17,7 +17,7 @@ mod ntuple;
 pub mod toeplitz;
 
 pub use ethtool::{DataSplit, Rings, Rss};
-pub use netdev::RxQueue;
+pub use netdev::{PagePool, RxQueue};
 pub use ntuple::FlowRule;
 
 use serde::Serialize;

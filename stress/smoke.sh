@@ -28,3 +28,8 @@ done
 # against two long-lived servers whose fds, tasks, pool chunks and RSS must stay flat.
 echo "-- zerorx-stress --soak 60s"
 "$bin" --soak 60s --connections 8 --fault-hold 300ms --burst-conns 40 --json "$out/soak.json"
+
+# Hostile load: 10,000 slowloris and 16 never-reading connections beside the rpc load;
+# the server's memory stays under its bound and its timeouts reclaim everything.
+echo "-- zerorx-stress --hostile"
+"$bin" --hostile --duration 2s --connections 8 --json "$out/hostile.json"

@@ -162,6 +162,22 @@ pub struct RunArgs {
     /// otherwise).
     #[arg(long, default_value_t = 20.0)]
     pub soak_fault_rate: f64,
+    /// Memory under hostile load instead of one run: --slowloris and --never-read
+    /// connections against the embedded Thrift server, the rpc load beside them, then
+    /// the server's idle and write timeouts (--hostile-timeout) must reclaim
+    /// everything.
+    #[arg(long)]
+    pub hostile: bool,
+    /// With --hostile: connections that send one byte of a frame header and stop.
+    #[arg(long, default_value_t = 10_000)]
+    pub slowloris: usize,
+    /// With --hostile: connections that send echo requests and never read a reply.
+    #[arg(long, default_value_t = 16)]
+    pub never_read: usize,
+    /// With --hostile: the server's idle and write timeouts (longer than each load
+    /// phase's --duration, 3s by default with --hostile).
+    #[arg(long, value_parser = parse::duration, default_value = "5s")]
+    pub hostile_timeout: Duration,
     /// Write the full report as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -209,6 +225,10 @@ pub struct ServeArgs {
     /// Close connections idle this long.
     #[arg(long, value_parser = parse::duration)]
     pub idle_timeout: Option<Duration>,
+    /// Thrift: close a connection whose send makes no progress this long (a client
+    /// that does not read its replies; the server's default is 30 s).
+    #[arg(long, value_parser = parse::duration)]
+    pub write_timeout: Option<Duration>,
     /// How received bytes reach the server: auto, copy, device-less:N (N device-less
     /// ZCRX instances, Linux 7.1+), or zero-copy:IF:Q[,Q...].
     #[arg(long, value_name = "MODE", default_value = "auto")]

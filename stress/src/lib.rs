@@ -13,6 +13,7 @@ pub mod errors;
 pub mod fabric;
 pub mod faults;
 pub mod framer;
+pub mod hostile;
 pub mod parse;
 pub mod report;
 pub mod rss;

@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(a)) => run_server(&a),
         None if cli.run.compare.is_some() => run_compare(&cli.run),
         None if cli.run.soak.is_some() => run_soak(&cli.run),
+        None if cli.run.hostile => run_hostile(&cli.run),
         None => run_load(&cli.run),
     }
 }
@@ -46,6 +47,7 @@ fn run_server(a: &ServeArgs) -> ExitCode {
         threads: a.threads.unwrap_or_else(cpus),
         max_frame,
         idle: a.idle_timeout,
+        write_timeout: a.write_timeout,
         pool,
         receive_mode: a.receive_mode.clone(),
         control: a.control,
@@ -84,7 +86,23 @@ fn run_compare(a: &RunArgs) -> ExitCode {
 }
 
 fn run_soak(a: &RunArgs) -> ExitCode {
-    let report = match zerorx_stress::soak::soak(a) {
+    use zerorx_stress::soak;
+    finish(a, soak::soak(a), soak::render, |r| r.pass)
+}
+
+fn run_hostile(a: &RunArgs) -> ExitCode {
+    use zerorx_stress::hostile;
+    finish(a, hostile::hostile(a), hostile::render, |r| r.pass)
+}
+
+/// Prints a soak's or hostile run's report, writes its JSON, and says how it went.
+fn finish<R: serde::Serialize>(
+    a: &RunArgs,
+    report: Result<R, RunError>,
+    render: fn(&R) -> String,
+    pass: fn(&R) -> bool,
+) -> ExitCode {
+    let report = match report {
         Ok(r) => r,
         Err(RunError::Usage(e)) => {
             eprintln!("zerorx-stress: {e}");
@@ -95,7 +113,7 @@ fn run_soak(a: &RunArgs) -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    print!("{}", zerorx_stress::soak::render(&report));
+    print!("{}", render(&report));
     if let Some(path) = &a.json {
         let written = serde_json::to_string_pretty(&report)
             .map_err(|e| format!("cannot encode the report: {e}"))
@@ -108,7 +126,7 @@ fn run_soak(a: &RunArgs) -> ExitCode {
             return ExitCode::from(3);
         }
     }
-    if report.pass {
+    if pass(&report) {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

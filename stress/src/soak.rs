@@ -222,6 +222,7 @@ pub fn soak(a: &RunArgs) -> Result<SoakReport, RunError> {
             hist: None,
             plot: None,
             soak: None,
+            hostile: false,
             ..a.clone()
         };
         let r = run(&args)?;

@@ -704,3 +704,51 @@ fn a_short_soak_samples_both_servers_after_every_interval() {
     assert!(r.pass, "{text}");
     assert!(text.contains("verdict          PASS"), "{text}");
 }
+
+#[test]
+fn hostile_clients_are_held_within_the_bound_and_reclaimed_by_the_timeouts() {
+    let dir = scratch();
+    let json = tmp(&dir, "hostile.json");
+    let out = Command::new(BIN)
+        .args(["--hostile", "--slowloris", "300", "--never-read", "2"])
+        .args(["--hostile-timeout", "3s", "--duration", "1s"])
+        .args(SMALL)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: zerorx_stress::hostile::HostileReport =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert!(r.during.connections >= 302, "{r:?}");
+    assert_eq!(r.closed_by_server, 302);
+    assert_eq!((r.after.connections, r.after.chunks_held), (0, 0));
+    assert!(r.during.rss_bytes <= r.rss_bound);
+    assert!(r.checks.iter().all(|(_, ok)| *ok), "{text}");
+    assert!(text.contains("verdict          PASS"), "{text}");
+}
+
+#[test]
+fn hostile_refuses_an_external_server() {
+    let out = Command::new(BIN)
+        .args(["--hostile", "--connect", "127.0.0.1:1"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--connect does not apply"));
+    let out = Command::new(BIN)
+        .args(["--hostile", "--duration", "5s", "--hostile-timeout", "5s"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("must be shorter than --hostile-timeout"),
+        "{err}"
+    );
+}

@@ -44,6 +44,8 @@ pub struct ServeConfig {
     pub max_frame: u32,
     /// Close connections idle this long.
     pub idle: Option<Duration>,
+    /// Thrift: close connections whose send makes no progress this long.
+    pub write_timeout: Option<Duration>,
     /// Receive pool: buffer count and size (`None`: the runtime's default).
     pub pool: Option<(u16, u32)>,
     /// How received bytes reach the server.
@@ -135,6 +137,9 @@ fn serve_rpc(rt: &Runtime, cfg: &ServeConfig) -> io::Result<()> {
         .max_frame(cfg.max_frame as usize);
     if cfg.idle.is_some() {
         builder = builder.idle_timeout(cfg.idle);
+    }
+    if cfg.write_timeout.is_some() {
+        builder = builder.write_timeout(cfg.write_timeout);
     }
     let server = builder.start(&handle)?;
     let addr = server.local_addr();

@@ -81,6 +81,9 @@ pub(crate) struct Driver {
     shutting_down: bool,
     /// ZCRX event CQEs reaped this turn (their `res`, the event type), for the worker.
     zcrx_events: Vec<i32>,
+    /// The coarse clock's stamp for ops submitted this turn (read at the first submit
+    /// after a kernel entry, so a turn that submits many ops reads it once).
+    stamp: Option<u32>,
 }
 
 impl Driver {
@@ -106,6 +109,7 @@ impl Driver {
             metrics,
             shutting_down: false,
             zcrx_events: Vec::new(),
+            stamp: None,
         };
         d.arm_wake()?;
         Ok(d)
@@ -180,8 +184,9 @@ impl Driver {
                 return Err(io::Error::other("op slab lost a fresh entry"));
             }
         };
+        let stamp = *self.stamp.get_or_insert_with(inspect::stamp_now);
         self.ops
-            .set_meta(key, inspect::meta_for(entry.get_opcode() as u8));
+            .set_meta(key, slab::Meta::new(entry.get_opcode() as u8, stamp));
         // SAFETY: the entry points into the op data (its box, or its socket's
         // allocation), which the slab owns until the op's final completion (the
         // OpCode contract).
@@ -319,6 +324,8 @@ impl Driver {
         // a turn whose completions have been consumed since.
         self.publish_in_flight();
         if wait || self.ring.sq_len() > 0 || self.ring.needs_enter() {
+            // Ops submitted after a wait are stamped anew.
+            self.stamp = None;
             let n = self.ring.enter(wait, timeout)?;
             add_owned(&self.metrics.enter_calls, 1);
             add_owned(&self.metrics.sqes_submitted, n as u64);

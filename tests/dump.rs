@@ -2,9 +2,11 @@
 //! addresses, age, task), timers and channels are told apart, a busy or shut-down
 //! worker is reported as such, and `zerorx serve` dumps on SIGUSR2.
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
+use common::served::Served;
+use std::io::Write;
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use zerorx::net::TcpListener;
 use zerorx::runtime::{RuntimeDump, WorkerDump};
@@ -207,38 +209,26 @@ fn a_worker_that_does_not_yield_and_a_shut_down_runtime_are_reported() {
 fn zerorx_serve_dumps_its_state_on_sigusr2() {
     let file = std::env::temp_dir().join(format!("zerorx-dump-{}.txt", std::process::id()));
     let _ = std::fs::remove_file(&file);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zerorx"))
-        .args([
-            "serve",
-            "--port",
-            "0",
-            "--host",
-            "127.0.0.1",
-            "--threads",
-            "2",
-        ])
-        .arg("--dump-file")
-        .arg(&file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start zerorx serve");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("listening line");
-    let addr: SocketAddr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .parse()
-        .expect("address");
+    let file_arg = file.to_str().expect("utf-8 temp path");
+    let served = Served::start(&[
+        "--port",
+        "0",
+        "--host",
+        "127.0.0.1",
+        "--threads",
+        "2",
+        "--dump-file",
+        file_arg,
+    ]);
+    let addr = served.1;
     // An idle connection for the dump to show.
     let mut idle = std::net::TcpStream::connect(addr).expect("connect");
     idle.write_all(&[0, 0])
         .expect("two bytes of a frame header");
     std::thread::sleep(Duration::from_millis(200));
     // SAFETY: kill has no memory effects; the pid is our child's, not yet reaped.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGUSR2) }, 0);
+    let rc = unsafe { libc::kill(served.0.id() as i32, libc::SIGUSR2) };
+    assert_eq!(rc, 0, "kill -USR2");
     let deadline = Instant::now() + Duration::from_secs(10);
     let text = loop {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
@@ -260,9 +250,7 @@ fn zerorx_serve_dumps_its_state_on_sigusr2() {
         text.contains(&format!("-> {peer})")),
         "the idle connection: {text}"
     );
-    // SAFETY: as above.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let status = child.wait().expect("wait");
-    assert!(status.success(), "{status}");
+    let (status, stderr) = served.stop();
+    assert!(status.success(), "{status}: {stderr}");
     let _ = std::fs::remove_file(&file);
 }

@@ -2,13 +2,13 @@
 //! the embedded server and against `zerorx serve`, and zerorx's client against a
 //! server built with it.
 
+mod common;
 mod rpc_support;
 
 use bytes::Bytes;
+use common::served::Served;
 use rpc_support::{client_config, client_rt, ref_read, ref_write, Harness};
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use thrift::protocol::{
     TBinaryInputProtocol, TBinaryInputProtocolFactory, TBinaryOutputProtocol,
@@ -219,63 +219,6 @@ fn thrift_crate_client_calls_every_method_on_the_embedded_server() {
         "{s:#?}"
     );
     h.stop(Duration::from_secs(5)).expect("clean stop");
-}
-
-/// `zerorx serve` as a child process, killed (SIGKILL) if a test fails before it
-/// stops it.
-struct Served(Child, SocketAddr);
-
-impl Served {
-    fn start(args: &[&str]) -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zerorx"))
-            .arg("serve")
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn zerorx serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("first line");
-        let addr: SocketAddr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .expect("address");
-        Served(child, SocketAddr::from(([127, 0, 0, 1], addr.port())))
-    }
-
-    /// SIGTERM, then the exit status and stderr (bounded wait).
-    fn stop(mut self) -> (std::process::ExitStatus, String) {
-        // SAFETY: plain syscall on our own child's pid.
-        let rc = unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
-        assert_eq!(rc, 0, "kill");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(st) = self.0.try_wait().expect("wait") {
-                break st;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "zerorx serve did not stop after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut err = String::new();
-        std::io::Read::read_to_string(&mut self.0.stderr.take().expect("stderr"), &mut err)
-            .expect("stderr");
-        (status, err)
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

@@ -112,32 +112,38 @@ impl EmbeddedServer {
 
     /// Asks for the server's figures.
     pub fn stats(&mut self, timeout: Duration) -> Result<ServerSnapshot, String> {
-        let Some(stdin) = self.stdin.as_mut() else {
-            return Err("the server's control channel is closed".into());
-        };
-        stdin
-            .write_all(b"stats\n")
-            .and_then(|()| stdin.flush())
-            .map_err(|e| self.gone(&format!("cannot ask the server for its figures: {e}")))?;
-        loop {
-            if let ControlLine::Stats(s) = self.next_line(timeout)? {
-                return Ok(s);
-            }
-        }
+        self.ask("stats", "its figures", timeout, |line| match line {
+            ControlLine::Stats(s) => Some(s),
+            _ => None,
+        })
     }
 
     /// Asks for the server runtime's state dump.
     pub fn dump(&mut self, timeout: Duration) -> Result<zerorx::runtime::RuntimeDump, String> {
+        self.ask("dump", "a state dump", timeout, |line| match line {
+            ControlLine::Dump(d) => Some(d),
+            _ => None,
+        })
+    }
+
+    /// Sends `command` and waits for the answer `pick` takes.
+    fn ask<T>(
+        &mut self,
+        command: &str,
+        what: &str,
+        timeout: Duration,
+        pick: fn(ControlLine) -> Option<T>,
+    ) -> Result<T, String> {
         let Some(stdin) = self.stdin.as_mut() else {
             return Err("the server's control channel is closed".into());
         };
         stdin
-            .write_all(b"dump\n")
+            .write_all(format!("{command}\n").as_bytes())
             .and_then(|()| stdin.flush())
-            .map_err(|e| self.gone(&format!("cannot ask the server for a dump: {e}")))?;
+            .map_err(|e| self.gone(&format!("cannot ask the server for {what}: {e}")))?;
         loop {
-            if let ControlLine::Dump(d) = self.next_line(timeout)? {
-                return Ok(d);
+            if let Some(answer) = pick(self.next_line(timeout)?) {
+                return Ok(answer);
             }
         }
     }

@@ -104,14 +104,7 @@ fn finish<R: serde::Serialize>(
 ) -> ExitCode {
     let report = match report {
         Ok(r) => r,
-        Err(RunError::Usage(e)) => {
-            eprintln!("zerorx-stress: {e}");
-            return ExitCode::from(2);
-        }
-        Err(RunError::Setup(e)) => {
-            eprintln!("zerorx-stress: {e}");
-            return ExitCode::from(3);
-        }
+        Err(e) => return refused(e),
     };
     print!("{}", render(&report));
     if let Some(path) = &a.json {
@@ -133,17 +126,19 @@ fn finish<R: serde::Serialize>(
     }
 }
 
+/// Says why a run could not happen; exit status 2 for bad arguments, 3 otherwise.
+fn refused(e: RunError) -> ExitCode {
+    eprintln!("zerorx-stress: {e}");
+    match e {
+        RunError::Usage(_) => ExitCode::from(2),
+        RunError::Setup(_) => ExitCode::from(3),
+    }
+}
+
 fn run_load(a: &RunArgs) -> ExitCode {
     let report = match run(a) {
         Ok(r) => r,
-        Err(RunError::Usage(e)) => {
-            eprintln!("zerorx-stress: {e}");
-            return ExitCode::from(2);
-        }
-        Err(RunError::Setup(e)) => {
-            eprintln!("zerorx-stress: {e}");
-            return ExitCode::from(3);
-        }
+        Err(e) => return refused(e),
     };
     print!("{}", text::render(&report));
     if let Err(e) = write_outputs(a, &report) {

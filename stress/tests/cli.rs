@@ -656,39 +656,40 @@ fn soak_usage_errors_name_the_option() {
     }
 }
 
-#[test]
-fn a_short_soak_samples_both_servers_after_every_interval() {
+/// Runs the harness with `args` and `--json FILE`; the parsed report and stdout, once
+/// the run has passed.
+fn passing_json_run<T: serde::de::DeserializeOwned>(args: &[&str]) -> (T, String) {
     let dir = scratch();
-    let json = tmp(&dir, "soak.json");
+    let json = tmp(&dir, "report.json");
     let out = Command::new(BIN)
-        .args([
-            "--soak",
-            "6s",
-            "--soak-interval",
-            "2s",
-            "--soak-fault-rate",
-            "5",
-        ])
-        .args(SMALL)
-        .args([
-            "--fault-hold",
-            "200ms",
-            "--burst-conns",
-            "10",
-            "--quiet",
-            "--json",
-        ])
+        .args(args)
+        .arg("--json")
         .arg(&json)
         .output()
         .expect("run");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: zerorx_stress::soak::SoakReport =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    let r = serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    (r, text)
+}
+
+#[test]
+fn a_short_soak_samples_both_servers_after_every_interval() {
+    let mut args = vec![
+        "--soak",
+        "6s",
+        "--soak-interval",
+        "2s",
+        "--soak-fault-rate",
+        "5",
+    ];
+    args.extend(SMALL);
+    args.extend(["--fault-hold", "200ms", "--burst-conns", "10", "--quiet"]);
+    let (r, text): (zerorx_stress::soak::SoakReport, _) = passing_json_run(&args);
     let scenarios: Vec<&str> = r.intervals.iter().map(|i| i.scenario.as_str()).collect();
     assert_eq!(scenarios, ["rpc", "stream", "churn"]);
     for iv in &r.intervals {
@@ -707,24 +708,10 @@ fn a_short_soak_samples_both_servers_after_every_interval() {
 
 #[test]
 fn hostile_clients_are_held_within_the_bound_and_reclaimed_by_the_timeouts() {
-    let dir = scratch();
-    let json = tmp(&dir, "hostile.json");
-    let out = Command::new(BIN)
-        .args(["--hostile", "--slowloris", "300", "--never-read", "2"])
-        .args(["--hostile-timeout", "3s", "--duration", "1s"])
-        .args(SMALL)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .expect("run");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: zerorx_stress::hostile::HostileReport =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    let mut args = vec!["--hostile", "--slowloris", "300", "--never-read", "2"];
+    args.extend(["--hostile-timeout", "3s", "--duration", "1s"]);
+    args.extend(SMALL);
+    let (r, text): (zerorx_stress::hostile::HostileReport, _) = passing_json_run(&args);
     assert!(r.during.connections >= 302, "{r:?}");
     assert_eq!(r.closed_by_server, 302);
     assert_eq!((r.after.connections, r.after.chunks_held), (0, 0));

@@ -43,5 +43,6 @@ pub use zcrx;
 /// through the ring. Not a stable API: it changes with the driver.
 #[doc(hidden)]
 pub mod bench_support {
-    pub use crate::driver::{Op, OpCode};
+    pub use crate::driver::OpCode;
+    pub use crate::runtime::op::Op;
 }

@@ -5,8 +5,9 @@
 //! `RefCell<Driver>` in that worker's `Core`; nothing is shared across threads except
 //! the eventfd (through `Arc`) and the counters.
 //!
-//! Ops implement [`OpCode`] (read its safety contract) and run with [`Op`] or
-//! [`MultiOp`](multishot::MultiOp). The driver is internal; the benchmarks reach it
+//! Ops implement [`OpCode`] (read its safety contract); the runtime's op futures
+//! (`runtime::op::Op`, `runtime::multishot::MultiOp`) submit them and take their
+//! completions. The driver is internal; the benchmarks reach it
 //! through `zerorx::bench_support`:
 //!
 //! ```
@@ -29,14 +30,13 @@
 
 mod cancel;
 pub(crate) mod inspect;
-pub(crate) mod multishot;
 pub(crate) mod op;
 pub(crate) mod queue;
 pub(crate) mod ring;
 pub(crate) mod slab;
 mod spare;
 
-pub use op::{Op, OpCode};
+pub use op::OpCode;
 pub use ring::{Completion, RingFlags};
 
 use crate::executor::slim_waker::SlimWaker;
@@ -130,6 +130,12 @@ impl Driver {
     #[cfg(test)]
     pub(crate) fn ops_in_flight(&self) -> usize {
         self.ops.len()
+    }
+
+    /// Dispatches a completion as if the kernel had posted it (tests of stale CQEs).
+    #[cfg(test)]
+    pub(crate) fn dispatch_for_test(&mut self, c: Completion) {
+        self.dispatch(c)
     }
 
     fn arm_wake(&mut self) -> io::Result<()> {
@@ -510,9 +516,6 @@ impl Driver {
     }
 }
 
-#[cfg(test)]
-mod tests;
-
 /// Keeps `cx`'s waker in an op's slot, unless the one kept already wakes the same task.
 ///
 /// A peek ([`peek_waker`](crate::executor::peek_waker), behind `try_recv`) keeps
@@ -523,5 +526,50 @@ fn keep_waker(kept: &mut Option<SlimWaker>, cx: &Context<'_>) {
         Some(w) if w.will_wake(cx.waker()) => {}
         _ if crate::executor::peek_waker::is_peek(cx.waker()) => {}
         _ => *kept = Some(SlimWaker::new(cx.waker().clone())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    struct CountWakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for CountWakes {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_peek_keeps_no_waker_and_leaves_the_kept_one() {
+        use crate::executor::peek_waker::peek_waker;
+        use std::task::{Context, Waker};
+        let count = std::sync::Arc::new(CountWakes(Default::default()));
+        let real = Waker::from(count.clone());
+        let peek = peek_waker();
+        let mut kept = None;
+        super::keep_waker(&mut kept, &Context::from_waker(&peek));
+        assert!(kept.is_none(), "a peek is not boxed and kept");
+        super::keep_waker(&mut kept, &Context::from_waker(&real));
+        assert!(kept.as_ref().is_some_and(|w| w.will_wake(&real)));
+        super::keep_waker(&mut kept, &Context::from_waker(&real));
+        assert_eq!(
+            std::sync::Arc::strong_count(&count),
+            3,
+            "the same waker is kept, not cloned again"
+        );
+        super::keep_waker(&mut kept, &Context::from_waker(&peek));
+        assert!(
+            kept.as_ref().is_some_and(|w| w.will_wake(&real)),
+            "a peek leaves the task's waker registered"
+        );
+        super::keep_waker(&mut kept, &Context::from_waker(Waker::noop()));
+        assert!(
+            kept.as_ref().is_some_and(|w| !w.will_wake(&real)),
+            "any other waker replaces it: the last poll's waker wins"
+        );
+        assert_eq!(std::sync::Arc::strong_count(&count), 2);
+        super::keep_waker(&mut kept, &Context::from_waker(&real));
+        kept.take().expect("kept").into_waker().wake();
+        assert_eq!(count.0.load(std::sync::atomic::Ordering::Relaxed), 1);
     }
 }

@@ -11,14 +11,18 @@
 use super::recv::RecvMulti;
 use super::recv_zc::RecvZcMulti;
 use super::{SharedFd, SocketFd};
-use crate::driver::op::Queued;
+use crate::driver::op::{Lifecycle, OpData, Queued};
 use crate::driver::queue::SmallQueue;
+use crate::driver::slab::Key;
 use crate::driver::Completion;
+use crate::runtime::context;
+use crate::runtime::op::not_in_runtime;
 use io_uring::squeue;
 use std::io;
 use std::mem::ManuallyDrop;
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
+use std::task::{Context, Poll};
 use zcrx::RxBuf;
 
 /// Which pool the receive draws from. The zero-copy receive is boxed (one allocation
@@ -204,6 +208,65 @@ impl SocketFd {
         // SAFETY: a read of the tag between driver calls: no `SocketOp` reference into
         // the cell is live (they last a `&mut self` borrow inside the driver).
         unsafe { &*self.recv.get() }.is_some()
+    }
+}
+
+/// The handle of a stream's receive kept in its socket ([`SocketOp`]): a
+/// [`MultiOp`](crate::runtime::multishot::MultiOp)
+/// that reaches the driver through the thread's current worker instead of an `Rc` of
+/// it, so that it is one word in the receive state every connection keeps. A stream
+/// lives and is dropped on its worker's thread, where that worker is current (also
+/// while the worker shuts down); elsewhere it does nothing, and the driver's own
+/// shutdown cancels and frees the op.
+pub(crate) struct SocketMultiOp {
+    key: Option<Key>,
+}
+
+impl SocketMultiOp {
+    /// Queues the SQE of a stream's receive kept in its socket.
+    pub(crate) fn submit(op: SocketOp) -> io::Result<SocketMultiOp> {
+        let key = context::with_core(|core| {
+            core.driver.borrow_mut().submit(
+                OpData::socket(op),
+                Lifecycle::Streaming {
+                    waker: None,
+                    finished: false,
+                },
+            )
+        })
+        .ok_or_else(not_in_runtime)??;
+        Ok(SocketMultiOp { key: Some(key) })
+    }
+
+    /// As [`MultiOp::poll_next`]; `None` also off the worker's thread.
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
+        let Some(key) = self.key else {
+            return Poll::Ready(None);
+        };
+        let next = context::with_core(|core| core.driver.borrow_mut().poll_multi(key, cx))
+            .unwrap_or(Poll::Ready(None));
+        if let Poll::Ready(None) = next {
+            self.key = None;
+        }
+        next
+    }
+
+    /// As [`MultiOp::with_data`].
+    pub(crate) fn with_data<R>(&self, f: impl FnOnce(&mut StreamRecv) -> R) -> Option<R> {
+        let key = self.key?;
+        context::with_core(|core| core.driver.borrow_mut().with_stream_data(key, f)).flatten()
+    }
+}
+
+impl Drop for SocketMultiOp {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            context::with_core(|core| {
+                if let Ok(mut driver) = core.driver.try_borrow_mut() {
+                    driver.drop_op(key);
+                }
+            });
+        }
     }
 }
 

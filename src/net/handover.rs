@@ -152,7 +152,7 @@ impl Drop for ServerGuard {
 /// consumer goes away.
 async fn serve(fd: SharedFd, guard: ServerGuard) {
     let Some(core) = crate::runtime::context::current() else {
-        guard.push(Item::Failed(crate::driver::op::not_in_runtime()));
+        guard.push(Item::Failed(crate::runtime::op::not_in_runtime()));
         return;
     };
     let mut rx = Receiver::serving(&core);

@@ -1,10 +1,10 @@
 //! [`TcpListener`]: `SO_REUSEPORT` listener with one multishot accept kept armed.
 
 use super::{new_socket, shared, sock_addr, to_std, TcpStream};
-use crate::driver::multishot::MultiOp;
 use crate::io::accept::{accepted_fd, AcceptMulti};
 use crate::io::SharedFd;
 use crate::metrics::add_owned;
+use crate::runtime::multishot::MultiOp;
 use socket2::{Protocol, SockRef, Type};
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};

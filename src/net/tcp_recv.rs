@@ -14,16 +14,16 @@
 //! - **copy**: multishot `recv` into the worker's provided-buffer pool.
 
 use super::handover::HandoverRx;
-use crate::driver::multishot::SocketMultiOp;
-use crate::driver::op::not_in_runtime;
 use crate::driver::Completion;
 use crate::executor::peek_waker::is_peek;
 use crate::io::recv::RecvMulti;
 use crate::io::recv_zc::RecvZcMulti;
+use crate::io::stream_recv::SocketMultiOp;
 use crate::io::stream_recv::{SocketOp, StreamRecv};
 use crate::io::SharedFd;
 use crate::metrics::{add_owned, rearm_index};
 use crate::runtime::context;
+use crate::runtime::op::not_in_runtime;
 use crate::runtime::worker::{Core, ZcWorker};
 use std::io;
 use std::sync::atomic::Ordering;

@@ -3,12 +3,13 @@
 use super::tcp_recv::Receiver;
 use super::SendBuf;
 use super::{new_socket, sock_addr, to_std};
-use crate::driver::op::{boxed_op, recycle_op, Op, OpCode, Single};
+use crate::driver::op::{OpCode, Single};
 use crate::io::connect::Connect;
 use crate::io::recv::RecvInto;
 use crate::io::send::{Send, SendMsg, SendZc};
 use crate::io::shutdown::Shutdown;
 use crate::io::{SharedFd, SocketFd};
+use crate::runtime::op::{boxed_op, recycle_op, Op};
 use bytes::{Bytes, BytesMut};
 use socket2::{Protocol, SockRef, Type};
 use std::future::Future;

@@ -1,8 +1,6 @@
 //! [`UdpSocket`].
 
 use super::{new_socket, shared, sock_addr, to_std};
-use crate::driver::multishot::MultiOp;
-use crate::driver::op::{not_in_runtime, Op};
 use crate::io::recv::RecvFrom;
 pub use crate::io::recv_msg::Datagram;
 use crate::io::recv_msg::RecvMsgMulti;
@@ -10,6 +8,8 @@ use crate::io::send::SendMsg;
 use crate::io::SharedFd;
 use crate::metrics::add_owned;
 use crate::runtime::context;
+use crate::runtime::multishot::MultiOp;
+use crate::runtime::op::{not_in_runtime, Op};
 use bytes::{Bytes, BytesMut};
 use socket2::{Protocol, SockRef, Type};
 use std::cell::RefCell;

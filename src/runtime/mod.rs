@@ -9,6 +9,10 @@ mod builder;
 pub(crate) mod context;
 mod dump;
 mod handle;
+pub(crate) mod multishot;
+pub(crate) mod op;
+#[cfg(test)]
+mod op_tests;
 mod placement;
 pub(crate) mod pressure;
 mod receive_mode;

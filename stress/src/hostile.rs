@@ -460,12 +460,12 @@ pub fn render(r: &HostileReport) -> String {
         r.baseline.p99_us, r.hostile.p99_us
     );
     let hostile = (r.slowloris + r.never_read) as u64;
-    if hostile > 0 {
+    let grown = r.during.rss_bytes.saturating_sub(r.before.rss_bytes);
+    if let Some(each) = grown.checked_div(hostile) {
         let _ = writeln!(
             o,
-            "  server memory per hostile connection: {} B (RSS beside them over the baseline, \
-             divided by {hostile})",
-            r.during.rss_bytes.saturating_sub(r.before.rss_bytes) / hostile
+            "  server memory per hostile connection: {each} B (RSS beside them over the \
+             baseline, divided by {hostile})"
         );
     }
     let _ = writeln!(o, "checks");

@@ -2,7 +2,8 @@
 //! worker's io_uring) where the provider has one, else for a bounded interval; either way
 //! a post or a close wakes it at once ([`Kick`]).
 
-use crate::driver::{Op, OpCode};
+use crate::driver::OpCode;
+use crate::runtime::op::Op;
 use io_uring::{opcode, squeue, types};
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};

@@ -1,9 +1,9 @@
-//! Driver tests against the real kernel, run inside a one-worker runtime.
+//! Driver tests against the real kernel, run through the op futures inside a
+//! one-worker runtime.
 
 use super::op::Op;
-use super::ring::Completion;
-use super::slab::Key;
-use super::OpCode;
+use crate::driver::slab::Key;
+use crate::driver::{Completion, OpCode};
 use crate::runtime::context;
 use crate::Runtime;
 use io_uring::{opcode, squeue, types};
@@ -84,7 +84,7 @@ fn stale_completion_is_rejected_by_generation() {
         assert_ne!(key_old.user_data(), key_new.user_data());
         // A late CQE carrying the old user_data: it must not complete the new op.
         let before = core.shared.metrics.stale_cqes.load(Relaxed);
-        core.driver.borrow_mut().dispatch(Completion {
+        core.driver.borrow_mut().dispatch_for_test(Completion {
             user_data: key_old.user_data(),
             res: 99,
             flags: 0,
@@ -188,46 +188,4 @@ fn completions_arrive_while_another_task_keeps_yielding() {
         stop.set(true);
         spinner.await.expect("spinner");
     });
-}
-
-struct CountWakes(std::sync::atomic::AtomicUsize);
-
-impl std::task::Wake for CountWakes {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.0.fetch_add(1, Relaxed);
-    }
-}
-
-#[test]
-fn a_peek_keeps_no_waker_and_leaves_the_kept_one() {
-    use crate::executor::peek_waker::peek_waker;
-    use std::task::{Context, Waker};
-    let count = std::sync::Arc::new(CountWakes(Default::default()));
-    let real = Waker::from(count.clone());
-    let peek = peek_waker();
-    let mut kept = None;
-    super::keep_waker(&mut kept, &Context::from_waker(&peek));
-    assert!(kept.is_none(), "a peek is not boxed and kept");
-    super::keep_waker(&mut kept, &Context::from_waker(&real));
-    assert!(kept.as_ref().is_some_and(|w| w.will_wake(&real)));
-    super::keep_waker(&mut kept, &Context::from_waker(&real));
-    assert_eq!(
-        std::sync::Arc::strong_count(&count),
-        3,
-        "the same waker is kept, not cloned again"
-    );
-    super::keep_waker(&mut kept, &Context::from_waker(&peek));
-    assert!(
-        kept.as_ref().is_some_and(|w| w.will_wake(&real)),
-        "a peek leaves the task's waker registered"
-    );
-    super::keep_waker(&mut kept, &Context::from_waker(Waker::noop()));
-    assert!(
-        kept.as_ref().is_some_and(|w| !w.will_wake(&real)),
-        "any other waker replaces it: the last poll's waker wins"
-    );
-    assert_eq!(std::sync::Arc::strong_count(&count), 2);
-    super::keep_waker(&mut kept, &Context::from_waker(&real));
-    kept.take().expect("kept").into_waker().wake();
-    assert_eq!(count.0.load(Relaxed), 1);
 }

@@ -28,8 +28,10 @@ pub struct RuntimeDump {
     pub workers: Vec<WorkerDump>,
     /// The NIC queues the zero-copy pools are bound to, as the kernel's netdev
     /// netlink family shows them; empty with [`nic_note`](Self::nic_note) saying why.
+    #[serde(default)]
     pub nic_queues: Vec<NicQueueDump>,
     /// Why there are no NIC queues to show (copy mode, device-less instances).
+    #[serde(default)]
     pub nic_note: Option<String>,
 }
 

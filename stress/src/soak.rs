@@ -105,6 +105,11 @@ pub struct SoakReport {
     /// Median p99 of the last third of the intervals over that of the first third
     /// (after the warm-up; `None` with fewer than 3 intervals there).
     pub p99_trend: Option<f64>,
+    /// Each server's RSS trend after the warm-up: the least-squares slope over its
+    /// samples, in MiB per hour (`None` with fewer than 3 samples there). Reported,
+    /// not judged: a short soak's slope is mostly noise.
+    #[serde(default)]
+    pub rss_mib_per_hour: Vec<(String, Option<f64>)>,
     /// Whether every interval passed and every bound held.
     pub pass: bool,
     /// Pass or fail, and why.
@@ -328,6 +333,19 @@ fn judge(
         };
         median(&after[after.len() - third..]) / median(&after[..third]).max(1.0)
     });
+    let per_hour = 3600.0 / interval.as_secs_f64().max(1e-9);
+    let rss_mib_per_hour = intervals[baseline]
+        .servers
+        .iter()
+        .enumerate()
+        .map(|(k, base)| {
+            let ys: Vec<f64> = after
+                .iter()
+                .map(|i| i.servers[k].rss_bytes as f64 / (1024.0 * 1024.0))
+                .collect();
+            (base.service.clone(), slope(&ys).map(|s| s * per_hour))
+        })
+        .collect();
     let failed_runs: Vec<String> = intervals
         .iter()
         .enumerate()
@@ -369,9 +387,28 @@ fn judge(
         baseline,
         checks,
         p99_trend,
+        rss_mib_per_hour,
         pass,
         verdict,
     }
+}
+
+/// The least-squares slope of `ys` over their indices (per step); `None` for fewer
+/// than 3 points.
+fn slope(ys: &[f64]) -> Option<f64> {
+    if ys.len() < 3 {
+        return None;
+    }
+    let n = ys.len() as f64;
+    let mean_x = (n - 1.0) / 2.0;
+    let mean_y = ys.iter().sum::<f64>() / n;
+    let (mut num, mut den) = (0.0, 0.0);
+    for (i, y) in ys.iter().enumerate() {
+        let dx = i as f64 - mean_x;
+        num += dx * (y - mean_y);
+        den += dx * dx;
+    }
+    Some(num / den)
 }
 
 /// One interval as a line of the progress and the report.
@@ -468,6 +505,15 @@ pub fn render(r: &SoakReport) -> String {
              warm-up over that of the first third)"
         );
     }
+    for (service, trend) in &r.rss_mib_per_hour {
+        if let Some(t) = trend {
+            let _ = writeln!(
+                o,
+                "RSS trend        {service} server {t:+.1} MiB/h (least squares over the samples \
+                 after the warm-up)"
+            );
+        }
+    }
     for iv in &r.intervals {
         for s in &iv.servers {
             if let Some(u) = &s.unsettled {
@@ -527,6 +573,13 @@ mod tests {
         assert!(r.pass, "{}", render(&r));
         assert_eq!(r.baseline, 2);
         assert_eq!(r.p99_trend, Some(1.0));
+        assert_eq!(
+            r.rss_mib_per_hour,
+            vec![
+                ("rpc".to_string(), Some(0.0)),
+                ("frames".to_string(), Some(0.0))
+            ]
+        );
         assert!(render(&r).contains("verdict          PASS"));
     }
 
@@ -564,6 +617,11 @@ mod tests {
             "{}",
             r.verdict
         );
+        // 4 MiB per 10 s interval is 1440 MiB an hour.
+        let trend = r.rss_mib_per_hour[0]
+            .1
+            .expect("3 samples after the warm-up");
+        assert!((trend - 1440.0).abs() < 1e-6, "{trend}");
 
         // A chunk held once, even in the warm-up, fails.
         let mut held: Vec<_> = (0..6).map(|_| iv("rpc", 100.0, 20, 30 * MIB, 0)).collect();

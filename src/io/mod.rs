@@ -6,19 +6,22 @@
 pub(crate) mod accept;
 mod close;
 pub(crate) mod connect;
+mod handover;
 pub(crate) mod recv;
 pub(crate) mod recv_msg;
 pub(crate) mod recv_zc;
 pub(crate) mod send;
+pub(crate) mod send_buf;
 mod shared_fd;
 pub(crate) mod shutdown;
 pub(crate) mod stream_recv;
+pub(crate) mod tcp_recv;
 
-use crate::net::Receiver;
 use std::cell::{Cell, UnsafeCell};
 use std::ops::Deref;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use stream_recv::StreamRecv;
+use tcp_recv::Receiver;
 
 pub(crate) use shared_fd::SharedFd;
 

@@ -1,8 +1,8 @@
 //! Send of one buffer, and SENDMSG of several (optionally to an address).
 
+use super::send_buf::SendBuf;
 use super::{fd, SharedFd};
 use crate::driver::OpCode;
-use crate::net::SendBuf;
 use io_uring::{opcode, squeue};
 use socket2::SockAddr;
 

@@ -8,20 +8,18 @@ mod assembly;
 mod chain;
 mod compat;
 mod frame;
-mod handover;
+#[cfg(test)]
+mod handover_tests;
 mod recv_stream;
-mod send_buf;
 mod tcp_listener;
-mod tcp_recv;
-pub(crate) use tcp_recv::Receiver;
 mod tcp_stream;
 mod udp;
 
+pub use crate::io::send_buf::SendBuf;
 pub use chain::BytesChain;
 pub use compat::Compat;
 pub use frame::{CopyStats, FrameReader};
 pub use recv_stream::RecvStream;
-pub use send_buf::SendBuf;
 pub use tcp_listener::TcpListener;
 pub use tcp_stream::TcpStream;
 pub use udp::{Datagram, UdpSocket};

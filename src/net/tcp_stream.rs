@@ -1,6 +1,5 @@
 //! [`TcpStream`]: connect, send, receive into owned buffers, shutdown.
 
-use super::tcp_recv::Receiver;
 use super::SendBuf;
 use super::{new_socket, sock_addr, to_std};
 use crate::driver::op::{OpCode, Single};
@@ -8,6 +7,7 @@ use crate::io::connect::Connect;
 use crate::io::recv::RecvInto;
 use crate::io::send::{Send, SendMsg, SendZc};
 use crate::io::shutdown::Shutdown;
+use crate::io::tcp_recv::Receiver;
 use crate::io::{SharedFd, SocketFd};
 use crate::runtime::op::{boxed_op, recycle_op, Op};
 use bytes::{Bytes, BytesMut};
@@ -221,7 +221,7 @@ impl TcpStream {
 
     /// The receive source in use, once the first receive chose it.
     #[cfg(test)]
-    pub(crate) fn recv_path(&self) -> Option<super::tcp_recv::Path> {
+    pub(crate) fn recv_path(&self) -> Option<crate::io::tcp_recv::Path> {
         self.with_rx(|rx| rx.path())
     }
 

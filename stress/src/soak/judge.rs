@@ -1,0 +1,305 @@
+//! The soak's checks: each server's samples after the warm-up against the baseline,
+//! the runs' verdicts, and the trends (p99, RSS slope).
+
+use super::{
+    ServerSample, SoakCheck, SoakInterval, SoakReport, FD_SLACK, ROTATION, RSS_SLACK, TASK_SLACK,
+};
+use std::time::Duration;
+
+/// The checks and the verdict over `intervals`.
+pub(super) fn judge(
+    total: Duration,
+    interval: Duration,
+    faults: String,
+    intervals: Vec<SoakInterval>,
+) -> SoakReport {
+    // The first full rotation warms pools, caches and allocator arenas.
+    let baseline = (ROTATION.len() - 1).min(intervals.len().saturating_sub(1));
+    let after = &intervals[(baseline + 1).min(intervals.len())..];
+    let mut checks = Vec::new();
+    let mut unsettled = Vec::new();
+    for (k, base) in intervals[baseline].servers.iter().enumerate() {
+        let worst = |f: fn(&ServerSample) -> u64| {
+            after
+                .iter()
+                .map(|i| f(&i.servers[k]))
+                .max()
+                .unwrap_or(f(base))
+        };
+        let mut check = |what: &str, f: fn(&ServerSample) -> u64, bound: u64| {
+            let worst = worst(f);
+            checks.push(SoakCheck {
+                service: base.service.clone(),
+                what: what.into(),
+                baseline: f(base),
+                worst,
+                bound,
+                ok: worst <= bound,
+            });
+        };
+        check(
+            "open fds at quiesce",
+            |s| s.open_fds,
+            base.open_fds + FD_SLACK,
+        );
+        check("tasks at quiesce", |s| s.tasks, base.tasks + TASK_SLACK);
+        check("pool chunks held at quiesce", |s| s.chunks_held, 0);
+        check(
+            "RSS at quiesce (bytes)",
+            |s| s.rss_bytes,
+            base.rss_bytes + RSS_SLACK.max(base.rss_bytes / 4),
+        );
+        // Every interval, the warm-up too, must let go of what it held.
+        let held = intervals
+            .iter()
+            .map(|i| i.servers[k].chunks_held)
+            .max()
+            .unwrap_or(0);
+        checks.push(SoakCheck {
+            service: base.service.clone(),
+            what: "pool chunks held at quiesce, warm-up included".into(),
+            baseline: intervals[0].servers[k].chunks_held,
+            worst: held,
+            bound: 0,
+            ok: held == 0,
+        });
+        unsettled.extend(
+            intervals
+                .iter()
+                .enumerate()
+                .filter_map(|(i, iv)| Some((i, iv.servers[k].unsettled.as_deref()?)))
+                .map(|(i, what)| {
+                    format!("after interval {}: {} server: {what}", i + 1, base.service)
+                }),
+        );
+    }
+    let p99_trend = (after.len() >= 3).then(|| {
+        let third = after.len() / 3;
+        let median = |xs: &[SoakInterval]| {
+            let mut v: Vec<f64> = xs.iter().map(|i| i.p99_us).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        median(&after[after.len() - third..]) / median(&after[..third]).max(1.0)
+    });
+    let per_hour = 3600.0 / interval.as_secs_f64().max(1e-9);
+    let rss_mib_per_hour = intervals[baseline]
+        .servers
+        .iter()
+        .enumerate()
+        .map(|(k, base)| {
+            let ys: Vec<f64> = after
+                .iter()
+                .map(|i| i.servers[k].rss_bytes as f64 / (1024.0 * 1024.0))
+                .collect();
+            (base.service.clone(), slope(&ys).map(|s| s * per_hour))
+        })
+        .collect();
+    let failed_runs: Vec<String> = intervals
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| !i.pass)
+        .map(|(n, i)| format!("interval {} ({}): {}", n + 1, i.scenario, i.verdict))
+        .collect();
+    let broken: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| {
+            format!(
+                "{} server {}: {} against a bound of {} (baseline {})",
+                c.service, c.what, c.worst, c.bound, c.baseline
+            )
+        })
+        .collect();
+    let requests: u64 = intervals.iter().map(|i| i.requests).sum();
+    let injected: u64 = intervals.iter().map(|i| i.faults).sum();
+    let pass = failed_runs.is_empty() && broken.is_empty() && unsettled.is_empty();
+    let verdict = if pass {
+        format!(
+            "PASS: {requests} requests in {} intervals, every reply correct through {injected} \
+             injected faults; fds, tasks, pool chunks and RSS flat after the warm-up",
+            intervals.len()
+        )
+    } else {
+        let reasons: Vec<String> = failed_runs
+            .into_iter()
+            .chain(broken)
+            .chain(unsettled)
+            .collect();
+        format!("FAIL: {}", reasons.join("; "))
+    };
+    SoakReport {
+        duration_s: total.as_secs_f64(),
+        interval_s: interval.as_secs_f64(),
+        faults,
+        intervals,
+        baseline,
+        checks,
+        p99_trend,
+        rss_mib_per_hour,
+        pass,
+        verdict,
+    }
+}
+
+/// The least-squares slope of `ys` over their indices (per step); `None` for fewer
+/// than 3 points.
+fn slope(ys: &[f64]) -> Option<f64> {
+    if ys.len() < 3 {
+        return None;
+    }
+    let n = ys.len() as f64;
+    let mean_x = (n - 1.0) / 2.0;
+    let mean_y = ys.iter().sum::<f64>() / n;
+    let (mut num, mut den) = (0.0, 0.0);
+    for (i, y) in ys.iter().enumerate() {
+        let dx = i as f64 - mean_x;
+        num += dx * (y - mean_y);
+        den += dx * dx;
+    }
+    Some(num / den)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::soak::text::render;
+
+    fn iv(scenario: &str, p99: f64, fds: u64, rss: u64, held: u64) -> SoakInterval {
+        let server = |service: &str| ServerSample {
+            service: service.into(),
+            open_fds: fds,
+            tasks: 10,
+            chunks_held: held,
+            rss_bytes: rss,
+            unsettled: None,
+        };
+        SoakInterval {
+            scenario: scenario.into(),
+            requests: 100,
+            req_per_s: 10.0,
+            p50_us: 10.0,
+            p99_us: p99,
+            p999_us: p99,
+            max_us: p99,
+            faults: 8,
+            verdict: "PASS".into(),
+            pass: true,
+            servers: vec![server("rpc"), server("frames")],
+        }
+    }
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn flat_servers_pass_and_the_baseline_ends_the_first_rotation() {
+        let ivs: Vec<_> = (0..9)
+            .map(|i| iv("rpc", 100.0, if i == 0 { 12 } else { 20 }, 30 * MIB, 0))
+            .collect();
+        let r = judge(
+            Duration::from_secs(90),
+            Duration::from_secs(10),
+            "all:20/s".into(),
+            ivs,
+        );
+        assert!(r.pass, "{}", render(&r));
+        assert_eq!(r.baseline, 2);
+        assert_eq!(r.p99_trend, Some(1.0));
+        assert_eq!(
+            r.rss_mib_per_hour,
+            vec![
+                ("rpc".to_string(), Some(0.0)),
+                ("frames".to_string(), Some(0.0))
+            ]
+        );
+        assert!(render(&r).contains("verdict          PASS"));
+    }
+
+    #[test]
+    fn a_leak_of_fds_or_memory_or_chunks_fails_with_its_figures() {
+        // One fd more per interval after the warm-up.
+        let fds: Vec<_> = (0..6)
+            .map(|i| iv("stream", 100.0, 20 + i, 30 * MIB, 0))
+            .collect();
+        let r = judge(
+            Duration::from_secs(60),
+            Duration::from_secs(10),
+            "x".into(),
+            fds,
+        );
+        assert!(!r.pass);
+        assert!(
+            r.verdict
+                .contains("open fds at quiesce: 25 against a bound of 24 (baseline 22)"),
+            "{}",
+            r.verdict
+        );
+
+        let rss: Vec<_> = (0..6)
+            .map(|i| iv("stream", 100.0, 20, 30 * MIB + i * 4 * MIB, 0))
+            .collect();
+        let r = judge(
+            Duration::from_secs(60),
+            Duration::from_secs(10),
+            "x".into(),
+            rss,
+        );
+        assert!(
+            !r.pass && r.verdict.contains("RSS at quiesce"),
+            "{}",
+            r.verdict
+        );
+        // 4 MiB per 10 s interval is 1440 MiB an hour.
+        let trend = r.rss_mib_per_hour[0]
+            .1
+            .expect("3 samples after the warm-up");
+        assert!((trend - 1440.0).abs() < 1e-6, "{trend}");
+
+        // A chunk held once, even in the warm-up, fails.
+        let mut held: Vec<_> = (0..6).map(|_| iv("rpc", 100.0, 20, 30 * MIB, 0)).collect();
+        held[0].servers[1].chunks_held = 3;
+        let r = judge(
+            Duration::from_secs(60),
+            Duration::from_secs(10),
+            "x".into(),
+            held,
+        );
+        assert!(
+            !r.pass
+                && r.verdict
+                    .contains("frames server pool chunks held at quiesce, warm-up included: 3"),
+            "{}",
+            r.verdict
+        );
+    }
+
+    #[test]
+    fn a_failed_interval_or_a_server_that_does_not_quiesce_fails_the_soak() {
+        let mut ivs: Vec<_> = (0..3)
+            .map(|_| iv("churn", 100.0, 20, 30 * MIB, 0))
+            .collect();
+        ivs[1].pass = false;
+        ivs[1].verdict = "FAIL: 1 wrong reply".into();
+        ivs[2].servers[0].unsettled = Some("w0 fd 9: RECV".into());
+        let r = judge(
+            Duration::from_secs(30),
+            Duration::from_secs(10),
+            "x".into(),
+            ivs,
+        );
+        assert!(!r.pass);
+        assert!(
+            r.verdict
+                .contains("interval 2 (churn): FAIL: 1 wrong reply"),
+            "{}",
+            r.verdict
+        );
+        assert!(
+            r.verdict
+                .contains("after interval 3: rpc server: w0 fd 9: RECV"),
+            "{}",
+            r.verdict
+        );
+        assert_eq!(r.p99_trend, None);
+    }
+}

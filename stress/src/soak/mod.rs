@@ -1,0 +1,264 @@
+//! `--soak DURATION`: a long run that proves nothing leaks. One embedded server per
+//! service (Thrift for `rpc`, frames for `stream` and `churn`) lives for the whole
+//! soak; every interval drives one scenario against its server with every fault kind
+//! at a high rate (an ordinary run with `--connect`, every reply checked), then both
+//! servers are let to quiesce and sampled through their state dump: open fds, tasks,
+//! receive-pool chunks held, RSS. The first full rotation warms caches and pools; the
+//! samples after it must stay within the stated bounds of the baseline it ends with,
+//! and the latency of each interval is kept so a tail that creeps up shows as a trend.
+
+use crate::cli::{RunArgs, Scenario};
+use crate::embedded::EmbeddedServer;
+use crate::run::{plan, run, server_args, RunError};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+mod judge;
+mod text;
+
+use judge::judge;
+use text::interval_line;
+pub use text::render;
+
+/// The scenarios a soak rotates through.
+const ROTATION: [Scenario; 3] = [Scenario::Rpc, Scenario::Stream, Scenario::Churn];
+/// Open fds a server may hold at quiesce beyond its baseline.
+const FD_SLACK: u64 = 2;
+/// Tasks a server may hold at quiesce beyond its baseline.
+const TASK_SLACK: u64 = 2;
+/// RSS growth a server may show over its baseline: this, or a quarter of the
+/// baseline if that is more (allocator arenas and page-cache noise, not a trend).
+const RSS_SLACK: u64 = 8 << 20;
+/// How long a server may take to close what the interval left open.
+const QUIESCE_LIMIT: Duration = Duration::from_secs(10);
+
+/// A server's state at quiesce.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerSample {
+    /// `rpc` or `frames`.
+    pub service: String,
+    /// Open file descriptors.
+    pub open_fds: u64,
+    /// Unfinished tasks over every worker.
+    pub tasks: u64,
+    /// Receive-pool chunks held by the application or not yet returned.
+    pub chunks_held: u64,
+    /// Resident memory.
+    pub rss_bytes: u64,
+    /// What was still open when the quiesce limit passed (from its state dump).
+    pub unsettled: Option<String>,
+}
+
+/// One interval of a soak.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SoakInterval {
+    /// The scenario driven.
+    pub scenario: String,
+    /// Replies checked.
+    pub requests: u64,
+    /// Requests per second.
+    pub req_per_s: f64,
+    /// Latency percentiles and maximum, in µs.
+    pub p50_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Maximum.
+    pub max_us: f64,
+    /// Faults injected.
+    pub faults: u64,
+    /// The run's verdict line, and whether it passed.
+    pub verdict: String,
+    /// Whether the run passed.
+    pub pass: bool,
+    /// Both servers after the interval.
+    pub servers: Vec<ServerSample>,
+}
+
+/// One bound checked over the samples after the warm-up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SoakCheck {
+    /// The server.
+    pub service: String,
+    /// What was measured.
+    pub what: String,
+    /// Its value at the baseline.
+    pub baseline: u64,
+    /// The largest value after the baseline.
+    pub worst: u64,
+    /// The most `worst` may be.
+    pub bound: u64,
+    /// Whether it held.
+    pub ok: bool,
+}
+
+/// A soak's report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SoakReport {
+    /// Length asked for, in seconds.
+    pub duration_s: f64,
+    /// Interval length, in seconds.
+    pub interval_s: f64,
+    /// The faults every interval injected.
+    pub faults: String,
+    /// Every interval, in order.
+    pub intervals: Vec<SoakInterval>,
+    /// The interval whose samples are the baseline (0-based).
+    pub baseline: usize,
+    /// The bounds checked.
+    pub checks: Vec<SoakCheck>,
+    /// Median p99 of the last third of the intervals over that of the first third
+    /// (after the warm-up; `None` with fewer than 3 intervals there).
+    pub p99_trend: Option<f64>,
+    /// Each server's RSS trend after the warm-up: the least-squares slope over its
+    /// samples, in MiB per hour (`None` with fewer than 3 samples there). Reported,
+    /// not judged: a short soak's slope is mostly noise.
+    #[serde(default)]
+    pub rss_mib_per_hour: Vec<(String, Option<f64>)>,
+    /// Whether every interval passed and every bound held.
+    pub pass: bool,
+    /// Pass or fail, and why.
+    pub verdict: String,
+}
+
+/// The two long-lived servers.
+struct Servers {
+    rpc: EmbeddedServer,
+    frames: EmbeddedServer,
+}
+
+impl Servers {
+    fn start(a: &RunArgs) -> Result<Servers, RunError> {
+        let start = |scenario| {
+            let args = RunArgs {
+                scenario,
+                ..a.clone()
+            };
+            let p = plan(&args)?;
+            EmbeddedServer::start(&server_args(&args, &p), Duration::from_secs(30))
+                .map_err(RunError::Setup)
+        };
+        Ok(Servers {
+            rpc: start(Scenario::Rpc)?,
+            frames: start(Scenario::Stream)?,
+        })
+    }
+
+    fn for_scenario(&mut self, s: Scenario) -> &mut EmbeddedServer {
+        match s {
+            Scenario::Rpc => &mut self.rpc,
+            _ => &mut self.frames,
+        }
+    }
+}
+
+/// Waits for `s` to close everything, then samples it.
+fn sample(service: &str, s: &mut EmbeddedServer) -> Result<ServerSample, RunError> {
+    let setup = |e: String| RunError::Setup(format!("the {service} server: {e}"));
+    let start = Instant::now();
+    let settled = loop {
+        let snap = s.stats(Duration::from_secs(5)).map_err(setup)?;
+        let open = match &snap.rpc {
+            Some(r) => r.get("connections_active"),
+            None => snap.totals().open,
+        };
+        if open == 0 && snap.buffers_held() == 0 {
+            break true;
+        }
+        if start.elapsed() > QUIESCE_LIMIT {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let dump = s.dump(Duration::from_secs(5)).map_err(setup)?;
+    Ok(ServerSample {
+        service: service.into(),
+        open_fds: dump.process.open_fds as u64,
+        tasks: dump.workers.iter().map(|w| w.tasks as u64).sum(),
+        chunks_held: dump
+            .workers
+            .iter()
+            .flat_map(|w| &w.pools)
+            .map(|p| p.user + p.returns_pending)
+            .sum(),
+        rss_bytes: dump.process.rss_bytes.unwrap_or(0),
+        unsettled: (!settled).then(|| {
+            crate::stuck::describe(&dump)
+                .unwrap_or_else(|| "its counters still showed an open connection".into())
+        }),
+    })
+}
+
+/// Runs the soak `a.soak` asks for.
+pub fn soak(a: &RunArgs) -> Result<SoakReport, RunError> {
+    let Some(total) = a.soak else {
+        return Err(RunError::Usage("--soak needs a duration".into()));
+    };
+    if a.connect.is_some() {
+        return Err(RunError::Usage(
+            "--soak starts and samples its own servers; --connect does not apply".into(),
+        ));
+    }
+    if a.soak_interval < Duration::from_secs(1) || total < a.soak_interval {
+        return Err(RunError::Usage(format!(
+            "--soak-interval must be at least 1s and at most --soak ({:?}), got {:?}",
+            total, a.soak_interval
+        )));
+    }
+    if !(a.soak_fault_rate > 0.0 && a.soak_fault_rate.is_finite()) {
+        return Err(RunError::Usage(
+            "--soak-fault-rate must be above zero".into(),
+        ));
+    }
+    let faults = a
+        .faults
+        .clone()
+        .unwrap_or_else(|| format!("all:{}/s", a.soak_fault_rate));
+    let n = (total.as_secs_f64() / a.soak_interval.as_secs_f64())
+        .round()
+        .max(1.0) as usize;
+    let mut servers = Servers::start(a)?;
+    let mut intervals = Vec::with_capacity(n);
+    for i in 0..n {
+        let scenario = ROTATION[i % ROTATION.len()];
+        let args = RunArgs {
+            scenario,
+            connect: Some(servers.for_scenario(scenario).addr().to_string()),
+            duration: Some(a.soak_interval),
+            requests: None,
+            faults: Some(faults.clone()),
+            quiet: true,
+            json: None,
+            hist: None,
+            plot: None,
+            soak: None,
+            hostile: false,
+            ..a.clone()
+        };
+        let r = run(&args)?;
+        let samples = vec![
+            sample("rpc", &mut servers.rpc)?,
+            sample("frames", &mut servers.frames)?,
+        ];
+        let interval = SoakInterval {
+            scenario: scenario.name().into(),
+            requests: r.requests.ok,
+            req_per_s: r.throughput.req_per_s,
+            p50_us: r.latency.p50_us,
+            p99_us: r.latency.p99_us,
+            p999_us: r.latency.p999_us,
+            max_us: r.latency.max_us,
+            faults: r.faults.iter().map(|f| f.counts.attempted).sum(),
+            verdict: r.verdict.line.clone(),
+            pass: r.verdict.pass,
+            servers: samples,
+        };
+        if !a.quiet {
+            eprintln!("{}", interval_line(i, &interval));
+        }
+        intervals.push(interval);
+    }
+    drop(servers);
+    Ok(judge(total, a.soak_interval, faults, intervals))
+}

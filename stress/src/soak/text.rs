@@ -1,0 +1,122 @@
+//! The soak report as text.
+
+use super::{SoakInterval, SoakReport};
+use std::fmt::Write as _;
+
+/// One interval as a line of the progress and the report.
+pub(super) fn interval_line(i: usize, iv: &SoakInterval) -> String {
+    let mut line = format!(
+        "{:>3}  {:<8} {:>9} {:>9.0} {:>8.0} {:>8.0} {:>9.0} {:>8.0} {:>6}  {:<4}",
+        i + 1,
+        iv.scenario,
+        iv.requests,
+        iv.req_per_s,
+        iv.p50_us,
+        iv.p99_us,
+        iv.p999_us,
+        iv.max_us,
+        iv.faults,
+        if iv.pass { "PASS" } else { "FAIL" }
+    );
+    for s in &iv.servers {
+        let _ = write!(
+            line,
+            " | {:>4} {:>5} {:>4} {:>7.1}",
+            s.open_fds,
+            s.tasks,
+            s.chunks_held,
+            s.rss_bytes as f64 / (1024.0 * 1024.0)
+        );
+    }
+    line
+}
+
+/// The soak report as text.
+pub fn render(r: &SoakReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "zerorx-stress soak: {:.0} s in {} intervals of {:.0} s (rpc, stream, churn in turn), \
+         faults {} in each; both servers sampled at quiesce after every interval",
+        r.duration_s,
+        r.intervals.len(),
+        r.interval_s,
+        r.faults
+    );
+    let servers: Vec<&str> = r
+        .intervals
+        .first()
+        .map(|i| i.servers.iter().map(|s| s.service.as_str()).collect())
+        .unwrap_or_default();
+    let mut head = format!(
+        "{:>3}  {:<8} {:>9} {:>9} {:>8} {:>8} {:>9} {:>8} {:>6}  {:<4}",
+        "#",
+        "scenario",
+        "requests",
+        "req/s",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "faults",
+        "run"
+    );
+    for s in &servers {
+        let _ = write!(head, " | {s:>6}: fds tasks held RSS MiB");
+    }
+    let _ = writeln!(o, "{head}");
+    for (i, iv) in r.intervals.iter().enumerate() {
+        let _ = writeln!(o, "{}", interval_line(i, iv));
+    }
+    let _ = writeln!(
+        o,
+        "checks (baseline: the servers after interval {}, the end of the first rotation)",
+        r.baseline + 1
+    );
+    for c in &r.checks {
+        // RSS in MiB, the rest as counts.
+        let (what, fig): (&str, fn(u64) -> String) = match c.what.strip_suffix(" (bytes)") {
+            Some(w) => (w, |b| format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))),
+            None => (&c.what, |n| n.to_string()),
+        };
+        let _ = writeln!(
+            o,
+            "  {:<7} {:<46} baseline {:>10}  worst {:>10}  bound {:>10}  {}",
+            c.service,
+            what,
+            fig(c.baseline),
+            fig(c.worst),
+            fig(c.bound),
+            if c.ok { "ok" } else { "FAIL" }
+        );
+    }
+    if let Some(t) = r.p99_trend {
+        let _ = writeln!(
+            o,
+            "p99 trend        {t:.2}× (median p99 of the last third of the intervals after the \
+             warm-up over that of the first third)"
+        );
+    }
+    for (service, trend) in &r.rss_mib_per_hour {
+        if let Some(t) = trend {
+            let _ = writeln!(
+                o,
+                "RSS trend        {service} server {t:+.1} MiB/h (least squares over the samples \
+                 after the warm-up)"
+            );
+        }
+    }
+    for iv in &r.intervals {
+        for s in &iv.servers {
+            if let Some(u) = &s.unsettled {
+                let _ = writeln!(
+                    o,
+                    "note             {} server did not quiesce: {u}",
+                    s.service
+                );
+            }
+        }
+    }
+    let _ = writeln!(o, "\nverdict          {}", r.verdict);
+    o
+}

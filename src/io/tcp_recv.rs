@@ -117,8 +117,8 @@ enum Wait {
     /// `ENOBUFS`: until the copy pool has given the kernel buffers back since the
     /// receive was armed (`armed_mark`), and has some.
     CopyBuffers,
-    /// `ENOMEM`: until the zero-copy pool has given the kernel chunks back since the
-    /// receive was armed (`armed_mark`).
+    /// `ENOMEM`: until the zero-copy pool has given the kernel chunks since the
+    /// receive was armed (`armed_mark`), by returns or by an added area.
     ZcChunks,
 }
 
@@ -258,10 +258,10 @@ impl Receiver {
                 false
             }
             Wait::ZcChunks => {
-                let Some(returned) = core.zc_returned() else {
+                let Some(given) = core.zc_progress() else {
                     return true;
                 };
-                if returned > mark {
+                if given > mark {
                     return true;
                 }
                 if is_peek(cx.waker()) {
@@ -271,7 +271,7 @@ impl Receiver {
                 // flag, so one of the two sees the other.
                 core.zc_waiters.borrow_mut().push(cx.waker().clone());
                 core.shared.zc_waiting.store(true, Ordering::SeqCst);
-                core.zc_returned().is_none_or(|r| r > mark)
+                core.zc_progress().is_none_or(|r| r > mark)
             }
         }
     }
@@ -332,7 +332,7 @@ impl Receiver {
                     self.wait = None;
                 }
                 self.armed_mark = match path {
-                    Path::ZeroCopy => core.zc_returned().unwrap_or(0),
+                    Path::ZeroCopy => core.zc_progress().unwrap_or(0),
                     _ => core.copy_returned(),
                 };
                 let (armed, budget) = self.arm(&core, fd, path)?;

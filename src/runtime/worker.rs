@@ -187,7 +187,7 @@ pub(crate) struct Core {
     pub(crate) zc_waiters: RefCell<Vec<Waker>>,
     /// Readers holding receive buffers while they wait, woken when the pools run low.
     pub(crate) holders: Rc<Holders>,
-    /// `returned_to_kernel` of the zero-copy pool at the last turn.
+    /// [`zc_progress`](Self::zc_progress) at the last turn.
     zc_seen: Cell<u64>,
     /// The zero-copy pool's counters (cheap reads of its return progress).
     zc_stats: Option<StatsHandle>,
@@ -273,7 +273,7 @@ impl Core {
             copy_waiters: RefCell::new(Vec::new()),
             zc_waiters: RefCell::new(Vec::new()),
             holders: Rc::default(),
-            zc_seen: Cell::new(zc_stats.as_ref().map_or(0, |s| s.returned_to_kernel())),
+            zc_seen: Cell::new(zc_stats.as_ref().map_or(0, |s| s.chunks_given_to_kernel())),
             zc_stats,
             steering_warned: Cell::new(false),
             run_queue: RefCell::new(VecDeque::new()),
@@ -402,9 +402,12 @@ impl Core {
             .map_or(0, |s| s.returned_to_kernel())
     }
 
-    /// `returned_to_kernel` of the zero-copy pool this worker receives into.
-    pub(crate) fn zc_returned(&self) -> Option<u64> {
-        self.zc_stats.as_ref().map(|s| s.returned_to_kernel())
+    /// Chunks the zero-copy pool this worker receives into has given the kernel so far
+    /// (returns and growth: see `StatsHandle::chunks_given_to_kernel`). An importer's
+    /// receives wait on this, not on returns alone: an area the owner adds while they
+    /// wait gives no return, and they would sleep beside free chunks.
+    pub(crate) fn zc_progress(&self) -> Option<u64> {
+        self.zc_stats.as_ref().map(|s| s.chunks_given_to_kernel())
     }
 
     /// Publishes buffer returns to the kernel (one tail store per pool, before the
@@ -462,8 +465,8 @@ impl Core {
             let grew = growth
                 .as_ref()
                 .is_some_and(|g| g.grow_if_needed(ring, dry, self.shared.index));
-            let returned = self.zc_returned().unwrap_or(0);
-            if returned != self.zc_seen.replace(returned) || grew {
+            let progress = self.zc_progress().unwrap_or(0);
+            if progress != self.zc_seen.replace(progress) || grew {
                 wakers.append(&mut self.zc_waiters.borrow_mut());
                 self.shared.zc_waiting.store(false, Ordering::SeqCst);
                 for importer in importers {

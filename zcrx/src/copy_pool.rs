@@ -467,6 +467,17 @@ impl StatsHandle {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Chunks the kernel has been given to receive into so far: the pool's chunks
+    /// (those it started with and every added area's) plus every return. It grows
+    /// whenever the kernel gets a chunk, by a return or by growth, so a receive that
+    /// waited for chunks compares it against the value it failed at.
+    pub fn chunks_given_to_kernel(&self) -> u64 {
+        let s = &self.0.stats;
+        s.returned_to_kernel
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .wrapping_add(s.chunks_total.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// Counts a terminal receive result (`-ENOBUFS`, `-ENOSPC`, `-ENOMEM`, `-EFAULT`).
     pub fn record_errno(&self, errno: i32) {
         self.0.stats.record_errno(errno)

@@ -1,4 +1,4 @@
-//! The receive side of a [`TcpStream`](super::TcpStream): one multishot receive kept
+//! The receive side of a [`TcpStream`](crate::net::TcpStream): one multishot receive kept
 //! armed on the best source the worker has, its completions decoded into buffers as
 //! they are reaped, and the re-arm rules of [`RecvTracker`].
 //!

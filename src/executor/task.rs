@@ -10,6 +10,10 @@
 //! (runtime gone): it is dropped wherever its last reference goes, which is sound
 //! because `spawn_on` requires that future to be `Send`. Wakers may be used from any
 //! thread; they only touch the state word and the owner's queues.
+//!
+//! One file on purpose (over 600 lines): the state-word handshake between the owner,
+//! the handle and wakers (see [`Header`]) is only checkable when every side of it is
+//! read together.
 
 use super::join::JoinError;
 use super::join_wakers::JoinWakers;

@@ -121,6 +121,23 @@ fn sample(s: &mut EmbeddedServer) -> Result<Sample, RunError> {
     })
 }
 
+/// The server once it counts `n` open connections (or after 10 s, as it is then).
+fn accepted(s: &mut EmbeddedServer, n: u64) -> Result<Sample, RunError> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        // The counters are cheap to ask for; the dump (an entry per op) once.
+        let stats = s.stats(Duration::from_secs(10)).map_err(setup)?;
+        let open = stats
+            .rpc
+            .as_ref()
+            .map_or(0, |r| r.get("connections_active"));
+        if open >= n || Instant::now() > deadline {
+            return sample(s);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Waits (at most `limit`) until the server has no open connection; the time it took.
 fn quiesce(s: &mut EmbeddedServer, limit: Duration) -> Result<Option<Duration>, RunError> {
     let start = Instant::now();
@@ -303,7 +320,9 @@ pub fn hostile(a: &RunArgs) -> Result<HostileReport, RunError> {
     ));
     let mut slow = slowloris(addr, a.slowloris)?;
     let mut never = never_readers(addr, a.never_read, a)?;
-    let opened = sample(&mut server)?;
+    // The last connects may still wait in the listen queue: give the server a
+    // moment to accept them all before sampling.
+    let opened = accepted(&mut server, (a.slowloris + a.never_read) as u64)?;
     say("load beside them");
     let hostile = phase(&run(&load)?);
     let after_load = sample(&mut server)?;

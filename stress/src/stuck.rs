@@ -6,21 +6,26 @@ use zerorx::runtime::RuntimeDump;
 /// Connections listed in a note at most; the rest are counted.
 const LISTED: usize = 8;
 
-/// The server's open connections (ops on connected sockets) and the tasks that wait
-/// on nothing the runtime knows of, in words; `None` when the dump shows neither.
+/// The server's open connections (every op but a listener's accept), the tasks that
+/// wait on a timer and no op, and those that wait on nothing the runtime knows of, in
+/// words; `None` when the dump shows none of them.
 pub fn describe(dump: &RuntimeDump) -> Option<String> {
     let mut parts = Vec::new();
     let mut conns = Vec::new();
     let mut unknown = 0;
+    // Tasks that wait on a timer and no op: (name, ms until the nearest).
+    let mut timed: Vec<(String, i64)> = Vec::new();
     for w in &dump.workers {
         if let Some(why) = &w.missing {
             parts.push(format!("worker {} gave no full dump ({why})", w.index));
         }
         for op in &w.ops {
-            // A connected socket's addresses read `local -> peer`.
-            let Some(socket) = op.socket.as_deref().filter(|s| s.contains(" -> ")) else {
+            // Every op but a listener's accept belongs to a connection: connected
+            // sockets read `local -> peer`, one whose peer has reset has no peer left.
+            if op.opcode == "ACCEPT" {
                 continue;
-            };
+            }
+            let socket = op.socket.as_deref().unwrap_or("not a socket");
             conns.push(format!(
                 "w{} fd {} ({socket}): {}{} {} for {:.1} s, {}",
                 w.index,
@@ -39,6 +44,12 @@ pub fn describe(dump: &RuntimeDump) -> Option<String> {
             .iter()
             .filter(|t| t.ops.is_empty() && t.timers_ms.is_empty())
             .count();
+        timed.extend(
+            w.waiting
+                .iter()
+                .filter(|t| t.ops.is_empty())
+                .filter_map(|t| Some((t.name.clone(), *t.timers_ms.first()?))),
+        );
     }
     if !conns.is_empty() {
         let mut listed = conns[..conns.len().min(LISTED)].join("; ");
@@ -46,6 +57,18 @@ pub fn describe(dump: &RuntimeDump) -> Option<String> {
             listed.push_str(&format!("; and {} more", conns.len() - LISTED));
         }
         parts.push(format!("{} ops on connections: {listed}", conns.len()));
+    }
+    if !timed.is_empty() {
+        let listed: Vec<String> = timed
+            .iter()
+            .take(LISTED)
+            .map(|(t, ms)| format!("{t} (due in {ms} ms)"))
+            .collect();
+        parts.push(format!(
+            "{} tasks wait on a timer and no op: {}",
+            timed.len(),
+            listed.join(", ")
+        ));
     }
     if unknown > 0 {
         parts.push(format!(
@@ -65,15 +88,20 @@ mod tests {
 
     #[test]
     fn open_connections_are_named_with_their_op_and_listeners_are_not() {
+        // A send on a socket whose peer reset has no peer address left: still listed.
         let d = dump(
             r#"{"process":{"open_fds":9,"sockets":3,"rss_bytes":null},"workers":[
             {"index":0,"missing":null,"ring":null,"tasks":2,"queued":0,
              "waiting":[{"name":"w0#3","ops":[1],"timers_ms":[]},
-                        {"name":"w0#4","ops":[],"timers_ms":[]}],
+                        {"name":"w0#4","ops":[],"timers_ms":[]},
+                        {"name":"w0#5","ops":[2],"timers_ms":[]},
+                        {"name":"w0#6","ops":[],"timers_ms":[25000]}],
              "ops":[{"opcode":"ACCEPT","state":"streaming","multishot":true,"fd":5,
                      "socket":"127.0.0.1:9000","age_ms":9000,"task":null},
                     {"opcode":"RECV","state":"streaming","multishot":true,"fd":7,
-                     "socket":"127.0.0.1:9000 -> 127.0.0.1:5555","age_ms":3250,"task":"w0#3"}],
+                     "socket":"127.0.0.1:9000 -> 127.0.0.1:5555","age_ms":3250,"task":"w0#3"},
+                    {"opcode":"SEND","state":"pending","multishot":false,"fd":8,
+                     "socket":"127.0.0.1:9000","age_ms":12000,"task":"w0#5"}],
              "timers":{"pending":0,"next_ms":null},"pools":[],"receives_waiting_for_buffers":0},
             {"index":1,"missing":"no answer within 2.0 s","ring":null,"tasks":0,"queued":0,
              "waiting":[],"ops":[],"timers":{"pending":0,"next_ms":null},"pools":[],
@@ -83,9 +111,11 @@ mod tests {
         assert_eq!(
             text,
             "the server's state dump: worker 1 gave no full dump (no answer within 2.0 s); \
-             1 ops on connections: w0 fd 7 (127.0.0.1:9000 -> 127.0.0.1:5555): RECV \
-             multishot streaming for 3.2 s, task w0#3; 1 tasks wait on no op or timer \
-             (another task, a channel, a wake-up)"
+             2 ops on connections: w0 fd 7 (127.0.0.1:9000 -> 127.0.0.1:5555): RECV \
+             multishot streaming for 3.2 s, task w0#3; w0 fd 8 (127.0.0.1:9000): SEND \
+             pending for 12.0 s, task w0#5; 1 tasks wait on a timer and no op: w0#6 (due \
+             in 25000 ms); 1 tasks wait on no op or timer (another task, a channel, a \
+             wake-up)"
         );
     }
 

@@ -26,11 +26,15 @@ const ROTATION: [Scenario; 3] = [Scenario::Rpc, Scenario::Stream, Scenario::Chur
 const FD_SLACK: u64 = 2;
 /// Tasks a server may hold at quiesce beyond its baseline.
 const TASK_SLACK: u64 = 2;
-/// RSS growth a server may show over its baseline: this, or a quarter of the
-/// baseline if that is more (allocator arenas and page-cache noise, not a trend).
+/// RSS growth from the first third of the soak to the last (medians): this, or a
+/// tenth of the first if that is more.
 const RSS_SLACK: u64 = 8 << 20;
-/// How long a server may take to close what the interval left open.
-const QUIESCE_LIMIT: Duration = Duration::from_secs(10);
+/// Past this, a server that has not closed what the interval left open is named in a
+/// note (from its state dump).
+const QUIESCE_NOTE: Duration = Duration::from_secs(10);
+/// Past this, it has failed to: longer than the server's write timeout (30 s), which
+/// closes a connection whose peer stopped taking its replies.
+const QUIESCE_LIMIT: Duration = Duration::from_secs(40);
 
 /// A server's state at quiesce.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -47,6 +51,9 @@ pub struct ServerSample {
     pub rss_bytes: u64,
     /// What was still open when the quiesce limit passed (from its state dump).
     pub unsettled: Option<String>,
+    /// A quiesce that took over 10 s but happened: how long, and what was open at 10 s.
+    #[serde(default)]
+    pub slow: Option<String>,
 }
 
 /// One interval of a soak.
@@ -157,6 +164,7 @@ impl Servers {
 fn sample(service: &str, s: &mut EmbeddedServer) -> Result<ServerSample, RunError> {
     let setup = |e: String| RunError::Setup(format!("the {service} server: {e}"));
     let start = Instant::now();
+    let mut open_at_note: Option<String> = None;
     let settled = loop {
         let snap = s.stats(Duration::from_secs(5)).map_err(setup)?;
         let open = match &snap.rpc {
@@ -169,8 +177,15 @@ fn sample(service: &str, s: &mut EmbeddedServer) -> Result<ServerSample, RunErro
         if start.elapsed() > QUIESCE_LIMIT {
             break false;
         }
+        if open_at_note.is_none() && start.elapsed() > QUIESCE_NOTE {
+            let dump = s.dump(Duration::from_secs(5)).map_err(setup)?;
+            open_at_note = Some(crate::stuck::describe(&dump).unwrap_or_else(|| {
+                format!("{open} connections counted open, nothing in the dump")
+            }));
+        }
         std::thread::sleep(Duration::from_millis(20));
     };
+    let took = start.elapsed();
     let dump = s.dump(Duration::from_secs(5)).map_err(setup)?;
     Ok(ServerSample {
         service: service.into(),
@@ -186,6 +201,12 @@ fn sample(service: &str, s: &mut EmbeddedServer) -> Result<ServerSample, RunErro
         unsettled: (!settled).then(|| {
             crate::stuck::describe(&dump)
                 .unwrap_or_else(|| "its counters still showed an open connection".into())
+        }),
+        slow: open_at_note.filter(|_| settled).map(|what| {
+            format!(
+                "took {:.1} s to quiesce; at 10 s: {what}",
+                took.as_secs_f64()
+            )
         }),
     })
 }

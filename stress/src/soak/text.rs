@@ -108,6 +108,9 @@ pub fn render(r: &SoakReport) -> String {
     }
     for iv in &r.intervals {
         for s in &iv.servers {
+            if let Some(slow) = &s.slow {
+                let _ = writeln!(o, "note             {} server {slow}", s.service);
+            }
             if let Some(u) = &s.unsettled {
                 let _ = writeln!(
                     o,

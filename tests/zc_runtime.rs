@@ -22,6 +22,15 @@ use zerorx::{spawn, timeout, Builder, ReceiveMode, Runtime};
 
 type Case = fn() -> Result<(), Failed>;
 
+/// Fails naming the kernel and what it lacks, for a test of a newer kernel's feature.
+fn kernel_has(feature: bool, lacking: &str) -> Result<(), Failed> {
+    if feature {
+        return Ok(());
+    }
+    let release = &capabilities().kernel_release;
+    Err(format!("kernel {release} lacks {lacking}").into())
+}
+
 fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Failed> {
     if cond {
         Ok(())
@@ -129,14 +138,10 @@ fn nodev_small_area_runs_dry_and_recovers_without_loss() -> Result<(), Failed> {
 /// at once) grows to its 32-chunk ceiling, one added area and no more, echoing every
 /// byte, and ends with every chunk back.
 fn grows_to_its_ceiling(rt: &Runtime, worker: usize) -> Result<(), Failed> {
-    let caps = capabilities();
-    if !caps.zcrx.add_area {
-        return Err(format!(
-            "kernel {} lacks ZCRX_CTRL_ADD_AREA (Linux 7.3+)",
-            caps.kernel_release
-        )
-        .into());
-    }
+    kernel_has(
+        capabilities().zcrx.add_area,
+        "ZCRX_CTRL_ADD_AREA (Linux 7.3+)",
+    )?;
     let total = echo_on(rt, worker, 8, 400_000)?;
     check(total == 8 * 400_000, || format!("echoed {total}"))?;
     let s = rt.handle().zc_pool_stats()[0].ok_or("worker 0 owns a pool")?;
@@ -187,14 +192,10 @@ fn nodev_an_importer_receives_into_areas_added_after_the_import() -> Result<(), 
 /// a return only: the owner's growth woke the importer, which saw no return and went
 /// back to sleep beside 16 free chunks (1 guest run in 6 of the growth test hung).
 fn nodev_an_importer_that_ran_dry_receives_into_the_area_added_meanwhile() -> Result<(), Failed> {
-    let caps = capabilities();
-    if !caps.zcrx.add_area {
-        return Err(format!(
-            "kernel {} lacks ZCRX_CTRL_ADD_AREA (Linux 7.3+)",
-            caps.kernel_release
-        )
-        .into());
-    }
+    kernel_has(
+        capabilities().zcrx.add_area,
+        "ZCRX_CTRL_ADD_AREA (Linux 7.3+)",
+    )?;
     let rt = device_less(2, 1)
         .pool_size(16 * 4096)
         .zero_copy_pool_ceiling(Some(32 * 4096))
@@ -317,14 +318,10 @@ fn nodev_handover_serves_the_other_worker() -> Result<(), Failed> {
 }
 
 fn nodev_copy_events_reach_the_pool_and_are_re_armed() -> Result<(), Failed> {
-    let caps = capabilities();
-    if !caps.zcrx.events {
-        return Err(format!(
-            "kernel {} lacks zcrx events (ZCRX_FEATURE_EVENT, Linux 7.2+)",
-            caps.kernel_release
-        )
-        .into());
-    }
+    kernel_has(
+        capabilities().zcrx.events,
+        "zcrx events (ZCRX_FEATURE_EVENT, Linux 7.2+)",
+    )?;
     let rt = device_less(1, 1).build().map_err(|e| e.to_string())?;
     // Each echo copies (device-less); a second COPY event needs the first re-armed.
     let mut events = Vec::new();

@@ -16,6 +16,7 @@ use crate::embedded::EmbeddedServer;
 use crate::faults::wire::{Wire, WireKind};
 use crate::report::Report;
 use crate::run::{plan, run, server_args, RunError};
+use crate::server::stats::ServerSnapshot;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::io::{ErrorKind, Read, Write};
@@ -105,15 +106,20 @@ fn setup(e: impl std::fmt::Display) -> RunError {
     RunError::Setup(e.to_string())
 }
 
+/// The Thrift server's count of open connections.
+fn open_connections(stats: &ServerSnapshot) -> u64 {
+    stats
+        .rpc
+        .as_ref()
+        .map_or(0, |r| r.get("connections_active"))
+}
+
 /// The server's state, from its counters and its dump.
 fn sample(s: &mut EmbeddedServer) -> Result<Sample, RunError> {
     let stats = s.stats(Duration::from_secs(10)).map_err(setup)?;
     let dump = s.dump(Duration::from_secs(10)).map_err(setup)?;
     Ok(Sample {
-        connections: stats
-            .rpc
-            .as_ref()
-            .map_or(0, |r| r.get("connections_active")),
+        connections: open_connections(&stats),
         open_fds: dump.process.open_fds as u64,
         tasks: dump.workers.iter().map(|w| w.tasks as u64).sum(),
         chunks_held: stats.buffers_held(),
@@ -127,10 +133,7 @@ fn accepted(s: &mut EmbeddedServer, n: u64) -> Result<Sample, RunError> {
     loop {
         // The counters are cheap to ask for; the dump (an entry per op) once.
         let stats = s.stats(Duration::from_secs(10)).map_err(setup)?;
-        let open = stats
-            .rpc
-            .as_ref()
-            .map_or(0, |r| r.get("connections_active"));
+        let open = open_connections(&stats);
         if open >= n || Instant::now() > deadline {
             return sample(s);
         }
@@ -143,10 +146,7 @@ fn quiesce(s: &mut EmbeddedServer, limit: Duration) -> Result<Option<Duration>, 
     let start = Instant::now();
     loop {
         let stats = s.stats(Duration::from_secs(10)).map_err(setup)?;
-        let open = stats
-            .rpc
-            .as_ref()
-            .map_or(0, |r| r.get("connections_active"));
+        let open = open_connections(&stats);
         if open == 0 && stats.buffers_held() == 0 {
             return Ok(Some(start.elapsed()));
         }

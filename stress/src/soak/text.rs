@@ -81,7 +81,7 @@ pub fn render(r: &SoakReport) -> String {
         };
         let _ = writeln!(
             o,
-            "  {:<7} {:<46} baseline {:>10}  worst {:>10}  bound {:>10}  {}",
+            "  {:<7} {:<52} baseline {:>10}  worst {:>10}  bound {:>10}  {}",
             c.service,
             what,
             fig(c.baseline),

@@ -5,9 +5,9 @@
 //! 1. a baseline: the rpc load alone, then the server sampled at quiesce;
 //! 2. `--slowloris N` connections that each send one byte of a frame header and stop,
 //!    and `--never-read M` connections that send echo requests and never read a reply;
-//! 3. the rpc load again beside them: every reply correct, p99 against the baseline's,
-//!    and the server's RSS against a bound computed from what each hostile connection
-//!    may hold;
+//! 3. the rpc load again beside them: every reply correct, p99 beside the baseline's
+//!    (reported: a timing is not judged on a shared machine), and the server's RSS
+//!    against a bound computed from what each hostile connection may hold;
 //! 4. the timeouts reclaim everything: every hostile connection closed by the server,
 //!    and its fds, tasks and pool chunks back to the baseline.
 
@@ -37,8 +37,6 @@ const NEVER_READ_REQUESTS: usize = 256;
 const SERVER_IN_FLIGHT: u64 = 128;
 /// Allocator and sampling slack on top of the computed bound.
 const RSS_SLACK: u64 = 16 << 20;
-/// p99 under hostile load may be at most this many times the baseline's.
-const P99_RATIO: f64 = 2.0;
 /// Open fds and tasks the server may hold after the timeouts beyond its baseline.
 const SLACK: u64 = 2;
 
@@ -375,13 +373,6 @@ pub fn hostile(a: &RunArgs) -> Result<HostileReport, RunError> {
         ),
         (
             format!(
-                "p99 beside them {:.0} µs, at most {P99_RATIO}x the baseline's {:.0} µs",
-                hostile.p99_us, baseline.p99_us
-            ),
-            hostile.p99_us <= P99_RATIO * baseline.p99_us.max(1.0),
-        ),
-        (
-            format!(
                 "server RSS {:.1} MiB under the bound {:.1} MiB (baseline {:.1} MiB + {} x {} B \
                  + {} x {} x {} B + {:.0} MiB)",
                 mib(during.rss_bytes),
@@ -473,10 +464,15 @@ pub fn render(r: &HostileReport) -> String {
     o.push_str(&row("after the baseline load", &r.before));
     o.push_str(&row("beside the hostile load", &r.during));
     o.push_str(&row("after the timeouts", &r.after));
+    // Reported, not judged: a latency on a shared machine is no pass/fail figure
+    // (the benches compare timings, in interleaved rounds).
     let _ = writeln!(
         o,
-        "  load p99: baseline {:.0} µs, beside the hostile connections {:.0} µs",
-        r.baseline.p99_us, r.hostile.p99_us
+        "  load p99: baseline {:.0} µs, beside the hostile connections {:.0} µs ({:.2}x; \
+         reported, not judged)",
+        r.baseline.p99_us,
+        r.hostile.p99_us,
+        r.hostile.p99_us / r.baseline.p99_us.max(1.0)
     );
     let hostile = (r.slowloris + r.never_read) as u64;
     let grown = r.during.rss_bytes.saturating_sub(r.before.rss_bytes);
@@ -501,8 +497,8 @@ pub fn render(r: &HostileReport) -> String {
         o,
         "\nverdict          {}",
         if r.pass {
-            "PASS: the server held every hostile connection within its memory bound, kept \
-             the other clients' p99, and its timeouts reclaimed everything"
+            "PASS: the server held every hostile connection within its memory bound while \
+             every other client's reply was correct, and its timeouts reclaimed everything"
                 .to_string()
         } else {
             format!("FAIL: {}", failed.join("; "))

@@ -229,10 +229,7 @@ impl Handle {
     /// [`dump`](Self::dump), waiting at most `wait` for the workers' answers.
     pub fn dump_within(&self, wait: std::time::Duration) -> super::RuntimeDump {
         let deadline = Instant::now() + wait;
-        let here = context::with_core(|core| {
-            Arc::ptr_eq(&core.handle.inner, &self.inner).then(|| core.shared.index)
-        })
-        .flatten();
+        let here = self.current_worker();
         let asked: Vec<_> = self
             .inner
             .workers

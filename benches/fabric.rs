@@ -2,14 +2,13 @@
 //! libfabric's own `fi_pingpong` (Debian `libfabric-bin`, provider `tcp;ofi_rxm`) as
 //! the outside reference measured in the same run.
 //!
-//! `cargo bench --bench fabric` (add `--features libfabric` for the libfabric
+//! `cargo bench -p zerorx-bench --bench fabric` (add `--features libfabric` for the libfabric
 //! providers through this API). Each cell is the median of `ZERORX_BENCH_REPS` runs
 //! (default 3), runs interleaved across contenders so load changes hit all of them.
 //! Latency is one way (half a round trip), as `fi_pingpong` reports it; pingpong
 //! bandwidth is size / one-way time, the same formula as `fi_pingpong`'s MB/sec.
 
-#[path = "fabric_engine/mod.rs"]
-mod engine;
+use zerorx_bench::fabric_engine as engine;
 
 use engine::{Node, Plan, Report, Sample};
 use std::process::{Command, Stdio};
@@ -167,7 +166,7 @@ fn main() {
              `sudo apt-get install libfabric-bin` (Debian/Ubuntu) and run again."
         );
     }
-    let providers = zerorx::fabric::Fabric::providers();
+    let providers = zerorx_fabric::Fabric::providers();
     let mut rows: Vec<String> = providers.clone();
     if have_fi {
         rows.push(format!("fi_pingpong {REFERENCE}"));

@@ -5,27 +5,17 @@
 //! interleaved; prints req/s, latency percentiles and zerorx's ratios against each
 //! peer with the issue's goals. `--help` lists the options.
 
-#[path = "rpc_peers/load.rs"]
-mod load;
-#[path = "rpc_peers/report.rs"]
-mod report;
-#[path = "rpc_peers/servers.rs"]
-mod servers;
-#[path = "rpc_peers/thrift_crate_server.rs"]
-mod thrift_crate_server;
-#[path = "rpc_peers/tnonblocking.rs"]
-mod tnonblocking;
-#[path = "rpc_peers/tokio_server.rs"]
-mod tokio_server;
+mod rpc_peers;
 
 use load::{Check, Load};
 use report::Cell;
+use rpc_peers::{load, report, servers, tnonblocking};
 use servers::{Kind, Server, Setup};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant, SystemTime};
-use zerorx::rpc::bench::AddArgs;
-use zerorx::rpc::{encode_message, DecodeLimits, MessageReader, MessageType, Protocol, Returns};
+use zerorx_cli::bench::AddArgs;
+use zerorx_thrift::{encode_message, DecodeLimits, MessageReader, MessageType, Protocol, Returns};
 
 const USAGE: &str = "\
 usage: cargo bench -p zerorx-bench --bench rpc -- [options]
@@ -196,7 +186,7 @@ fn run(args: &[String]) -> i32 {
     let mut unavailable: Vec<(Kind, String)> = Vec::new();
     let cpp = if o.servers.contains(&Kind::TNonblocking) {
         println!("building the Apache Thrift C++ TNonblockingServer peer (cached in target/rpc-peers)...");
-        match tnonblocking::build(zerorx::rpc::bench::IDL) {
+        match tnonblocking::build(zerorx_cli::bench::IDL) {
             Ok(bin) => Some(bin),
             Err(e) => {
                 unavailable.push((Kind::TNonblocking, e));
@@ -489,9 +479,9 @@ fn smoke_calls(kind: Kind, setup: &Setup) -> Result<(), String> {
     }
     let mut r = call(server.addr(), b"no_such_method", &AddArgs { a: 1, b: 1 })?;
     let e = r
-        .decode::<zerorx::rpc::ApplicationException>()
+        .decode::<zerorx_thrift::ApplicationException>()
         .map_err(|e| format!("unknown method: {e}"))?;
-    if e.kind != zerorx::rpc::ApplicationExceptionKind::UnknownMethod {
+    if e.kind != zerorx_thrift::ApplicationExceptionKind::UnknownMethod {
         return Err(format!("unknown method answered with {e}"));
     }
     server.stop();

@@ -1,13 +1,17 @@
 //! zerorx: a thread-per-core networking runtime built on io_uring zero-copy receive.
 //!
 //! - [`doctor`]: the `zerorx doctor` report of what the kernel and NICs can do.
-//! - [`rpc`]: Apache Thrift protocols, typed codecs, server and client.
+//! - [`runtime`]: receive modes, tuning, the state dump ([`Handle::dump`]).
 //! - [`net`]: TCP/UDP sockets; [`net::FrameReader`] cuts length-prefixed frames out of
 //!   the received buffers as [`net::BytesChain`]s (no copy), [`net::RecvStream`] is a
 //!   `Stream` of buffers and [`net::Compat`] speaks futures-io `AsyncRead`/`AsyncWrite`.
 //!
 //! Each worker thread owns one ring, a local task queue and a timer heap; tasks never
 //! migrate. See `DESIGN.md` for the op lifecycle and who owns what memory.
+//!
+//! The roles above the runtime are crates of their own that use only this public API:
+//! `zerorx-thrift` (Apache Thrift server and client), `zerorx-fabric` (the RDMA-style
+//! message API) and `zerorx-cli` (the `zerorx` command and its reference service).
 //!
 //! ```no_run
 //! let rt = zerorx::Runtime::builder().threads(2).build()?;
@@ -23,11 +27,9 @@
 pub mod doctor;
 pub(crate) mod driver;
 pub(crate) mod executor;
-pub mod fabric;
 pub(crate) mod io;
 pub(crate) mod metrics;
 pub mod net;
-pub mod rpc;
 pub mod runtime;
 pub mod time;
 pub(crate) mod wake;

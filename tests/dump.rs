@@ -1,13 +1,10 @@
 //! The state dump: a stalled connection is named with the op it waits on (opcode, fd,
 //! addresses, age, task), timers and channels are told apart, a busy or shut-down
-//! worker is reported as such, and `zerorx serve` dumps on SIGUSR2.
+//! worker is reported as such (`zerorx serve`'s SIGUSR2 dump is tested in the
+//! zerorx-cli crate).
 
-mod common;
-
-use common::served::Served;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use zerorx::net::TcpListener;
 use zerorx::runtime::{RuntimeDump, WorkerDump};
 use zerorx::Runtime;
@@ -203,54 +200,4 @@ fn a_worker_that_does_not_yield_and_a_shut_down_runtime_are_reported() {
             "{after}"
         );
     }
-}
-
-#[test]
-fn zerorx_serve_dumps_its_state_on_sigusr2() {
-    let file = std::env::temp_dir().join(format!("zerorx-dump-{}.txt", std::process::id()));
-    let _ = std::fs::remove_file(&file);
-    let file_arg = file.to_str().expect("utf-8 temp path");
-    let served = Served::start(&[
-        "--port",
-        "0",
-        "--host",
-        "127.0.0.1",
-        "--threads",
-        "2",
-        "--dump-file",
-        file_arg,
-    ]);
-    let addr = served.1;
-    // An idle connection for the dump to show.
-    let mut idle = std::net::TcpStream::connect(addr).expect("connect");
-    idle.write_all(&[0, 0])
-        .expect("two bytes of a frame header");
-    std::thread::sleep(Duration::from_millis(200));
-    // SAFETY: kill has no memory effects; the pid is our child's, not yet reaped.
-    let rc = unsafe { libc::kill(served.0.id() as i32, libc::SIGUSR2) };
-    assert_eq!(rc, 0, "kill -USR2");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let text = loop {
-        let text = std::fs::read_to_string(&file).unwrap_or_default();
-        // The dump is written in one piece; its last worker's section ends the file.
-        if text.contains("worker 1") && text.ends_with('\n') {
-            break text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no dump in {}: {text:?}",
-            file.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(text.starts_with("zerorx state dump: 2 workers"), "{text}");
-    assert!(text.contains("ACCEPT multishot"), "{text}");
-    let peer = idle.local_addr().expect("addr");
-    assert!(
-        text.contains(&format!("-> {peer})")),
-        "the idle connection: {text}"
-    );
-    let (status, stderr) = served.stop();
-    assert!(status.success(), "{status}: {stderr}");
-    let _ = std::fs::remove_file(&file);
 }

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use zerorx::rpc::bench::EchoArgs;
-use zerorx::rpc::{
+use zerorx_cli::bench::EchoArgs;
+use zerorx_thrift::{
     encode_message, ApplicationException, DecodeLimits, MessageReader, MessageType, Protocol,
     Returns,
 };

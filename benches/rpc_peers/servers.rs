@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// A server implementation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
-    /// `zerorx serve` (the same code, `zerorx::rpc::bench::serve::run`).
+    /// `zerorx serve` (the same code, `zerorx_cli::bench::serve::run`).
     Zerorx,
     /// The tokio peer (`tokio_server.rs`).
     Tokio,
@@ -257,14 +257,14 @@ pub fn serve_child(args: &[String]) -> i32 {
                 &threads.to_string(),
             ];
             let args = args.iter().map(|s| s.to_string()).chain(extra);
-            match zerorx::rpc::bench::serve::parse_args(args) {
-                Ok(Some(a)) => zerorx::rpc::bench::serve::run(&a).map_err(|e| e.to_string()),
+            match zerorx_cli::bench::serve::parse_args(args) {
+                Ok(Some(a)) => zerorx_cli::bench::serve::run(&a).map_err(|e| e.to_string()),
                 Ok(None) => Err("unexpected --help".into()),
                 Err(e) => Err(e),
             }
         }
-        Kind::Tokio => crate::tokio_server::serve(addr, threads).map_err(|e| e.to_string()),
-        Kind::ThriftCrate => crate::thrift_crate_server::serve(addr).map_err(|e| e.to_string()),
+        Kind::Tokio => super::tokio_server::serve(addr, threads).map_err(|e| e.to_string()),
+        Kind::ThriftCrate => super::thrift_crate_server::serve(addr).map_err(|e| e.to_string()),
         Kind::TNonblocking => Err("the C++ server is its own binary".into()),
         Kind::FrameEcho => {
             zerorx_bench::frame_echo::serve(addr, threads).map_err(|e| e.to_string())

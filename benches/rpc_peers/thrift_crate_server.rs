@@ -231,7 +231,7 @@ impl TProcessor for BenchProcessor {
                     o.write_bytes(&reason)?;
                     o.write_field_end()?;
                     field(o, "retry_after_ms", TType::I32, 2)?;
-                    o.write_i32(zerorx::rpc::bench::RETRY_AFTER_MS)?;
+                    o.write_i32(zerorx_cli::bench::RETRY_AFTER_MS)?;
                     o.write_field_end()?;
                     o.write_field_stop()?;
                     o.write_struct_end()?;

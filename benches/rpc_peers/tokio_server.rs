@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use zerorx::rpc::bench::{
+use zerorx_cli::bench::{
     AddArgs, EchoArgs, FailArgs, FailResult, FireArgs, FiredArgs, Overloaded, RoundtripArgs,
     SleepMsArgs, SumArgs, RETRY_AFTER_MS,
 };
-use zerorx::rpc::{
+use zerorx_thrift::{
     encode_message, ApplicationException, ApplicationExceptionKind, DecodeLimits, MessageBody,
     MessageReader, MessageType, Protocol, Returns, Void,
 };

@@ -103,8 +103,8 @@ fn bad(why: &str) -> io::Error {
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use zerorx::rpc::bench::EchoArgs;
-    use zerorx::rpc::{encode_message, MessageBody, MessageType, Protocol, Returns};
+    use zerorx_cli::bench::EchoArgs;
+    use zerorx_thrift::{encode_message, MessageBody, MessageType, Protocol, Returns};
 
     fn encode<T: MessageBody>(kind: MessageType, seqid: i32, body: &T) -> Vec<u8> {
         let segs = encode_message(

@@ -12,6 +12,7 @@
 pub mod child;
 pub mod client;
 pub mod echo;
+pub mod fabric_engine;
 pub mod frame_echo;
 pub mod procfs;
 pub mod report;

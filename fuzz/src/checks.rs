@@ -14,9 +14,9 @@ use crate::alloc_guard::bounded;
 use bytes::{Buf, Bytes};
 use std::fmt::Debug;
 use zerorx::net::BytesChain;
-use zerorx::rpc::protocol::binary::{self, BinaryReader, BinaryWriter};
-use zerorx::rpc::protocol::compact::{self, CompactReader, CompactWriter};
-use zerorx::rpc::{
+use zerorx_thrift::protocol::binary::{self, BinaryReader, BinaryWriter};
+use zerorx_thrift::protocol::compact::{self, CompactReader, CompactWriter};
+use zerorx_thrift::{
     encode_message, DecodeError, DecodeLimits, MessageHeader, OutBuf, Protocol, ProtocolRead,
     TType, ThriftDecode, ThriftEncode, Value,
 };
@@ -252,11 +252,11 @@ pub const TYPED_KINDS: u8 = 19;
 /// containers of every shape the typed codecs implement.
 pub fn typed_args(data: &[u8]) {
     use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-    use zerorx::rpc::bench::{
+    use zerorx_cli::bench::{
         AddArgs, EchoArgs, FailArgs, FailResult, FireArgs, FiredArgs, Overloaded, Payload,
         RoundtripArgs, SleepMsArgs, SumArgs,
     };
-    use zerorx::rpc::{ApplicationException, Utf8Bytes, Uuid};
+    use zerorx_thrift::{ApplicationException, Utf8Bytes, Uuid};
 
     let Some((&selector, body)) = data.split_first() else {
         return;
@@ -294,7 +294,7 @@ pub fn typed_args(data: &[u8]) {
 /// never change its answer (the server may have received any number of bytes when it
 /// decides).
 pub fn detect(data: &[u8]) {
-    use zerorx::rpc::transport::{detect, Detected};
+    use zerorx_thrift::transport::{detect, Detected};
 
     let mut first_found = None;
     for k in 0..=data.len().min(16) {

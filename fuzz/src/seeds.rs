@@ -4,13 +4,13 @@
 
 use crate::checks::{Wire, TYPED_KINDS};
 use bytes::Bytes;
-use zerorx::rpc::bench::{
+use zerorx_cli::bench::{
     AddArgs, EchoArgs, FailArgs, FailResult, FireArgs, FiredArgs, Overloaded, Payload,
     RoundtripArgs, SleepMsArgs, SumArgs,
 };
-use zerorx::rpc::protocol::binary::BinaryWriter;
-use zerorx::rpc::protocol::compact::CompactWriter;
-use zerorx::rpc::{encode_message, MessageBody, MessageType, OutBuf, Protocol, TType, Value};
+use zerorx_thrift::protocol::binary::BinaryWriter;
+use zerorx_thrift::protocol::compact::CompactWriter;
+use zerorx_thrift::{encode_message, MessageBody, MessageType, OutBuf, Protocol, TType, Value};
 
 fn bin(b: &[u8]) -> Value {
     Value::Binary(Bytes::copy_from_slice(b))

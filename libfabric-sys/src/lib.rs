@@ -6,7 +6,7 @@
 //! `fi_write`, `fi_cq_read`, `fi_mr_reg`, `fi_close`, ...) are bound under their own names through
 //! C wrappers bindgen generates (`wrap_static_fns`), so they follow whatever header version the
 //! system has. Every function here is `unsafe` and follows the libfabric man pages; the safe
-//! layer lives in `zerorx::fabric::libfabric`.
+//! layer lives in `zerorx_fabric::libfabric`.
 //!
 //! Enum variants are plain constants without the enum's name (`FI_EP_RDM`, `FI_WAIT_FD`), every
 //! `FI_*` flag macro is a `u64`, and the `fi_errno.h` codes are `i32`s (return values are their

@@ -15,6 +15,7 @@ mod tcp_listener;
 mod tcp_stream;
 mod udp;
 
+pub use crate::io::poll::Readable;
 pub use crate::io::send_buf::SendBuf;
 pub use chain::BytesChain;
 pub use compat::Compat;
@@ -23,6 +24,16 @@ pub use recv_stream::RecvStream;
 pub use tcp_listener::TcpListener;
 pub use tcp_stream::TcpStream;
 pub use udp::{Datagram, UdpSocket};
+
+/// Waits on the current worker's ring until `fd` is readable: for a descriptor a
+/// library brings (a libfabric completion queue's wait fd) and wants to sleep on beside
+/// everything else the worker waits for. The op keeps `fd` open until its completion.
+///
+/// Fails with `ErrorKind::Other` ("not inside a zerorx runtime worker") off a worker thread, or with
+/// the submission error when the ring cannot take the op.
+pub fn readable(fd: std::sync::Arc<OwnedFd>) -> io::Result<Readable> {
+    crate::io::poll::readable(fd)
+}
 
 use crate::io::SharedFd;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};

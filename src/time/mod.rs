@@ -58,7 +58,7 @@ pub(crate) fn with_timers<R>(f: impl FnOnce(&Rc<Timers>) -> R) -> Option<R> {
 /// worker's last kernel wait, then kept until the next wait (a clock read per request
 /// showed in RPC profiles, and one per turn in echo profiles). Off a worker thread, the
 /// clock. For bookkeeping such as idle timeouts, never for measuring.
-pub(crate) fn turn_time() -> Instant {
+pub fn turn_time() -> Instant {
     with_timers(|t| match t.turn_time.get() {
         Some(now) => now,
         None => {

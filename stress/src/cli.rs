@@ -40,7 +40,7 @@ pub enum Scenario {
     Stream,
     /// Connect, call, close, in a loop.
     Churn,
-    /// `zerorx::fabric` messages between endpoint pairs in the harness (the
+    /// `zerorx_fabric` messages between endpoint pairs in the harness (the
     /// `--fabric-provider`, uring-tcp by default): one pair per connection, verified
     /// frames echoed or acked.
     Fabric,

@@ -1,4 +1,4 @@
-//! The `fabric` scenario: message exchange over `zerorx::fabric`, both ends inside the
+//! The `fabric` scenario: message exchange over `zerorx_fabric`, both ends inside the
 //! harness, with the default io_uring TCP provider or the one `--fabric-provider` names
 //! (a libfabric provider in a `libfabric` build).
 //!
@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use zerorx::fabric::{
+use zerorx_fabric::{
     Access, Completion, CompletionQueue, Domain, DomainConfig, Endpoint, EndpointConfig, Fabric,
     MemoryRegion, OpError, PeerId, PostError, Requirements,
 };

@@ -1,5 +1,5 @@
 //! `--hostile`: memory held under hostile load. Against the embedded Thrift server
-//! (the `zerorx::rpc` server and `Bench` service `zerorx serve` runs) with short idle
+//! (the `zerorx_thrift` server and `Bench` service `zerorx serve` runs) with short idle
 //! and write timeouts:
 //!
 //! 1. a baseline: the rpc load alone, then the server sampled at quiesce;

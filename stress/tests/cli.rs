@@ -487,7 +487,7 @@ fn a_fabric_run_checks_every_message_and_reports_it() {
 #[test]
 fn a_fabric_run_over_each_libfabric_provider_checks_every_message() {
     let dir = scratch();
-    let providers: Vec<String> = zerorx::fabric::Fabric::providers()
+    let providers: Vec<String> = zerorx_fabric::Fabric::providers()
         .into_iter()
         .filter(|p| p.starts_with("libfabric:"))
         .collect();

@@ -1,8 +1,6 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-pub mod served;
-
 use std::time::Duration;
 use zerorx::{Runtime, WakeMode};
 

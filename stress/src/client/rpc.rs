@@ -1,4 +1,4 @@
-//! The `rpc` scenario's connections: a `zerorx::rpc` client per connection with
+//! The `rpc` scenario's connections: a `zerorx_thrift` client per connection with
 //! `depth` callers sharing it (pipelined), cycling through the mix echo (each size),
 //! roundtrip, add and oneway fire. Every call carries the request id in its arguments
 //! and every result is checked against what was sent.
@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use zerorx::rpc::bench::{BenchClient, Payload};
-use zerorx::rpc::{Client, ClientConfig, ClientError, Protocol};
+use zerorx_cli::bench::{BenchClient, Payload};
+use zerorx_thrift::{Client, ClientConfig, ClientError, Protocol};
 
 /// One call of the mix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,8 +11,8 @@ use crate::wire::{request, Header, Kind};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use std::collections::HashMap;
 use std::time::Instant;
-use zerorx::rpc::bench::EchoArgs;
-use zerorx::rpc::{encode_message, DecodeLimits, MessageReader, MessageType, Protocol, Returns};
+use zerorx_cli::bench::EchoArgs;
+use zerorx_thrift::{encode_message, DecodeLimits, MessageReader, MessageType, Protocol, Returns};
 
 /// Which language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -33,8 +33,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use zerorx::rpc::bench::BenchClient;
 use zerorx::{JoinHandle, Runtime};
+use zerorx_cli::bench::BenchClient;
 
 /// Why a run could not produce a report.
 #[derive(Debug, PartialEq, Eq)]

@@ -72,7 +72,7 @@ pub fn plan(a: &RunArgs) -> Result<RunPlan, RunError> {
     if a.scenario != Scenario::Fabric && a.fabric_provider != fabric::DEFAULT_PROVIDER {
         return usage("--fabric-provider applies to --scenario fabric only");
     }
-    let providers = zerorx::fabric::Fabric::providers();
+    let providers = zerorx_fabric::Fabric::providers();
     if !providers.contains(&a.fabric_provider) {
         return Err(RunError::Usage(format!(
             "--fabric-provider {}: not in this build (it has: {}){}",

@@ -1,6 +1,6 @@
 //! The harness's server (`zerorx-stress serve`) on every worker of a zerorx runtime:
 //! either its own frames ([`crate::wire`]: echo and sink, counting every way a
-//! connection can go wrong) or the Thrift `Bench` service of `zerorx::rpc`. The harness starts it as a child
+//! connection can go wrong) or the Thrift `Bench` service of `zerorx_thrift`. The harness starts it as a child
 //! process (so its memory is measured apart and a crash cannot take the harness down)
 //! and talks to it over stdin/stdout: it prints one `listening` line, then answers
 //! each `stats` line with one JSON snapshot and each `dump` line with the runtime's
@@ -17,16 +17,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use zerorx::net::TcpListener;
-use zerorx::rpc::bench::{self, BenchState};
-use zerorx::rpc::Server as RpcServer;
 use zerorx::{Handle, Runtime};
+use zerorx_cli::bench::{self, BenchState};
+use zerorx_thrift::Server as RpcServer;
 
 /// What the server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Service {
     /// The harness's own frames ([`crate::wire`]): echo, sink.
     Frames,
-    /// Apache Thrift: the `Bench` service of `bench.thrift` from `zerorx::rpc` (what
+    /// Apache Thrift: the `Bench` service of `bench.thrift` from `zerorx_thrift` (what
     /// `zerorx serve` runs).
     Rpc,
 }

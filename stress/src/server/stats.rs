@@ -235,7 +235,7 @@ pub struct WorkerFigures {
     pub zc_pool: Option<PoolFigures>,
 }
 
-/// The Thrift server's own counters (`zerorx::rpc::ServerStats`, by name) and the
+/// The Thrift server's own counters (`zerorx_thrift::ServerStats`, by name) and the
 /// `fire` calls it processed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RpcFigures {

@@ -1,0 +1,153 @@
+//! Frames into a TCP stream: one queue and one writer task per connection, batching
+//! every queued frame into one gather send (headers and small payloads coalesced,
+//! large payloads sent from their own memory without a user-space copy).
+
+use super::wire::HDR;
+use crate::{CompletionSink, OpId, OpOutcome};
+use bytes::{Bytes, BytesMut};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+use zerorx::net::TcpStream;
+
+/// Payloads up to this size are copied next to their header (one iovec for many
+/// small frames); larger ones go out from their own memory.
+const COALESCE_MAX: usize = 8 << 10;
+/// Frames per gather send at most.
+const BATCH_FRAMES: usize = 256;
+
+/// One frame to send.
+pub(super) struct OutFrame {
+    pub hdr: [u8; HDR],
+    pub payload: Bytes,
+    /// An operation that completes (with `sent_len`) once this frame is sent.
+    pub sent_op: Option<(OpId, usize)>,
+}
+
+enum State {
+    Open,
+    Failed(String),
+}
+
+/// The frames waiting for one connection's writer.
+pub(super) struct TxQueue {
+    frames: RefCell<VecDeque<OutFrame>>,
+    waker: RefCell<Option<Waker>>,
+    state: RefCell<State>,
+}
+
+impl TxQueue {
+    pub(super) fn new() -> Rc<TxQueue> {
+        Rc::new(TxQueue {
+            frames: RefCell::new(VecDeque::new()),
+            waker: RefCell::new(None),
+            state: RefCell::new(State::Open),
+        })
+    }
+
+    /// Queues a frame; fails with the cause (dropping the frame) if the connection
+    /// failed.
+    pub(super) fn push(&self, f: OutFrame) -> Result<(), String> {
+        if let State::Failed(cause) = &*self.state.borrow() {
+            return Err(cause.clone());
+        }
+        self.frames.borrow_mut().push_back(f);
+        if let Some(w) = self.waker.borrow_mut().take() {
+            w.wake();
+        }
+        Ok(())
+    }
+
+    /// Marks the queue failed and returns the frames never sent.
+    pub(super) fn fail(&self, cause: &str) -> Vec<OutFrame> {
+        *self.state.borrow_mut() = State::Failed(cause.to_string());
+        if let Some(w) = self.waker.borrow_mut().take() {
+            w.wake();
+        }
+        self.frames.borrow_mut().drain(..).collect()
+    }
+
+    /// Waits for frames; `None` once the queue failed.
+    async fn next_batch(&self) -> Option<Vec<OutFrame>> {
+        poll_fn(|cx| {
+            if matches!(*self.state.borrow(), State::Failed(_)) {
+                return Poll::Ready(None);
+            }
+            let mut q = self.frames.borrow_mut();
+            if q.is_empty() {
+                *self.waker.borrow_mut() = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            let n = q.len().min(BATCH_FRAMES);
+            Poll::Ready(Some(q.drain(..n).collect()))
+        })
+        .await
+    }
+}
+
+/// Sends queued frames until the queue fails or a send fails. On a send failure,
+/// the batch's `sent_op`s are handed to `on_fail` with the cause (which also fails
+/// the queue); frames never sent are the caller's to complete.
+pub(super) async fn run_writer(
+    stream: Rc<TcpStream>,
+    q: Rc<TxQueue>,
+    sink: CompletionSink,
+    zc_threshold: Option<usize>,
+    on_fail: impl Fn(String, Vec<(OpId, usize)>),
+) {
+    while let Some(batch) = q.next_batch().await {
+        let mut done = Vec::new();
+        let mut bufs: Vec<Bytes> = Vec::with_capacity(batch.len() * 2);
+        let mut stage = BytesMut::new();
+        let mut result = Ok(());
+        for f in batch {
+            stage.extend_from_slice(&f.hdr);
+            let n = f.payload.len();
+            if n <= COALESCE_MAX {
+                stage.extend_from_slice(&f.payload);
+            } else if zc_threshold.is_some_and(|t| n >= t) {
+                bufs.push(stage.split().freeze());
+                if result.is_ok() {
+                    result = flush(&stream, &mut bufs).await;
+                }
+                if result.is_ok() {
+                    result = stream.send_zc(f.payload).await;
+                }
+            } else {
+                bufs.push(stage.split().freeze());
+                bufs.push(f.payload);
+            }
+            done.extend(f.sent_op);
+        }
+        if !stage.is_empty() {
+            bufs.push(stage.freeze());
+        }
+        if result.is_ok() {
+            result = flush(&stream, &mut bufs).await;
+        }
+        match result {
+            Ok(()) => {
+                for (op, len) in done {
+                    sink.complete(op, OpOutcome::ok(len));
+                }
+            }
+            Err(e) => {
+                on_fail(format!("send failed: {e}"), done);
+                return;
+            }
+        }
+    }
+}
+
+async fn flush(stream: &TcpStream, bufs: &mut Vec<Bytes>) -> std::io::Result<()> {
+    bufs.retain(|b| !b.is_empty());
+    let r = match bufs.len() {
+        0 => Ok(()),
+        1 => stream.send(bufs[0].clone()).await,
+        _ => stream.send_vectored(bufs).await,
+    };
+    bufs.clear();
+    r
+}

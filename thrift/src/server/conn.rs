@@ -1,0 +1,502 @@
+//! One server connection: detect, read requests, run handlers, queue replies.
+
+use super::method::{CatchUnwind, Outcome, ReplyTo};
+use super::stats::{bump, drop_gauge};
+use super::{ProtocolChoice, TransportChoice, WorkerCtx};
+use crate::exception::{ApplicationException, ApplicationExceptionKind};
+use crate::message::MessageReader;
+use crate::protocol::{MessageType, Protocol};
+use crate::signal::LocalSignal;
+use crate::transport::{detect_stream, Incoming, MessageStream, ReadError, Transport};
+use crate::writer::{write_loop, OutQueue, WriteError};
+use std::cell::{Cell, RefCell};
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+use zerorx::net::{FrameReader, TcpStream};
+use zerorx::JoinHandle;
+
+/// State the connection's tasks share.
+struct Conn {
+    out: OutQueue,
+    /// Requests read and not yet answered (reply not yet sent, or oneway handler
+    /// still running): bounded by `max_in_flight`.
+    in_flight: Cell<usize>,
+    /// Handler tasks still running.
+    running: Cell<usize>,
+    /// The writer failed: stop everything.
+    failed: Cell<bool>,
+    /// Notified when `in_flight`, `running` or `failed` change.
+    changed: Rc<LocalSignal>,
+    handlers: RefCell<slab::Slab<JoinHandle<()>>>,
+    writer: RefCell<Option<JoinHandle<()>>>,
+}
+
+impl Conn {
+    fn release(&self, n: usize) {
+        self.in_flight.set(self.in_flight.get().saturating_sub(n));
+        self.changed.notify();
+    }
+
+    /// Queues a reply; its slot is released once the writer has sent it.
+    fn push(&self, segs: Vec<bytes::Bytes>) {
+        self.out.push(segs);
+    }
+
+    fn abort_tasks(&self) {
+        let handlers: Vec<JoinHandle<()>> = self.handlers.borrow_mut().drain().collect();
+        for h in handlers {
+            h.abort();
+        }
+        if let Some(w) = self.writer.borrow_mut().take() {
+            w.abort();
+        }
+    }
+}
+
+/// Unregisters the connection from its worker and stops its tasks, however the
+/// connection task ends (including being aborted at the drain deadline).
+struct Guard {
+    w: Rc<WorkerCtx>,
+    key: usize,
+    conn: Rc<Conn>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.conn.abort_tasks();
+        if let Ok(mut conns) = self.w.conns.try_borrow_mut() {
+            conns.try_remove(self.key);
+        }
+        drop_gauge(&self.w.stats.connections_active);
+        self.w.conn_closed.notify();
+    }
+}
+
+/// How reading ended.
+enum End {
+    /// Finish the calls in progress, send their replies, close.
+    Graceful,
+    /// Close now.
+    Abort,
+}
+
+pub(super) async fn serve(stream: TcpStream, w: Rc<WorkerCtx>, key: usize) {
+    let stream = Rc::new(stream);
+    let conn = Rc::new(Conn {
+        out: OutQueue::default(),
+        in_flight: Cell::new(0),
+        running: Cell::new(0),
+        failed: Cell::new(false),
+        changed: Rc::new(LocalSignal::default()),
+        handlers: RefCell::new(slab::Slab::new()),
+        writer: RefCell::new(None),
+    });
+    let _guard = Guard {
+        w: w.clone(),
+        key,
+        conn: conn.clone(),
+    };
+    let writer = {
+        let (stream, conn, w) = (stream.clone(), conn.clone(), w.clone());
+        zerorx::spawn(async move {
+            let timeout = w.shared.config.write_timeout;
+            let res = write_loop(&stream, &conn.out, timeout, |n| {
+                bump(&w.stats.replies, n as u64);
+                conn.release(n);
+            })
+            .await;
+            if let Err(e) = res {
+                match e {
+                    WriteError::TimedOut => bump(&w.stats.write_timeouts, 1),
+                    WriteError::Io(_) => bump(&w.stats.io_errors, 1),
+                }
+                conn.failed.set(true);
+                conn.changed.notify();
+            }
+        })
+    };
+    *conn.writer.borrow_mut() = Some(writer);
+
+    match read_loop(&stream, &conn, &w).await {
+        End::Abort => {}
+        End::Graceful => {
+            // Every running handler queues its reply; then the writer sends the rest.
+            let mut changed = conn.changed.wait();
+            poll_fn(|cx| {
+                if conn.running.get() == 0 || conn.failed.get() {
+                    return Poll::Ready(());
+                }
+                let _ = changed.poll_set(cx);
+                Poll::Pending
+            })
+            .await;
+            conn.out.close();
+            let writer = conn.writer.borrow_mut().take();
+            if let Some(writer) = writer {
+                let _ = writer.await;
+            }
+        }
+    }
+}
+
+enum Event {
+    Message(Result<Option<Incoming>, ReadError>),
+    Idle,
+    Drain,
+    Failed,
+}
+
+async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -> End {
+    let cfg = &w.shared.config;
+    let stats = &w.stats;
+    let mut reader = FrameReader::new(stream.clone());
+    let mut drain = w.drain.wait();
+    let mut changed = conn.changed.wait();
+    let mut last_activity = zerorx::time::turn_time();
+    let mut idle = cfg
+        .idle_timeout
+        .map(|d| zerorx::time::sleep_until(last_activity + d));
+
+    // Transport and protocol from the first bytes (or checked against the settings).
+    let detected = {
+        let detect = pin!(detect_stream(&mut reader, cfg.max_frame));
+        let mut detect = detect;
+        poll_fn(|cx| {
+            if let Poll::Ready(r) = detect.as_mut().poll(cx) {
+                return Poll::Ready(Ok(r));
+            }
+            if drain.poll_set(cx).is_ready() {
+                return Poll::Ready(Err(Event::Drain));
+            }
+            if let Some(s) = idle.as_mut() {
+                if Pin::new(s).poll(cx).is_ready() {
+                    return Poll::Ready(Err(Event::Idle));
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    };
+    let (transport, protocol) = match detected {
+        Err(Event::Drain) => {
+            bump(&stats.drained, 1);
+            return End::Abort;
+        }
+        Err(_) => {
+            bump(&stats.idle_timeouts, 1);
+            return End::Abort;
+        }
+        Ok(Ok(None)) => return End::Abort,
+        Ok(Ok(Some(found))) => found,
+        Ok(Err(e)) => {
+            count_read_error(w, &e);
+            return End::Abort;
+        }
+    };
+    let allowed_transport = matches!(
+        (cfg.transport, transport),
+        (TransportChoice::Auto, _)
+            | (TransportChoice::Framed, Transport::Framed)
+            | (TransportChoice::Unframed, Transport::Unframed)
+    );
+    let allowed_protocol = matches!(
+        (cfg.protocol, protocol),
+        (ProtocolChoice::Auto, _)
+            | (ProtocolChoice::Compact, Protocol::Compact)
+            | (
+                ProtocolChoice::Binary,
+                Protocol::Binary | Protocol::BinaryNonStrict
+            )
+    );
+    if !allowed_transport || !allowed_protocol {
+        bump(&stats.protocol_errors, 1);
+        return End::Abort;
+    }
+    let framed = transport == Transport::Framed;
+    let mut messages = MessageStream::new(reader, transport, protocol, cfg.max_frame, cfg.limits);
+    // A spill makes the message it was for a copied one, so spills are counted with
+    // copied messages (one never completed is not counted).
+    let mut spills_counted = 0;
+
+    loop {
+        if conn.in_flight.get() >= cfg.max_in_flight {
+            bump(&stats.in_flight_waits, 1);
+            let ev = poll_fn(|cx| {
+                if conn.failed.get() {
+                    return Poll::Ready(Event::Failed);
+                }
+                if conn.in_flight.get() < cfg.max_in_flight {
+                    return Poll::Ready(Event::Idle);
+                }
+                if drain.poll_set(cx).is_ready() {
+                    return Poll::Ready(Event::Drain);
+                }
+                let _ = changed.poll_set(cx);
+                Poll::Pending
+            })
+            .await;
+            match ev {
+                Event::Failed => return End::Abort,
+                Event::Drain => {
+                    bump(&stats.drained, 1);
+                    return End::Graceful;
+                }
+                _ => last_activity = Instant::now(),
+            }
+        }
+        let ev = {
+            let next = pin!(messages.next());
+            let mut next = next;
+            poll_fn(|cx| {
+                if conn.failed.get() {
+                    return Poll::Ready(Event::Failed);
+                }
+                if let Poll::Ready(r) = next.as_mut().poll(cx) {
+                    return Poll::Ready(Event::Message(r));
+                }
+                if drain.poll_set(cx).is_ready() {
+                    return Poll::Ready(Event::Drain);
+                }
+                let _ = changed.poll_set(cx);
+                if let Some(s) = idle.as_mut() {
+                    if Pin::new(s).poll(cx).is_ready() {
+                        return Poll::Ready(Event::Idle);
+                    }
+                }
+                Poll::Pending
+            })
+            .await
+        };
+        match ev {
+            Event::Failed => return End::Abort,
+            Event::Drain => {
+                bump(&stats.drained, 1);
+                return End::Graceful;
+            }
+            Event::Idle => {
+                let Some(limit) = cfg.idle_timeout else {
+                    continue;
+                };
+                let due = last_activity + limit;
+                let busy = conn.in_flight.get() > 0 || conn.running.get() > 0;
+                if busy || Instant::now() < due {
+                    // Activity since the timer was set, or calls in progress.
+                    let next = if busy { Instant::now() + limit } else { due };
+                    if let Some(s) = idle.as_mut() {
+                        s.reset(next);
+                    }
+                    continue;
+                }
+                bump(&stats.idle_timeouts, 1);
+                return End::Abort;
+            }
+            Event::Message(Ok(None)) => return End::Graceful,
+            Event::Message(Err(e)) => {
+                count_read_error(w, &e);
+                return match e {
+                    ReadError::Io(_) => End::Abort,
+                    _ => End::Graceful,
+                };
+            }
+            Event::Message(Ok(Some(incoming))) => {
+                last_activity = zerorx::time::turn_time();
+                if incoming.copied {
+                    bump(&stats.frames_copied, 1);
+                    bump(&stats.bytes_copied, incoming.bytes.len() as u64);
+                    let spills = messages.copy_stats().pressure_spills;
+                    bump(&stats.pressure_spills, spills - spills_counted);
+                    spills_counted = spills;
+                }
+                if !dispatch(incoming, protocol, framed, conn, w) {
+                    return End::Graceful;
+                }
+            }
+        }
+    }
+}
+
+fn count_read_error(w: &WorkerCtx, e: &ReadError) {
+    let s = &w.stats;
+    match e {
+        ReadError::Io(_) => bump(&s.io_errors, 1),
+        ReadError::TooLarge { .. } => bump(&s.frames_too_large, 1),
+        ReadError::Truncated => bump(&s.truncated, 1),
+        ReadError::Protocol(_) => bump(&s.protocol_errors, 1),
+    }
+}
+
+/// Handles one request; `false` when the connection must close (after the replies in
+/// progress).
+fn dispatch(
+    incoming: Incoming,
+    protocol: Protocol,
+    framed: bool,
+    conn: &Rc<Conn>,
+    w: &Rc<WorkerCtx>,
+) -> bool {
+    let cfg = &w.shared.config;
+    let stats = &w.stats;
+    let mut r = MessageReader::new(protocol, incoming.bytes, cfg.limits);
+    let header = match r.read_header() {
+        Ok(h) => h,
+        Err(_) => {
+            // No sequence id to answer with.
+            bump(&stats.protocol_errors, 1);
+            return false;
+        }
+    };
+    // The method's name as this worker keeps it (a reply echoes it without a copy);
+    // an unknown name is copied, since the request's receive buffer would otherwise
+    // stay busy for as long as the reply is in flight.
+    let (name, method) = match w.methods.get_key_value(&header.name[..]) {
+        Some((name, method)) => (name.clone(), Some(method)),
+        None => (bytes::Bytes::copy_from_slice(&header.name), None),
+    };
+    let to = ReplyTo {
+        protocol: r.protocol(),
+        framed,
+        max_frame: cfg.max_frame,
+        name,
+        seqid: header.seqid,
+    };
+    let exception = |to: &ReplyTo, kind, message: String| -> bool {
+        match to.encode(
+            MessageType::Exception,
+            &ApplicationException::new(kind, message),
+        ) {
+            Ok(segs) => {
+                conn.in_flight.set(conn.in_flight.get() + 1);
+                conn.push(segs);
+                true
+            }
+            Err(_) => false,
+        }
+    };
+    let name = || String::from_utf8_lossy(&header.name).into_owned();
+    match header.kind {
+        MessageType::Call | MessageType::Oneway => {}
+        other => {
+            bump(&stats.invalid_message_type, 1);
+            return exception(
+                &to,
+                ApplicationExceptionKind::InvalidMessageType,
+                format!("{}: a server accepts calls, not {other:?} messages", name()),
+            );
+        }
+    }
+    bump(&stats.requests, 1);
+    let call = header.kind == MessageType::Call;
+    if !call {
+        bump(&stats.oneway_requests, 1);
+    }
+    let Some(method) = method else {
+        bump(&stats.unknown_method, 1);
+        if !call {
+            return true;
+        }
+        return exception(
+            &to,
+            ApplicationExceptionKind::UnknownMethod,
+            format!("unknown method {}", name()),
+        );
+    };
+    let expects_reply = call && !method.is_oneway();
+    let future = match method.start(&mut r, to.clone()) {
+        Ok(f) => f,
+        Err(e) => {
+            let bad_args = e.is_bad_content();
+            bump(
+                if bad_args {
+                    &stats.bad_args
+                } else {
+                    &stats.protocol_errors
+                },
+                1,
+            );
+            let replied = !expects_reply
+                || exception(
+                    &to,
+                    ApplicationExceptionKind::ProtocolError,
+                    format!("{}: bad arguments: {e}", name()),
+                );
+            return bad_args && replied;
+        }
+    };
+    conn.in_flight.set(conn.in_flight.get() + 1);
+    let mut future = CatchUnwind(future);
+    // Most handlers finish without waiting: run the call here, once, and spawn a task
+    // only for one that waits (a task allocation and a scheduling round saved per
+    // call). The task's first poll registers its own waker, so nothing the call
+    // waits for can be missed.
+    if let Poll::Ready(outcome) =
+        Pin::new(&mut future).poll(&mut Context::from_waker(Waker::noop()))
+    {
+        finish_call(outcome, expects_reply, &to, conn, w);
+        return true;
+    }
+    conn.running.set(conn.running.get() + 1);
+    let key = conn.handlers.borrow().vacant_key();
+    let task = {
+        let (conn, w) = (conn.clone(), w.clone());
+        zerorx::spawn(async move {
+            let outcome = future.await;
+            finish_call(outcome, expects_reply, &to, &conn, &w);
+            conn.running.set(conn.running.get() - 1);
+            conn.handlers.borrow_mut().try_remove(key);
+            conn.changed.notify();
+        })
+    };
+    conn.handlers.borrow_mut().insert(task);
+    true
+}
+
+/// Queues the reply (or the exception) a finished call ends with, or releases its
+/// in-flight slot when nothing is sent.
+fn finish_call(
+    outcome: Result<Outcome, String>,
+    expects_reply: bool,
+    to: &ReplyTo,
+    conn: &Conn,
+    w: &WorkerCtx,
+) {
+    let stats = &w.stats;
+    let failure = match outcome {
+        Ok(Outcome::Reply(segs)) if expects_reply => {
+            conn.push(segs);
+            None
+        }
+        Ok(Outcome::Reply(_)) | Ok(Outcome::Done) => None,
+        Ok(Outcome::Failed(e)) => {
+            bump(&stats.handler_errors, 1);
+            Some(e)
+        }
+        Ok(Outcome::Unencodable(e)) => {
+            bump(&stats.reply_too_large, 1);
+            Some(ApplicationException::internal(format!(
+                "the result could not be sent: {e}"
+            )))
+        }
+        Err(panic) => {
+            bump(&stats.handler_panics, 1);
+            Some(ApplicationException::internal(format!(
+                "handler panicked: {panic}"
+            )))
+        }
+    };
+    let queued = match failure {
+        Some(e) if expects_reply => match to.encode(MessageType::Exception, &e) {
+            Ok(segs) => {
+                conn.push(segs);
+                true
+            }
+            Err(_) => false,
+        },
+        _ => expects_reply,
+    };
+    if !queued {
+        conn.release(1);
+    }
+}

@@ -27,9 +27,9 @@
 pub mod doctor;
 pub(crate) mod driver;
 pub(crate) mod executor;
-pub(crate) mod io;
 pub(crate) mod metrics;
 pub mod net;
+pub(crate) mod ops;
 pub mod runtime;
 pub mod time;
 pub(crate) mod wake;

@@ -52,6 +52,7 @@ pub(crate) fn rearm_index(end: &zcrx::RecvEnd) -> Option<usize> {
 
 /// Receives armed again after a recoverable end, by reason.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct RearmCounts {
     /// `ENOBUFS`: the copy pool was empty; re-armed once buffers came back.
     pub no_buffers: u64,
@@ -130,6 +131,7 @@ impl WorkerMetrics {
 
 /// A copy of one worker's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WorkerMetricsSnapshot {
     /// Worker index.
     pub worker: usize,

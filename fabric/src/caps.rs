@@ -199,6 +199,7 @@ pub enum Support {
 
 /// One line of a [`Discovery`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CapReport {
     /// The capability.
     pub cap: Cap,

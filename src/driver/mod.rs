@@ -35,6 +35,8 @@ pub(crate) mod queue;
 pub(crate) mod ring;
 pub(crate) mod slab;
 mod spare;
+#[cfg(test)]
+mod tests;
 
 pub use op::OpCode;
 pub use ring::{Completion, RingFlags};
@@ -526,50 +528,5 @@ fn keep_waker(kept: &mut Option<SlimWaker>, cx: &Context<'_>) {
         Some(w) if w.will_wake(cx.waker()) => {}
         _ if crate::executor::peek_waker::is_peek(cx.waker()) => {}
         _ => *kept = Some(SlimWaker::new(cx.waker().clone())),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    struct CountWakes(std::sync::atomic::AtomicUsize);
-
-    impl std::task::Wake for CountWakes {
-        fn wake(self: std::sync::Arc<Self>) {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-
-    #[test]
-    fn a_peek_keeps_no_waker_and_leaves_the_kept_one() {
-        use crate::executor::peek_waker::peek_waker;
-        use std::task::{Context, Waker};
-        let count = std::sync::Arc::new(CountWakes(Default::default()));
-        let real = Waker::from(count.clone());
-        let peek = peek_waker();
-        let mut kept = None;
-        super::keep_waker(&mut kept, &Context::from_waker(&peek));
-        assert!(kept.is_none(), "a peek is not boxed and kept");
-        super::keep_waker(&mut kept, &Context::from_waker(&real));
-        assert!(kept.as_ref().is_some_and(|w| w.will_wake(&real)));
-        super::keep_waker(&mut kept, &Context::from_waker(&real));
-        assert_eq!(
-            std::sync::Arc::strong_count(&count),
-            3,
-            "the same waker is kept, not cloned again"
-        );
-        super::keep_waker(&mut kept, &Context::from_waker(&peek));
-        assert!(
-            kept.as_ref().is_some_and(|w| w.will_wake(&real)),
-            "a peek leaves the task's waker registered"
-        );
-        super::keep_waker(&mut kept, &Context::from_waker(Waker::noop()));
-        assert!(
-            kept.as_ref().is_some_and(|w| !w.will_wake(&real)),
-            "any other waker replaces it: the last poll's waker wins"
-        );
-        assert_eq!(std::sync::Arc::strong_count(&count), 2);
-        super::keep_waker(&mut kept, &Context::from_waker(&real));
-        kept.take().expect("kept").into_waker().wake();
-        assert_eq!(count.0.load(std::sync::atomic::Ordering::Relaxed), 1);
     }
 }

@@ -5,13 +5,13 @@ use super::queue::SmallQueue;
 use super::ring::Completion;
 use super::slab::Key;
 use crate::executor::slim_waker::SlimWaker;
-use crate::io::stream_recv::{SocketOp, StreamRecv};
 use io_uring::squeue;
 use std::any::Any;
-use std::mem::{offset_of, ManuallyDrop};
+use std::mem::offset_of;
 use std::num::NonZeroU32;
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
+use std::sync::OnceLock;
 
 /// One io_uring operation: the memory and fds it hands to the kernel, and how to build
 /// its SQE.
@@ -82,7 +82,9 @@ pub unsafe trait OpCode: 'static {
 /// An op in the slab: [`OpCode`] type-erased, plus access to the concrete type (while
 /// queued, and once complete) and, for a multishot op, to its completion queue.
 pub(crate) trait OpBox {
-    fn create_entry(&mut self) -> squeue::Entry;
+    /// The SQE; `None` when the op has nothing to submit (an in-place op whose memory
+    /// is gone: a bug its maker guards against).
+    fn create_entry(&mut self) -> Option<squeue::Entry>;
     fn release(&mut self, completion: &Completion);
     fn release_queued(&mut self, completion: &Completion);
     fn on_complete(&mut self, completion: &Completion);
@@ -92,7 +94,9 @@ pub(crate) trait OpBox {
     fn stream_queue(&mut self) -> Option<&mut SmallQueue<Queued>>;
     fn fd(&self) -> Option<RawFd>;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
-    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// A multishot op's data (its [`OpCode`] value, or an in-place op's state), for
+    /// the stream to downcast; `None` for a single-shot op.
+    fn stream_data(&mut self) -> Option<&mut dyn Any>;
 
     /// Releases every completion queued for the stream of op `key`, which nobody will
     /// read.
@@ -218,8 +222,8 @@ unsafe impl<T: OpCode> Headed for Multi<T> {
 }
 
 impl<T: OpCode> OpBox for Single<T> {
-    fn create_entry(&mut self) -> squeue::Entry {
-        self.0.create_entry()
+    fn create_entry(&mut self) -> Option<squeue::Entry> {
+        Some(self.0.create_entry())
     }
 
     fn release(&mut self, completion: &Completion) {
@@ -250,14 +254,14 @@ impl<T: OpCode> OpBox for Single<T> {
         self
     }
 
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
+    fn stream_data(&mut self) -> Option<&mut dyn Any> {
+        None
     }
 }
 
 impl<T: OpCode> OpBox for Multi<T> {
-    fn create_entry(&mut self) -> squeue::Entry {
-        self.op.create_entry()
+    fn create_entry(&mut self) -> Option<squeue::Entry> {
+        Some(self.op.create_entry())
     }
 
     fn release(&mut self, completion: &Completion) {
@@ -288,8 +292,8 @@ impl<T: OpCode> OpBox for Multi<T> {
         self
     }
 
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
+    fn stream_data(&mut self) -> Option<&mut dyn Any> {
+        Some(&mut self.op)
     }
 }
 
@@ -375,24 +379,49 @@ pub(crate) struct OpSlot {
     pub(crate) data: OpData,
 }
 
-/// Where an op's memory is: its own box, or (a TCP stream's armed receive) the
-/// allocation of its socket, held through an `Rc` that stands for the box. Either way
-/// the slab owns it until the op's final completion. One word (every slab slot has
-/// one): a box is named by its [`Header`] field with the low bit set (a header is
-/// 8-byte aligned), a socket by its `Rc`'s pointer.
+/// Where an op's memory is: its own box, or memory its maker manages and names by one
+/// pointer (a TCP stream's armed receive, kept in its socket's allocation, held through
+/// an owner count that stands for the box). Either way the slab owns it until the op's
+/// final completion. One word (every slab slot has one): a box is named by its
+/// [`Header`] field with the low bit set (a header is 8-byte aligned), an in-place op
+/// by its maker's pointer, whose low bit is clear.
 pub(crate) struct OpData(NonNull<u8>);
 
 /// The low bit of an [`OpData`] that names a boxed op's header.
 const BOXED: usize = 1;
-// Both kinds of pointer leave the tag bit clear.
+// A header pointer leaves the tag bit clear; `in_place` checks its pointers.
 const _: () = assert!(std::mem::align_of::<Header>() > BOXED);
-const _: () = assert!(std::mem::align_of::<crate::io::SocketFd>() > BOXED);
 
-/// An [`OpData`] opened up for one call.
-enum View<'a> {
-    Boxed(&'a mut dyn OpBox),
-    /// A copy of the slab's `SocketOp`, never dropped: the slab's stays the owner.
-    Socket(ManuallyDrop<SocketOp>),
+/// How the driver reaches ops kept in place by their maker: functions of the one type
+/// that makes them (the receive a TCP stream keeps in its socket), handed to the
+/// driver with the first such op, so the driver knows no type above it.
+///
+/// # Safety
+///
+/// Given a pointer its maker passed to [`OpData::in_place`] and whose ownership the
+/// driver still holds: `with_op` calls `f` exactly once with the op (unique for the
+/// call), and `give_back` ends the driver's ownership once (the op's memory may be
+/// freed then).
+pub(crate) struct InPlace {
+    /// Runs `f` on the op at the pointer.
+    pub(crate) with_op: unsafe fn(NonNull<u8>, OpVisitor<'_>),
+    /// Gives the op's ownership back to its maker.
+    pub(crate) give_back: unsafe fn(NonNull<u8>),
+}
+
+/// What [`InPlace::with_op`] runs on the op.
+pub(crate) type OpVisitor<'a> = &'a mut dyn FnMut(&mut dyn OpBox);
+
+/// The one kind of in-place op in this program, set by the first [`OpData::in_place`].
+static IN_PLACE: OnceLock<&'static InPlace> = OnceLock::new();
+
+/// The kind an in-place [`OpData`] was made with.
+fn in_place_kind() -> &'static InPlace {
+    match IN_PLACE.get() {
+        Some(kind) => kind,
+        // An in-place `OpData` exists only after `in_place` set the kind.
+        None => unreachable!("an in-place op without its kind"),
+    }
 }
 
 impl OpData {
@@ -402,12 +431,24 @@ impl OpData {
         OpData(header.cast::<u8>().map_addr(|a| a | BOXED))
     }
 
-    /// A stream's receive in its socket.
-    pub(crate) fn socket(op: SocketOp) -> OpData {
-        OpData(op.into_raw())
+    /// An op kept in place by its maker (`kind`'s functions reach it), owned by the
+    /// slab from now on. `ptr` must have its low bit clear, and every in-place op of the
+    /// program must come with the same `kind`.
+    ///
+    /// # Safety
+    /// `kind`'s contract holds for `ptr` until the slab gives it back.
+    pub(crate) unsafe fn in_place(ptr: NonNull<u8>, kind: &'static InPlace) -> OpData {
+        assert_eq!(
+            ptr.addr().get() & BOXED,
+            0,
+            "an in-place op pointer with the tag bit"
+        );
+        let known = IN_PLACE.get_or_init(|| kind);
+        assert!(std::ptr::eq(*known, kind), "a second kind of in-place op");
+        OpData(ptr)
     }
 
-    /// The boxed op's fat pointer; `None` for a socket's receive.
+    /// The boxed op's fat pointer; `None` for an in-place op.
     fn boxed_ptr(&self) -> Option<NonNull<dyn OpBox>> {
         if self.0.addr().get() & BOXED == 0 {
             return None;
@@ -422,19 +463,32 @@ impl OpData {
         Some(unsafe { (header.as_ref().0)(header) })
     }
 
-    fn view(&mut self) -> View<'_> {
-        match self.boxed_ptr() {
+    /// Runs `f` on the op, boxed or in place: the one place that tells them apart.
+    fn with_op<R>(&mut self, f: impl FnOnce(&mut dyn OpBox) -> R) -> R {
+        if let Some(op) = self.boxed_ptr() {
             // SAFETY: the op is live and owned by this `OpData`; `&mut self` makes the
             // reference unique for as long as it lives.
-            Some(op) => View::Boxed(unsafe { &mut *op.as_ptr() }),
-            // SAFETY: not a box, so `socket` made it from a `SocketOp`; the copy is
-            // the view's and is never dropped (`SocketOp::borrowed`).
-            None => View::Socket(unsafe { SocketOp::borrowed(self.0) }),
+            return f(unsafe { &mut *op.as_ptr() });
+        }
+        let mut f = Some(f);
+        let mut out = None;
+        // SAFETY: not a box, so `in_place` made it, with the program's one kind, and
+        // this `OpData` still owns it; `&mut self` makes the call's op unique.
+        unsafe {
+            (in_place_kind().with_op)(self.0, &mut |op| {
+                if let Some(f) = f.take() {
+                    out = Some(f(op));
+                }
+            })
+        };
+        match out {
+            Some(out) => out,
+            None => unreachable!("InPlace::with_op did not call back"),
         }
     }
 
-    /// The boxed op back (a single-shot op's result was taken); `None` for a
-    /// socket's receive, which is then dropped as usual.
+    /// The boxed op back (a single-shot op's result was taken); `None` for an in-place
+    /// op, which is then dropped as usual.
     pub(crate) fn into_boxed(self) -> Option<Box<dyn OpBox>> {
         let op = self.boxed_ptr()?;
         std::mem::forget(self);
@@ -443,104 +497,52 @@ impl OpData {
     }
 
     pub(crate) fn create_entry(&mut self) -> Option<squeue::Entry> {
-        match self.view() {
-            View::Boxed(b) => Some(b.create_entry()),
-            View::Socket(mut s) => s.create_entry(),
-        }
+        self.with_op(|op| op.create_entry())
     }
 
     pub(crate) fn release(&mut self, completion: &Completion) {
-        match self.view() {
-            View::Boxed(b) => b.release(completion),
-            View::Socket(mut s) => {
-                if let Some(r) = s.recv() {
-                    r.release(completion)
-                }
-            }
-        }
+        self.with_op(|op| op.release(completion))
     }
 
     pub(crate) fn on_complete(&mut self, completion: &Completion) {
-        match self.view() {
-            View::Boxed(b) => b.on_complete(completion),
-            View::Socket(mut s) => {
-                if let Some(r) = s.recv() {
-                    r.on_complete(completion)
-                }
-            }
-        }
+        self.with_op(|op| op.on_complete(completion))
     }
 
     pub(crate) fn take_stop_request(&mut self) -> bool {
-        match self.view() {
-            View::Boxed(b) => b.take_stop_request(),
-            View::Socket(mut s) => s.recv().is_some_and(StreamRecv::take_stop_request),
-        }
+        self.with_op(|op| op.take_stop_request())
     }
 
     /// The fd the op works on and whether it is multishot, for the state dump.
     pub(crate) fn describe(&mut self) -> (Option<RawFd>, bool) {
-        match self.view() {
-            View::Boxed(b) => {
-                let fd = b.fd();
-                (fd, b.stream_queue().is_some())
-            }
-            View::Socket(s) => (Some(s.fd()), true),
-        }
+        self.with_op(|op| (op.fd(), op.stream_queue().is_some()))
     }
 
     /// Queues a completion for the stream of a multishot op.
     pub(crate) fn queue_for_stream(&mut self, completion: &Completion) {
-        match self.view() {
-            View::Boxed(b) => {
-                if let Some(q) = b.stream_queue() {
-                    q.push_back(Queued::new(completion));
-                }
+        self.with_op(|op| {
+            if let Some(q) = op.stream_queue() {
+                q.push_back(Queued::new(completion));
             }
-            View::Socket(mut s) => {
-                if let Some(r) = s.recv() {
-                    r.queue.push_back(Queued::new(completion));
-                }
-            }
-        }
+        })
     }
 
     /// The oldest completion queued for the stream of a multishot op.
     pub(crate) fn pop_for_stream(&mut self) -> Option<Queued> {
-        match self.view() {
-            View::Boxed(b) => b.stream_queue()?.pop_front(),
-            View::Socket(mut s) => s.recv()?.queue.pop_front(),
-        }
+        self.with_op(|op| op.stream_queue()?.pop_front())
     }
 
     /// Releases every completion queued for the stream of op `key`, which nobody will
     /// read.
     pub(crate) fn release_all_queued(&mut self, key: Key) {
-        match self.view() {
-            View::Boxed(b) => b.release_all_queued(key),
-            View::Socket(mut s) => {
-                if let Some(r) = s.recv() {
-                    while let Some(q) = r.queue.pop_front() {
-                        r.release_queued(&q.completion(key));
-                    }
-                }
-            }
-        }
+        self.with_op(|op| op.release_all_queued(key))
     }
 
-    /// Runs `f` on the data of a multishot op as a `T`: the `op` of a boxed
-    /// [`Multi<T>`], or the receive in a socket when `T` is [`StreamRecv`].
+    /// Runs `f` on the data of a multishot op as a `T` ([`OpBox::stream_data`]).
     pub(crate) fn with_stream_data<T: 'static, R>(
         &mut self,
         f: impl FnOnce(&mut T) -> R,
     ) -> Option<R> {
-        match self.view() {
-            View::Boxed(b) => b
-                .as_any_mut()
-                .downcast_mut::<Multi<T>>()
-                .map(|m| f(&mut m.op)),
-            View::Socket(mut s) => (s.recv()? as &mut dyn Any).downcast_mut::<T>().map(f),
-        }
+        self.with_op(|op| op.stream_data()?.downcast_mut::<T>().map(f))
     }
 }
 
@@ -549,9 +551,9 @@ impl Drop for OpData {
         match self.boxed_ptr() {
             // SAFETY: the box `boxed` leaked, owned by this `OpData` and freed once.
             Some(op) => drop(unsafe { Box::from_raw(op.as_ptr()) }),
-            // SAFETY: made by `socket` from a `SocketOp` whose `Rc` this `OpData`
-            // owns; given back once.
-            None => drop(unsafe { SocketOp::from_raw(self.0) }),
+            // SAFETY: made by `in_place` with the program's one kind; this `OpData`
+            // owns it and gives it back once.
+            None => unsafe { (in_place_kind().give_back)(self.0) },
         }
     }
 }

@@ -56,6 +56,7 @@ pub struct FrameReader<S: AsRef<TcpStream>> {
 
 /// What a [`FrameReader`] copied out of receive buffers, since it was created.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CopyStats {
     /// Requests handed out (frames, `read_exact` and `consume` ranges) that contain
     /// bytes the reader copied.

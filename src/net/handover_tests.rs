@@ -1,8 +1,8 @@
 //! Hand-over of zero-copy receives between workers, end to end through TCP streams
 //! (the mechanism is `io::handover`).
 
-use crate::io::tcp_recv::Path;
 use crate::net::{TcpListener, TcpStream};
+use crate::ops::tcp_recv::Path;
 use crate::{spawn, timeout, ReceiveMode, Runtime};
 use bytes::Bytes;
 use std::time::Duration;

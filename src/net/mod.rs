@@ -15,8 +15,8 @@ mod tcp_listener;
 mod tcp_stream;
 mod udp;
 
-pub use crate::io::poll::Readable;
-pub use crate::io::send_buf::SendBuf;
+pub use crate::ops::poll::Readable;
+pub use crate::ops::send_buf::SendBuf;
 pub use chain::BytesChain;
 pub use compat::Compat;
 pub use frame::{CopyStats, FrameReader};
@@ -32,10 +32,10 @@ pub use udp::{Datagram, UdpSocket};
 /// Fails with `ErrorKind::Other` ("not inside a zerorx runtime worker") off a worker thread, or with
 /// the submission error when the ring cannot take the op.
 pub fn readable(fd: std::sync::Arc<OwnedFd>) -> io::Result<Readable> {
-    crate::io::poll::readable(fd)
+    crate::ops::poll::readable(fd)
 }
 
-use crate::io::SharedFd;
+use crate::ops::SharedFd;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::net::SocketAddr;
@@ -49,7 +49,7 @@ fn new_socket(addr: &SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket
 }
 
 fn shared(socket: Socket) -> SharedFd {
-    crate::io::SocketFd::shared(OwnedFd::from(socket))
+    crate::ops::SocketFd::shared(OwnedFd::from(socket))
 }
 
 fn sock_addr(addr: SocketAddr) -> SockAddr {

@@ -1,9 +1,9 @@
 //! [`TcpListener`]: `SO_REUSEPORT` listener with one multishot accept kept armed.
 
 use super::{new_socket, shared, sock_addr, to_std, TcpStream};
-use crate::io::accept::{accepted_fd, AcceptMulti};
-use crate::io::SharedFd;
 use crate::metrics::add_owned;
+use crate::ops::accept::{accepted_fd, AcceptMulti};
+use crate::ops::SharedFd;
 use crate::runtime::multishot::MultiOp;
 use socket2::{Protocol, SockRef, Type};
 use std::cell::RefCell;
@@ -45,7 +45,7 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(false)?;
         Ok(TcpListener {
-            fd: crate::io::SocketFd::shared(std::os::fd::OwnedFd::from(listener)),
+            fd: crate::ops::SocketFd::shared(std::os::fd::OwnedFd::from(listener)),
             accept: RefCell::new(None),
             rearms: std::cell::Cell::new(0),
         })

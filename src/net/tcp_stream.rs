@@ -3,12 +3,12 @@
 use super::SendBuf;
 use super::{new_socket, sock_addr, to_std};
 use crate::driver::op::{OpCode, Single};
-use crate::io::connect::Connect;
-use crate::io::recv::RecvInto;
-use crate::io::send::{Send, SendMsg, SendZc};
-use crate::io::shutdown::Shutdown;
-use crate::io::tcp_recv::Receiver;
-use crate::io::{SharedFd, SocketFd};
+use crate::ops::connect::Connect;
+use crate::ops::recv::RecvInto;
+use crate::ops::send::{Send, SendMsg, SendZc};
+use crate::ops::shutdown::Shutdown;
+use crate::ops::tcp_recv::Receiver;
+use crate::ops::{SharedFd, SocketFd};
 use crate::runtime::op::{boxed_op, recycle_op, Op};
 use bytes::{Bytes, BytesMut};
 use socket2::{Protocol, SockRef, Type};
@@ -221,7 +221,7 @@ impl TcpStream {
 
     /// The receive source in use, once the first receive chose it.
     #[cfg(test)]
-    pub(crate) fn recv_path(&self) -> Option<crate::io::tcp_recv::Path> {
+    pub(crate) fn recv_path(&self) -> Option<crate::ops::tcp_recv::Path> {
         self.with_rx(|rx| rx.path())
     }
 
@@ -419,13 +419,13 @@ mod tests {
         );
         assert!(size_of::<super::Receiver>() <= 40);
         // With the armed receive op in it (`io::stream_recv`).
-        assert!(size_of::<crate::io::SocketFd>() <= 88);
+        assert!(size_of::<crate::ops::SocketFd>() <= 88);
     }
 
     #[test]
     fn a_dropped_stream_keeps_its_socket_until_the_cancelled_receive_ends() {
-        use crate::io::SharedFd;
         use crate::net::TcpListener;
+        use crate::ops::SharedFd;
         use crate::runtime::context;
         use crate::{ReceiveMode, Runtime};
         use std::io::Write;

@@ -1,12 +1,12 @@
 //! [`UdpSocket`].
 
 use super::{new_socket, shared, sock_addr, to_std};
-use crate::io::recv::RecvFrom;
-pub use crate::io::recv_msg::Datagram;
-use crate::io::recv_msg::RecvMsgMulti;
-use crate::io::send::SendMsg;
-use crate::io::SharedFd;
 use crate::metrics::add_owned;
+use crate::ops::recv::RecvFrom;
+pub use crate::ops::recv_msg::Datagram;
+use crate::ops::recv_msg::RecvMsgMulti;
+use crate::ops::send::SendMsg;
+use crate::ops::SharedFd;
 use crate::runtime::context;
 use crate::runtime::multishot::MultiOp;
 use crate::runtime::op::{not_in_runtime, Op};
@@ -47,7 +47,7 @@ impl UdpSocket {
     pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
         socket.set_nonblocking(false)?;
         Ok(UdpSocket {
-            fd: crate::io::SocketFd::shared(std::os::fd::OwnedFd::from(socket)),
+            fd: crate::ops::SocketFd::shared(std::os::fd::OwnedFd::from(socket)),
             rx: RefCell::default(),
         })
     }

@@ -161,6 +161,7 @@ impl ZeroCopyTarget {
 
 /// The receive mode a runtime runs in, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ReceiveModeReport {
     /// What the builder asked for.
     pub requested: ReceiveMode,

@@ -100,6 +100,7 @@ impl std::error::Error for ClientError {}
 
 /// A client's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClientStats {
     /// Calls sent (including oneway).
     pub calls: u64,

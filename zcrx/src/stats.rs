@@ -34,6 +34,7 @@ pub struct PoolStats {
 
 /// A point-in-time copy of [`PoolStats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PoolStatsSnapshot {
     /// Chunks (buffers) the pool owns.
     pub chunks_total: u64,

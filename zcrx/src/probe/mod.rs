@@ -34,6 +34,7 @@ use verdict::{KernelFacts, QueueFacts};
 
 /// Everything the probe found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Capabilities {
     /// `uname -r`.
     pub kernel_release: String,
@@ -66,6 +67,7 @@ pub struct Capabilities {
 
 /// One network interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct InterfaceReport {
     /// Interface name.
     pub name: String,

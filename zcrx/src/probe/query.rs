@@ -30,6 +30,7 @@ pub type ZcrxQueryAnswer = abi::QueryZcrx;
 
 /// What the blind query found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct QueryReport {
     /// The `IORING_REGISTER_QUERY` syscall works (Linux 6.18+).
     pub present: bool,

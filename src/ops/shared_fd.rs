@@ -151,7 +151,7 @@ mod tests {
         // The count shares a word with the fd.
         assert_eq!(
             std::mem::size_of::<SocketFd>(),
-            8 + std::mem::size_of::<std::cell::Cell<Option<crate::io::tcp_recv::Receiver>>>()
+            8 + std::mem::size_of::<std::cell::Cell<Option<crate::ops::tcp_recv::Receiver>>>()
                 + std::mem::size_of::<Option<super::super::stream_recv::StreamRecv>>()
         );
     }

@@ -11,13 +11,14 @@
 use super::recv::RecvMulti;
 use super::recv_zc::RecvZcMulti;
 use super::{SharedFd, SocketFd};
-use crate::driver::op::{Lifecycle, OpData, Queued};
+use crate::driver::op::{InPlace, Lifecycle, OpBox, OpData, OpVisitor, Queued};
 use crate::driver::queue::SmallQueue;
 use crate::driver::slab::Key;
 use crate::driver::Completion;
 use crate::runtime::context;
 use crate::runtime::op::not_in_runtime;
 use io_uring::squeue;
+use std::any::Any;
 use std::io;
 use std::mem::ManuallyDrop;
 use std::os::fd::AsRawFd;
@@ -31,6 +32,18 @@ use zcrx::RxBuf;
 enum Source {
     Copy(RecvMulti),
     Zc(Box<RecvZcMulti>),
+}
+
+/// Runs `$body` with `$op` bound to the receive, whichever pool it draws from: the two
+/// receives have the same methods but no common trait (a trait object would cost a
+/// second dispatch on every completion).
+macro_rules! with_source {
+    ($source:expr, $op:ident => $body:expr) => {
+        match $source {
+            Source::Copy($op) => $body,
+            Source::Zc($op) => $body,
+        }
+    };
 }
 
 /// The armed receive of a stream, and the completions it queued that the stream has
@@ -58,58 +71,37 @@ impl StreamRecv {
     }
 
     fn create_entry(&mut self, fd: std::os::fd::RawFd) -> squeue::Entry {
-        match &mut self.source {
-            Source::Copy(op) => op.create_entry(fd),
-            Source::Zc(op) => op.create_entry(fd),
-        }
+        with_source!(&mut self.source, op => op.create_entry(fd))
     }
 
     /// [`OpCode::on_complete`](crate::driver::OpCode::on_complete) of the receive.
     pub(crate) fn on_complete(&mut self, c: &Completion) {
-        match &mut self.source {
-            Source::Copy(op) => op.on_complete(c),
-            Source::Zc(op) => op.on_complete(c),
-        }
+        with_source!(&mut self.source, op => op.on_complete(c))
     }
 
     /// [`OpCode::release`](crate::driver::OpCode::release) of the receive.
     pub(crate) fn release(&mut self, c: &Completion) {
-        match &mut self.source {
-            Source::Copy(op) => op.release(c),
-            Source::Zc(op) => op.release(c),
-        }
+        with_source!(&mut self.source, op => op.release(c))
     }
 
     /// [`OpCode::release_queued`](crate::driver::OpCode::release_queued).
     pub(crate) fn release_queued(&mut self, c: &Completion) {
-        match &mut self.source {
-            Source::Copy(op) => op.release_queued(c),
-            Source::Zc(op) => op.release_queued(c),
-        }
+        with_source!(&mut self.source, op => op.release_queued(c))
     }
 
     /// [`OpCode::take_stop_request`](crate::driver::OpCode::take_stop_request).
     pub(crate) fn take_stop_request(&mut self) -> bool {
-        match &mut self.source {
-            Source::Copy(op) => op.take_stop_request(),
-            Source::Zc(op) => op.take_stop_request(),
-        }
+        with_source!(&mut self.source, op => op.take_stop_request())
     }
 
     /// The next buffer of the `owed` bytes of the data completion the stream took.
     pub(crate) fn take_next(&mut self, owed: &mut u32) -> io::Result<RxBuf> {
-        match &mut self.source {
-            Source::Copy(op) => op.take_next(owed),
-            Source::Zc(op) => op.take_next(owed),
-        }
+        with_source!(&mut self.source, op => op.take_next(owed))
     }
 
     /// Whether this receive asked to stop because its stream held its limit.
     pub(crate) fn stopped_at_limit(&self) -> bool {
-        match &self.source {
-            Source::Copy(op) => op.decoded.stopped_at_limit(),
-            Source::Zc(op) => op.decoded.stopped_at_limit(),
-        }
+        with_source!(&self.source, op => op.decoded.stopped_at_limit())
     }
 }
 
@@ -150,11 +142,6 @@ impl SocketOp {
         unsafe { &mut *self.0.recv.get() }.as_mut()
     }
 
-    /// The socket's fd.
-    pub(crate) fn fd(&self) -> std::os::fd::RawFd {
-        super::fd(&self.0).0
-    }
-
     /// The socket's pointer (8-byte aligned), carrying this op's count, for the
     /// slab's one-word op pointer ([`from_raw`](Self::from_raw) takes it back).
     pub(crate) fn into_raw(self) -> NonNull<u8> {
@@ -173,22 +160,82 @@ impl SocketOp {
         // once.
         SocketOp(unsafe { SharedFd::from_raw(ptr) })
     }
+}
 
-    /// The op of `ptr` (from `into_raw`) for one call, without its ownership: never
-    /// dropped, so the strong count stays with the owner.
-    ///
-    /// # Safety
-    /// `ptr` came from `into_raw` and its owner outlives the copy; the copy is the
-    /// only one used while it lives (the owner's `&mut` borrow covers it).
-    pub(crate) unsafe fn borrowed(ptr: NonNull<u8>) -> ManuallyDrop<SocketOp> {
-        // SAFETY: the caller's contract; `ManuallyDrop` keeps the count with the owner.
-        ManuallyDrop::new(unsafe { SocketOp::from_raw(ptr) })
-    }
+/// How the driver reaches a socket's receive: the pointer is [`SocketOp::into_raw`]'s.
+static IN_SOCKET: InPlace = InPlace {
+    with_op: with_socket_op,
+    give_back: give_back_socket_op,
+};
 
-    /// The receive's SQE, on the socket's fd (held open by this op's `Rc`).
-    pub(crate) fn create_entry(&mut self) -> Option<squeue::Entry> {
+/// [`InPlace::with_op`] for a socket's receive.
+///
+/// # Safety
+/// `ptr` came from [`SocketOp::into_raw`] and its owner (the slab) outlives the call;
+/// the copy made here is the only one used meanwhile (the owner's `&mut` borrow).
+unsafe fn with_socket_op(ptr: NonNull<u8>, f: OpVisitor<'_>) {
+    // SAFETY: the caller's contract; `ManuallyDrop` keeps the count with the owner.
+    let mut op = ManuallyDrop::new(unsafe { SocketOp::from_raw(ptr) });
+    f(&mut *op)
+}
+
+/// [`InPlace::give_back`] for a socket's receive.
+///
+/// # Safety
+/// `ptr` came from [`SocketOp::into_raw`] and is given back once.
+unsafe fn give_back_socket_op(ptr: NonNull<u8>) {
+    // SAFETY: the caller's contract.
+    drop(unsafe { SocketOp::from_raw(ptr) })
+}
+
+// The driver tags boxed ops with the low bit; a socket's pointer must leave it clear.
+const _: () = assert!(std::mem::align_of::<SocketFd>() > 1);
+
+/// The receive as an op of the driver's; every call finds the receive in its cell
+/// while the op exists (see the type doc), so the `None` arms do not run.
+impl OpBox for SocketOp {
+    fn create_entry(&mut self) -> Option<squeue::Entry> {
+        // The socket's fd is held open by this op's count.
         let fd = self.0.as_raw_fd();
         self.recv().map(|r| r.create_entry(fd))
+    }
+
+    fn release(&mut self, completion: &Completion) {
+        if let Some(r) = self.recv() {
+            r.release(completion)
+        }
+    }
+
+    fn release_queued(&mut self, completion: &Completion) {
+        if let Some(r) = self.recv() {
+            r.release_queued(completion)
+        }
+    }
+
+    fn on_complete(&mut self, completion: &Completion) {
+        if let Some(r) = self.recv() {
+            r.on_complete(completion)
+        }
+    }
+
+    fn take_stop_request(&mut self) -> bool {
+        self.recv().is_some_and(StreamRecv::take_stop_request)
+    }
+
+    fn stream_queue(&mut self) -> Option<&mut SmallQueue<Queued>> {
+        self.recv().map(|r| &mut r.queue)
+    }
+
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(super::fd(&self.0).0)
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+
+    fn stream_data(&mut self) -> Option<&mut dyn Any> {
+        self.recv().map(|r| r as &mut dyn Any)
     }
 }
 
@@ -227,7 +274,9 @@ impl SocketMultiOp {
     pub(crate) fn submit(op: SocketOp) -> io::Result<SocketMultiOp> {
         let key = context::with_core(|core| {
             core.driver.borrow_mut().submit(
-                OpData::socket(op),
+                // SAFETY: `IN_SOCKET`'s functions are this type's own, for the pointer
+                // of `into_raw`, owned by the slab until it gives it back.
+                unsafe { OpData::in_place(op.into_raw(), &IN_SOCKET) },
                 Lifecycle::Streaming {
                     waker: None,
                     finished: false,

@@ -16,12 +16,12 @@
 use super::handover::HandoverRx;
 use crate::driver::Completion;
 use crate::executor::peek_waker::is_peek;
-use crate::io::recv::RecvMulti;
-use crate::io::recv_zc::RecvZcMulti;
-use crate::io::stream_recv::SocketMultiOp;
-use crate::io::stream_recv::{SocketOp, StreamRecv};
-use crate::io::SharedFd;
 use crate::metrics::{add_owned, rearm_index};
+use crate::ops::recv::RecvMulti;
+use crate::ops::recv_zc::RecvZcMulti;
+use crate::ops::stream_recv::SocketMultiOp;
+use crate::ops::stream_recv::{SocketOp, StreamRecv};
+use crate::ops::SharedFd;
 use crate::runtime::context;
 use crate::runtime::op::not_in_runtime;
 use crate::runtime::worker::{Core, ZcWorker};
@@ -40,7 +40,7 @@ pub(crate) enum Path {
 }
 
 /// The armed multishot receive (its op data in the stream's socket: see
-/// [`crate::io::stream_recv`]), and how many bytes of the data completion taken last
+/// [`crate::ops::stream_recv`]), and how many bytes of the data completion taken last
 /// are still in the op's decoded buffers (`owed`). The buffers stay in the op until
 /// the stream asks for them, so a stream needs no queue of its own. Its variant says
 /// the pool: a tag with spare values, where [`Source`] and its `Option` keep theirs

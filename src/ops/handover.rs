@@ -12,7 +12,7 @@
 
 use super::tcp_recv::Receiver;
 use crate::executor::peek_waker::is_peek;
-use crate::io::SharedFd;
+use crate::ops::SharedFd;
 use crate::runtime::worker::Core;
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -67,7 +67,7 @@ impl HandoverRx {
         // still ends the stream when its closure is dropped.
         let guard = ServerGuard(chan.clone());
         drop(core.handle.spawn_on_with(owner, move || {
-            serve(crate::io::SocketFd::shared(dup), guard)
+            serve(crate::ops::SocketFd::shared(dup), guard)
         }));
         Ok(HandoverRx { chan })
     }

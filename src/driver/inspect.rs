@@ -9,8 +9,8 @@
 
 use super::op::{Lifecycle, OpSlot};
 use super::slab::Meta;
+use super::slim_waker::SlimWaker;
 use super::Driver;
-use crate::executor::task::TaskName;
 use io_uring::opcode;
 use std::os::fd::RawFd;
 use std::time::Duration;
@@ -46,8 +46,8 @@ pub(crate) struct OpState {
     pub(crate) fd: Option<RawFd>,
     pub(crate) multishot: bool,
     pub(crate) age: Duration,
-    /// The task whose waker the op keeps: the one waiting on it.
-    pub(crate) task: Option<TaskName>,
+    /// The waker the op keeps: the task waiting on it, which the dump names.
+    pub(crate) waker: Option<std::task::Waker>,
 }
 
 /// The ring's queues as the user side sees them.
@@ -96,7 +96,7 @@ fn describe(meta: Meta, slot: &mut OpSlot, now: u32) -> OpState {
         } => ("finished, completions not yet taken", waker.as_ref()),
         Lifecycle::Abandoned => ("cancelled, waiting for its last completion", None),
     };
-    let task = waker.and_then(|w| w.task());
+    let waker = waker.map(SlimWaker::to_waker);
     let (fd, multishot) = slot.data.describe();
     OpState {
         opcode: meta.label,
@@ -104,7 +104,7 @@ fn describe(meta: Meta, slot: &mut OpSlot, now: u32) -> OpState {
         fd,
         multishot,
         age: age(meta.stamp(), now),
-        task,
+        waker,
     }
 }
 

@@ -31,9 +31,11 @@
 mod cancel;
 pub(crate) mod inspect;
 pub(crate) mod op;
+pub(crate) mod peek_waker;
 pub(crate) mod queue;
 pub(crate) mod ring;
 pub(crate) mod slab;
+pub(crate) mod slim_waker;
 mod spare;
 #[cfg(test)]
 mod tests;
@@ -41,12 +43,12 @@ mod tests;
 pub use op::OpCode;
 pub use ring::{Completion, RingFlags};
 
-use crate::executor::slim_waker::SlimWaker;
 use crate::metrics::{add_owned, WorkerMetrics};
 use io_uring::{opcode, squeue, types};
 use op::{Landed, Lifecycle, OpBox, OpData, OpSlot};
 use ring::{Ring, RingConfig};
 use slab::{reserved, GenSlab, Key};
+use slim_waker::SlimWaker;
 use spare::SpareBoxes;
 use std::io;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
@@ -520,13 +522,13 @@ impl Driver {
 
 /// Keeps `cx`'s waker in an op's slot, unless the one kept already wakes the same task.
 ///
-/// A peek ([`peek_waker`](crate::executor::peek_waker), behind `try_recv`) keeps
+/// A peek ([`peek_waker`](peek_waker::peek_waker), behind `try_recv`) keeps
 /// nothing and leaves the slot as it is: boxing it as a foreign waker cost an
 /// allocation and a free per look (measured in the echo server's gathering).
 fn keep_waker(kept: &mut Option<SlimWaker>, cx: &Context<'_>) {
     match kept {
         Some(w) if w.will_wake(cx.waker()) => {}
-        _ if crate::executor::peek_waker::is_peek(cx.waker()) => {}
+        _ if peek_waker::is_peek(cx.waker()) => {}
         _ => *kept = Some(SlimWaker::new(cx.waker().clone())),
     }
 }

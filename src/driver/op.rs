@@ -4,7 +4,7 @@
 use super::queue::SmallQueue;
 use super::ring::Completion;
 use super::slab::Key;
-use crate::executor::slim_waker::SlimWaker;
+use super::slim_waker::SlimWaker;
 use io_uring::squeue;
 use std::any::Any;
 use std::mem::offset_of;

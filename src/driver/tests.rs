@@ -165,7 +165,7 @@ impl std::task::Wake for CountWakes {
 
 #[test]
 fn a_peek_keeps_no_waker_and_leaves_the_kept_one() {
-    use crate::executor::peek_waker::peek_waker;
+    use super::peek_waker::peek_waker;
     use std::task::{Context, Waker};
     let count = std::sync::Arc::new(CountWakes(Default::default()));
     let real = Waker::from(count.clone());

@@ -2,9 +2,7 @@
 
 pub(crate) mod join;
 pub(crate) mod join_wakers;
-pub(crate) mod peek_waker;
 pub(crate) mod registry;
-pub(crate) mod slim_waker;
 pub(crate) mod task;
 
 pub use join::{JoinError, JoinHandle};

@@ -215,31 +215,6 @@ impl TaskRef {
         TaskRef(ptr.cast())
     }
 
-    /// A waker of this task, taking over this reference.
-    pub(crate) fn into_waker(self) -> Waker {
-        let raw = RawWaker::new(self.into_raw().as_ptr(), &WAKER);
-        // SAFETY: `WAKER`'s functions take the data pointer as a `TaskRef` that owns
-        // one reference, which `raw` carries.
-        unsafe { Waker::from_raw(raw) }
-    }
-
-    /// The task reference `waker` holds, if it is a waker of a zerorx task; the waker
-    /// back otherwise.
-    pub(crate) fn from_waker(waker: Waker) -> Result<TaskRef, Waker> {
-        if !is_task_waker(&waker) {
-            return Err(waker);
-        }
-        let waker = ManuallyDrop::new(waker);
-        // SAFETY: a task waker's data pointer is a `TaskRef`'s, owning one reference,
-        // which the forgotten waker hands over.
-        Ok(unsafe { TaskRef::from_raw(NonNull::new_unchecked(waker.data().cast_mut())) })
-    }
-
-    /// Whether `waker` wakes this task.
-    pub(crate) fn wakes(&self, waker: &Waker) -> bool {
-        is_task_waker(waker) && std::ptr::eq(waker.data(), self.0.as_ptr().cast())
-    }
-
     /// Wakes the task, consuming this reference.
     pub(crate) fn wake(self) {
         if self.header().mark_scheduled() {
@@ -440,6 +415,12 @@ impl Header {
 /// The one waker vtable of every task: its data pointer is a [`TaskRef`]'s.
 static WAKER: RawWakerVTable =
     RawWakerVTable::new(waker_clone, waker_wake, waker_wake_by_ref, waker_drop);
+
+/// The vtable of every task waker, for the driver to keep task wakers in one word
+/// (`driver::slim_waker::recognise_task_wakers`).
+pub(crate) fn waker_vtable() -> &'static RawWakerVTable {
+    &WAKER
+}
 
 fn is_task_waker(waker: &Waker) -> bool {
     std::ptr::eq(waker.vtable(), &WAKER)

@@ -197,7 +197,7 @@ impl TcpStream {
     /// # Ok(()) }
     /// ```
     pub fn try_recv(&self) -> Option<io::Result<Option<RxBuf>>> {
-        let waker = crate::executor::peek_waker::peek_waker();
+        let waker = crate::driver::peek_waker::peek_waker();
         match self.poll_recv(&mut Context::from_waker(&waker)) {
             Poll::Ready(r) => Some(r),
             Poll::Pending => None,

@@ -11,7 +11,7 @@
 //! error, runtime shutdown) leaves its last word in the queue.
 
 use super::tcp_recv::Receiver;
-use crate::executor::peek_waker::is_peek;
+use crate::driver::peek_waker::is_peek;
 use crate::ops::SharedFd;
 use crate::runtime::worker::Core;
 use std::collections::VecDeque;

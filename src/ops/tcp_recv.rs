@@ -14,8 +14,8 @@
 //! - **copy**: multishot `recv` into the worker's provided-buffer pool.
 
 use super::handover::HandoverRx;
+use crate::driver::peek_waker::is_peek;
 use crate::driver::Completion;
-use crate::executor::peek_waker::is_peek;
 use crate::metrics::{add_owned, rearm_index};
 use crate::ops::recv::RecvMulti;
 use crate::ops::recv_zc::RecvZcMulti;

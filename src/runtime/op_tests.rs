@@ -189,3 +189,32 @@ fn completions_arrive_while_another_task_keeps_yielding() {
         spinner.await.expect("spinner");
     });
 }
+
+#[test]
+fn a_task_waker_is_kept_as_its_pointer_and_wakes_its_task() {
+    use crate::driver::slim_waker::SlimWaker;
+    let rt = rt(8, 32);
+    rt.block_on(async {
+        let task = crate::spawn(async {
+            let mut polls = 0;
+            std::future::poll_fn(|cx| {
+                polls += 1;
+                if polls == 1 {
+                    let slim = SlimWaker::new(cx.waker().clone());
+                    assert!(slim.is_task_pointer(), "a task waker takes no box");
+                    assert!(slim.will_wake(cx.waker()));
+                    assert!(!slim.will_wake(std::task::Waker::noop()));
+                    assert!(slim.to_waker().will_wake(cx.waker()));
+                    // Woken through the slim waker, the task runs again.
+                    slim.into_waker().wake();
+                    return std::task::Poll::Pending;
+                }
+                std::task::Poll::Ready(polls)
+            })
+            .await
+        });
+        assert_eq!(task.await.expect("task"), 2);
+        let foreign = SlimWaker::new(std::task::Waker::noop().clone());
+        assert!(!foreign.is_task_pointer(), "any other waker is boxed");
+    });
+}

@@ -112,6 +112,8 @@ impl Builder {
         receive: ReceiveModeReport,
         tuning: Vec<Setting>,
     ) -> io::Result<Runtime> {
+        // Task wakers kept in the op slab take one word, not a box.
+        crate::driver::slim_waker::recognise_task_wakers(crate::executor::task::waker_vtable());
         let roles = receive.roles.clone();
         let workers = (0..threads)
             .map(|i| Ok(Arc::new(WorkerShared::new(i, Unparker::new(self.wake)?))))

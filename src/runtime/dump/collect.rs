@@ -139,7 +139,8 @@ impl Core {
                 let ring = driver.ring_state();
                 let fd = driver.ring_fd();
                 for (i, op) in driver.op_states().into_iter().enumerate() {
-                    if let Some(t) = op.task {
+                    let task = op.waker.as_ref().and_then(task_of);
+                    if let Some(t) = task {
                         ops_of.entry(t).or_default().push(i);
                     }
                     out.ops.push(OpDump {
@@ -149,7 +150,7 @@ impl Core {
                         fd: op.fd,
                         socket: op.fd.and_then(kernel::socket_addrs),
                         age_ms: op.age.as_millis() as u64,
-                        task: op.task.map(task_label),
+                        task: task.map(task_label),
                     });
                 }
                 let flags = shared.ring_flags.get().copied().unwrap_or_default();

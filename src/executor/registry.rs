@@ -150,14 +150,15 @@ impl Drop for Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::worker::WorkerShared;
+    use crate::executor::scheduler::Shared;
     use crate::wake::{Unparker, WakeMode};
     use std::sync::Arc;
 
-    fn owner() -> Arc<WorkerShared> {
-        Arc::new(WorkerShared::new(
+    fn owner() -> Arc<Shared> {
+        Arc::new(Shared::new(
             0,
             Unparker::new(WakeMode::EventFd).expect("unparker"),
+            Arc::default(),
         ))
     }
 

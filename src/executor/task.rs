@@ -17,8 +17,7 @@
 
 use super::join::JoinError;
 use super::join_wakers::JoinWakers;
-use crate::runtime::context;
-use crate::runtime::worker::{Core, Remote, WorkerShared};
+use super::scheduler::{Local, Remote, Shared};
 use std::cell::UnsafeCell;
 use std::future::Future;
 use std::mem::ManuallyDrop;
@@ -76,7 +75,7 @@ union Stage<F: Future> {
 /// What differs between tasks of different futures, reached from the [`Header`].
 struct VTable {
     /// Polls the task once. Owner thread only; the caller holds a reference.
-    poll: unsafe fn(NonNull<Header>, &Core),
+    poll: unsafe fn(NonNull<Header>, &Local),
     /// Drops the future and completes the task as cancelled, unless complete. Owner
     /// thread only, or any thread for a never-run task spawned from another thread.
     shutdown: unsafe fn(NonNull<Header>),
@@ -121,7 +120,7 @@ pub(crate) struct Header {
     vtable: &'static VTable,
     state: AtomicU64,
     registry_key: AtomicU32,
-    owner: Arc<WorkerShared>,
+    owner: Arc<Shared>,
 }
 
 /// A task's allocation: the header first (`repr(C)`), so a pointer to the header is
@@ -149,10 +148,7 @@ unsafe impl Sync for TaskRef {}
 impl TaskRef {
     /// Allocates a task that starts out scheduled (the caller enqueues it) and with a
     /// handle (the caller makes it): two references, returned as (queue, handle).
-    pub(crate) fn new<F: Future + 'static>(
-        future: F,
-        owner: Arc<WorkerShared>,
-    ) -> (TaskRef, TaskRef) {
+    pub(crate) fn new<F: Future + 'static>(future: F, owner: Arc<Shared>) -> (TaskRef, TaskRef) {
         let cell = Box::new(Cell {
             header: Header {
                 vtable: &VTable {
@@ -180,12 +176,12 @@ impl TaskRef {
         unsafe { self.0.as_ref() }
     }
 
-    /// Polls the task once, on its owner's thread (`core`). Consumes the queue's
+    /// Polls the task once, on its owner's thread (`local`). Consumes the queue's
     /// reference.
-    pub(crate) fn run(self, core: &Core) {
-        // SAFETY: the owner thread (the caller's `core` is the task's: tasks are only
+    pub(crate) fn run(self, local: &Local) {
+        // SAFETY: the owner thread (the caller's `local` is the task's: tasks are only
         // queued on their owner), and `self` holds a reference through the call.
-        unsafe { (self.header().vtable.poll)(self.0, core) }
+        unsafe { (self.header().vtable.poll)(self.0, local) }
     }
 
     /// Drops the future and completes the task as cancelled. Its owner's thread, or
@@ -233,9 +229,9 @@ impl TaskRef {
     /// so a wake by value costs no reference-count traffic.
     fn enqueue(self) {
         let mut task = Some(self);
-        context::with_core(|core| {
-            if let Some(t) = task.take_if(|t| Arc::ptr_eq(&core.shared, &t.header().owner)) {
-                core.run_queue.borrow_mut().push_back(t);
+        super::with_local(|local| {
+            if let Some(t) = task.take_if(|t| Arc::ptr_eq(&local.shared, &t.header().owner)) {
+                local.run_queue.borrow_mut().push_back(t);
             }
         });
         if let Some(t) = task {
@@ -467,7 +463,7 @@ unsafe fn cell<'a, F: Future>(ptr: NonNull<Header>) -> &'a Cell<F> {
 ///
 /// # Safety
 /// As [`VTable::poll`]; `ptr` is a `Cell<F>`'s header.
-unsafe fn poll<F: Future + 'static>(ptr: NonNull<Header>, core: &Core) {
+unsafe fn poll<F: Future + 'static>(ptr: NonNull<Header>, local: &Local) {
     // SAFETY: the caller's contract.
     let cell = unsafe { cell::<F>(ptr) };
     let prev = cell.header.state.fetch_and(!SCHEDULED, Ordering::AcqRel);
@@ -476,7 +472,7 @@ unsafe fn poll<F: Future + 'static>(ptr: NonNull<Header>, core: &Core) {
     }
     if prev & CANCELLED != 0 {
         // SAFETY: owner thread, no poll running, not complete.
-        unsafe { finish(cell, Err(JoinError::Cancelled), Some(core)) };
+        unsafe { finish(cell, Err(JoinError::Cancelled), Some(local)) };
         return;
     }
     // The waker borrows the caller's reference instead of taking one of its own: it is
@@ -501,7 +497,7 @@ unsafe fn poll<F: Future + 'static>(ptr: NonNull<Header>, core: &Core) {
     };
     // SAFETY: owner thread, the poll has ended, and not complete (it was before the
     // poll, and only `finish` sets `COMPLETE`).
-    unsafe { finish(cell, result, Some(core)) }
+    unsafe { finish(cell, result, Some(local)) }
 }
 
 /// Drops the future, stores the result, leaves the registry and wakes the handle.
@@ -512,7 +508,7 @@ unsafe fn poll<F: Future + 'static>(ptr: NonNull<Header>, core: &Core) {
 unsafe fn finish<F: Future>(
     cell: &Cell<F>,
     result: Result<F::Output, JoinError>,
-    core: Option<&Core>,
+    local: Option<&Local>,
 ) {
     let h = &cell.header;
     let stage = cell.stage.get();
@@ -530,10 +526,10 @@ unsafe fn finish<F: Future>(
         Err(p) => Err(JoinError::Panic(p)),
     };
     let key = h.registry_key.swap(UNREGISTERED, Ordering::Relaxed);
-    if let (Some(core), true) = (core, key != UNREGISTERED) {
+    if let (Some(local), true) = (local, key != UNREGISTERED) {
         // Must not drop the registry's reference while the borrow is held: dropping
         // the last reference frees the task. (The caller holds one, too.)
-        let removed = core.tasks.borrow_mut().remove(key);
+        let removed = local.tasks.borrow_mut().remove(key);
         drop(removed);
     }
     // SAFETY: as above; dropping the future (which may drop the task's own handle) has

@@ -43,6 +43,7 @@ pub(crate) fn enter(core: Rc<Core>) -> Option<EnterGuard> {
             return None;
         }
         crate::time::enter(core.time.clone());
+        crate::executor::enter(core.sched.clone());
         *c = Some(core);
         Some(EnterGuard(()))
     })
@@ -54,6 +55,7 @@ impl Drop for EnterGuard {
         // destructors that look at the context.
         let old = CURRENT.try_with(|c| c.borrow_mut().take()).ok().flatten();
         crate::time::exit();
+        crate::executor::exit();
         drop(old);
     }
 }

@@ -111,7 +111,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        executor::spawn_remote(self.worker(worker), future)
+        executor::spawn_remote(&self.worker(worker).sched, future)
     }
 
     /// Like [`spawn_on`](Self::spawn_on), but the future is made on the target worker by
@@ -126,7 +126,7 @@ impl Handle {
         F: Future + 'static,
         F::Output: Send + 'static,
     {
-        executor::spawn_remote_with(self.worker(worker), make)
+        executor::spawn_remote_with(&self.worker(worker).sched, make)
     }
 
     /// Runs `make(worker_index)` on every worker and spawns the future it returns

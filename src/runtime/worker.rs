@@ -1,5 +1,6 @@
-//! One worker: the thread-owned [`Core`] (ring, queues, timers) and the cross-thread
-//! [`WorkerShared`] (remote queue, parked flag, unparker, counters), plus the loop.
+//! One worker: the thread-owned [`Core`] (ring, scheduler, timers, pools) and the
+//! cross-thread [`WorkerShared`] (the scheduler's shared side, counters, pool
+//! statistics), plus the loop.
 
 use super::context;
 use super::handle::Handle;
@@ -9,18 +10,14 @@ pub(crate) use super::zero_copy::ZcWorker;
 use super::zero_copy::{ZcLinks, ZcSetup};
 use crate::driver::ring::RingConfig;
 use crate::driver::{Driver, RingFlags};
-use crate::executor::join_wakers::JoinWakers;
-use crate::executor::registry::Registry;
-use crate::executor::task::TaskRef;
-use crate::metrics::{add_owned, add_shared, WorkerMetrics};
+use crate::executor::scheduler::{self, Local};
+use crate::metrics::{add_owned, WorkerMetrics};
 use crate::time::Timers;
 use crate::wake::Unparker;
-use crossbeam_channel::{Receiver, Sender};
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
-use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -53,24 +50,11 @@ impl WorkerConfig {
     }
 }
 
-/// A message for a worker from another thread.
-pub(crate) enum Remote {
-    /// A task spawned from elsewhere: register it, then run it.
-    Spawn(TaskRef),
-    /// A registered task woken from elsewhere.
-    Wake(TaskRef),
-}
-
 /// The part of a worker other threads may touch.
 pub(crate) struct WorkerShared {
     pub(crate) index: usize,
-    remote_tx: Sender<Remote>,
-    remote_rx: Receiver<Remote>,
-    /// True while the worker is (about to be) blocked in `io_uring_enter`.
-    parked: AtomicBool,
-    /// Set once the worker has shut down: senders then drain what they sent.
-    closed: AtomicBool,
-    unparker: Unparker,
+    /// The scheduler's shared side: remote spawns and wakes, parking, the wake-up.
+    pub(crate) sched: Arc<scheduler::Shared>,
     pub(crate) metrics: Arc<WorkerMetrics>,
     pub(crate) ring_flags: OnceLock<RingFlags>,
     pub(crate) pool_stats: OnceLock<StatsHandle>,
@@ -84,72 +68,39 @@ pub(crate) struct WorkerShared {
     /// A receive on this worker waits for zero-copy chunks: the owner unparks it when
     /// it gives the kernel chunks back.
     pub(crate) zc_waiting: AtomicBool,
-    /// The wakers of handles waiting on this worker's tasks.
-    pub(crate) join_wakers: JoinWakers,
     /// State dumps asked of this worker ([`Handle::dump`]).
     pub(crate) dump_requests: super::dump::collect::DumpRequests,
 }
 
 impl WorkerShared {
     pub(crate) fn new(index: usize, unparker: Unparker) -> WorkerShared {
-        let (remote_tx, remote_rx) = crossbeam_channel::unbounded();
+        let metrics: Arc<WorkerMetrics> = Arc::default();
         WorkerShared {
             index,
-            remote_tx,
-            remote_rx,
-            parked: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
-            unparker,
-            metrics: Arc::default(),
+            sched: Arc::new(scheduler::Shared::new(index, unparker, metrics.clone())),
+            metrics,
             ring_flags: OnceLock::new(),
             pool_stats: OnceLock::new(),
             zc_pool_stats: OnceLock::new(),
             zc_instance: OnceLock::new(),
             udp_pool_stats: OnceLock::new(),
             zc_waiting: AtomicBool::new(false),
-            join_wakers: JoinWakers::default(),
             dump_requests: Default::default(),
         }
     }
 
-    /// Enqueues `msg` and wakes the worker if it is parked.
-    pub(crate) fn push_remote(&self, msg: Remote) {
-        if self.remote_tx.send(msg).is_err() {
-            return;
-        }
-        fence(Ordering::SeqCst);
-        if self.closed.load(Ordering::SeqCst) {
-            // The worker is gone and will not drain again: drop what is queued here, so
-            // the handles of spawned tasks resolve as cancelled.
-            while let Ok(msg) = self.remote_rx.try_recv() {
-                match msg {
-                    // Never ran, so its future is `Send` and may be dropped here.
-                    Remote::Spawn(task) => task.shutdown(),
-                    Remote::Wake(task) => drop(task),
-                }
-            }
-            return;
-        }
-        self.unpark();
-    }
-
     pub(crate) fn unparker(&self) -> &Unparker {
-        &self.unparker
+        self.sched.unparker()
     }
 
     /// Whether the worker has shut down.
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
+        self.sched.is_closed()
     }
 
     /// Wakes the worker if it is parked; no syscall otherwise.
     pub(crate) fn unpark(&self) {
-        if self.parked.load(Ordering::SeqCst) && self.parked.swap(false, Ordering::SeqCst) {
-            add_shared(&self.metrics.wakeups_sent, 1);
-            if let Err(e) = self.unparker.unpark() {
-                tracing::error!(worker = self.index, error = %e, "wake-up failed");
-            }
-        }
+        self.sched.unpark()
     }
 }
 
@@ -193,10 +144,9 @@ pub(crate) struct Core {
     zc_stats: Option<StatsHandle>,
     /// The steering fall-back was logged once on this worker.
     pub(crate) steering_warned: Cell<bool>,
-    pub(crate) run_queue: RefCell<VecDeque<TaskRef>>,
-    /// Every unfinished task owned by this worker, so shutdown can drop their futures
-    /// on this thread.
-    pub(crate) tasks: RefCell<Registry>,
+    /// The worker's tasks: run queue and registry (installed on the thread while the
+    /// worker runs, for `spawn` and wakes).
+    pub(crate) sched: Rc<Local>,
     /// The worker's timers and its clock for the turn (installed on the thread for
     /// the timer futures while the worker runs).
     pub(crate) time: Rc<Timers>,
@@ -228,8 +178,8 @@ impl Core {
                 ),
             ..cfg.ring
         };
-        let mut driver = Driver::new(&ring, shared.unparker.eventfd(), shared.metrics.clone())?;
-        shared.unparker.set_ring_fd(driver.ring_fd())?;
+        let mut driver = Driver::new(&ring, shared.unparker().eventfd(), shared.metrics.clone())?;
+        shared.unparker().set_ring_fd(driver.ring_fd())?;
         let _ = shared.ring_flags.set(driver.ring_flags());
         let pool = match &cfg.pool {
             None => None,
@@ -259,6 +209,7 @@ impl Core {
         let zc = super::zero_copy::attach(cfg.role, cfg.zc.as_ref(), links, &mut driver, &shared)?;
         let zc_stats = shared.zc_pool_stats.get().cloned();
         Ok(Core {
+            sched: Rc::new(Local::new(shared.sched.clone())),
             shared,
             handle,
             driver: RefCell::new(driver),
@@ -276,29 +227,9 @@ impl Core {
             zc_seen: Cell::new(zc_stats.as_ref().map_or(0, |s| s.chunks_given_to_kernel())),
             zc_stats,
             steering_warned: Cell::new(false),
-            run_queue: RefCell::new(VecDeque::new()),
-            tasks: RefCell::new(Registry::default()),
             time: Rc::default(),
             wakers: Cell::new(Vec::new()),
         })
-    }
-
-    pub(crate) fn register(&self, task: &TaskRef) {
-        let key = self.tasks.borrow_mut().insert(task.clone());
-        task.set_registry_key(key);
-    }
-
-    fn drain_remote(&self) {
-        while let Ok(msg) = self.shared.remote_rx.try_recv() {
-            match msg {
-                Remote::Spawn(task) => {
-                    add_owned(&self.shared.metrics.tasks_spawned, 1);
-                    self.register(&task);
-                    self.run_queue.borrow_mut().push_back(task);
-                }
-                Remote::Wake(task) => self.run_queue.borrow_mut().push_back(task),
-            }
-        }
     }
 
     fn wake_all(&self, wakers: &mut Vec<Waker>) {
@@ -313,14 +244,8 @@ impl Core {
         if self.shared.dump_requests.pending() {
             self.answer_dumps();
         }
-        self.drain_remote();
-        for _ in 0..RUN_BUDGET {
-            let Some(task) = self.run_queue.borrow_mut().pop_front() else {
-                break;
-            };
-            add_owned(&self.shared.metrics.tasks_polled, 1);
-            task.run(self);
-        }
+        self.sched.drain_remote();
+        self.sched.run(RUN_BUDGET);
 
         let mut wakers = self.wakers.take();
         // No clock read on a turn without timers (an RPC server's usual turn).
@@ -339,20 +264,16 @@ impl Core {
 
         self.maintain_pools(&mut wakers);
 
-        let mut wait = self.run_queue.borrow().is_empty() && !busy();
-        if wait {
-            self.shared.parked.store(true, Ordering::SeqCst);
-            fence(Ordering::SeqCst);
-            if !self.shared.remote_rx.is_empty() || self.shared.dump_requests.pending() || busy() {
-                wait = false;
-            }
+        let mut wait = self.sched.is_idle() && !busy();
+        if wait && (self.shared.sched.park() || self.shared.dump_requests.pending() || busy()) {
+            wait = false;
         }
         if timeout == Some(Duration::ZERO) {
             wait = false;
         }
         let res = self.driver.borrow_mut().turn(wait, timeout);
         self.time.turn_time.set(None);
-        self.shared.parked.store(false, Ordering::SeqCst);
+        self.shared.sched.unpark_self();
         self.driver.borrow_mut().take_wakers(&mut wakers);
         self.wake_all(&mut wakers);
         self.wakers.set(wakers);
@@ -483,27 +404,7 @@ impl Core {
     /// Drops every task's future on this thread, then cancels and drains the ring
     /// until `deadline`. Returns the number of ops that had to be leaked.
     pub(crate) fn shutdown(&self, deadline: Instant) -> usize {
-        // Dropping a future can spawn or wake others; a few rounds settle it.
-        for _ in 0..16 {
-            self.drain_remote();
-            let tasks = self.tasks.borrow_mut().drain();
-            let queued: Vec<_> = self.run_queue.borrow_mut().drain(..).collect();
-            if tasks.is_empty() && queued.is_empty() {
-                break;
-            }
-            for t in tasks {
-                t.shutdown();
-            }
-            drop(queued);
-        }
-        self.shared.closed.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        while let Ok(msg) = self.shared.remote_rx.try_recv() {
-            match msg {
-                Remote::Spawn(t) => t.shutdown(),
-                Remote::Wake(t) => drop(t),
-            }
-        }
+        self.sched.shutdown();
         let timers = std::mem::take(&mut *self.time.queue.borrow_mut());
         drop(timers);
         self.copy_waiters.borrow_mut().clear();

@@ -205,7 +205,7 @@ impl Core {
         }
 
         // Tasks: every one not queued, with its ops and timers.
-        match self.tasks.try_borrow() {
+        match self.sched.tasks.try_borrow() {
             Ok(tasks) => tasks.for_each(|_, task| {
                 out.tasks += 1;
                 if task.is_scheduled() {

@@ -9,9 +9,13 @@
 //! Every byte that comes back is checked: request/response payloads carry a sequence
 //! number and must return unchanged, streams carry a position-dependent pattern.
 
+mod arrivals;
+mod churn;
 mod engine;
 mod idle;
 mod pattern;
+mod plan;
 
-pub use engine::{Engine, EngineResult, Pause, Plan, Probe, Role, Tally};
+pub use engine::Engine;
 pub use idle::IdleConns;
+pub use plan::{EngineResult, Pause, Plan, Probe, Role, Tally};

@@ -440,7 +440,7 @@ mod tests {
             .expect("runtime");
         rt.block_on(async {
             let core = context::current().expect("worker");
-            let pool = core.pool.clone().expect("copy pool");
+            let pool = core.rx.copy_pool().cloned().expect("copy pool");
             let held = || pool.stats().in_use;
             assert_eq!(held(), 0);
             let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");

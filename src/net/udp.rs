@@ -104,7 +104,7 @@ impl UdpSocket {
             if st.op.is_none() {
                 if st.wait_buffers {
                     if pool.available() == 0 {
-                        core.udp_waiters.borrow_mut().push(cx.waker().clone());
+                        core.rx.wait_for_datagrams(cx.waker());
                         return Poll::Pending;
                     }
                     st.wait_buffers = false;

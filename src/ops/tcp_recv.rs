@@ -171,7 +171,7 @@ fn eligible(fd: &SharedFd, loopback_ok: bool) -> bool {
 }
 
 fn choose(core: &Core, fd: &SharedFd) -> Path {
-    match &core.zc {
+    match core.rx.zc() {
         ZcWorker::None => Path::Copy,
         ZcWorker::Local { loopback, .. } if eligible(fd, *loopback) => Path::ZeroCopy,
         ZcWorker::Handover { owner, loopback } if eligible(fd, *loopback) => {
@@ -186,7 +186,7 @@ impl Receiver {
     /// The receive of a handover server on the pool's owner: always local, zero-copy
     /// when this worker has a zero-copy ring.
     pub(crate) fn serving(core: &Core) -> Receiver {
-        let path = match core.zc {
+        let path = match core.rx.zc() {
             ZcWorker::Local { .. } => Path::ZeroCopy,
             _ => Path::Copy,
         };
@@ -213,22 +213,21 @@ impl Receiver {
     /// none). Every receive stops once it holds the worker's hold limit of bytes the
     /// task has not taken.
     fn arm(&self, core: &Core, fd: &SharedFd, path: Path) -> io::Result<(Armed, u32)> {
-        let limit = core.recv_hold_limit;
-        let (recv, budget, zero_copy) = match (path, &core.zc) {
+        let limit = core.rx.hold_limit();
+        let (recv, budget, zero_copy) = match (path, core.rx.zc()) {
             (Path::ZeroCopy, ZcWorker::Local { ring, .. }) => (
                 StreamRecv::zc(RecvZcMulti::new(ring.clone(), limit)),
                 limit,
                 true,
             ),
             _ => {
-                let Some(pool) = core.pool.clone() else {
+                let Some(pool) = core.rx.copy_pool().cloned() else {
                     return Err(io::Error::new(
                         io::ErrorKind::Unsupported,
                         "the runtime has no receive pool (Builder::copy_pool(None))",
                     ));
                 };
-                let op =
-                    RecvMulti::new(pool, core.recv_bundles, limit, core.recv_kernel_limit.get());
+                let op = RecvMulti::new(pool, core.rx.bundles(), limit, core.rx.kernel_limit());
                 let budget = op.kernel_limit();
                 (StreamRecv::copy(op), budget, false)
             }
@@ -242,23 +241,18 @@ impl Receiver {
     fn wait_over(core: &Core, wait: Wait, mark: u64, cx: &mut Context<'_>) -> bool {
         match wait {
             Wait::CopyBuffers => {
-                let returned = core.copy_returned();
-                if returned > mark && core.pool.as_ref().is_some_and(|p| p.available() > 0) {
+                let returned = core.rx.copy_returned();
+                if returned > mark && core.rx.copy_pool().is_some_and(|p| p.available() > 0) {
                     return true;
                 }
                 if is_peek(cx.waker()) {
                     return false;
                 }
-                let mut waiters = core.copy_waiters.borrow_mut();
-                // A task polled again while it waits is registered once.
-                match waiters.iter_mut().find(|(_, w)| w.will_wake(cx.waker())) {
-                    Some(entry) => entry.0 = mark,
-                    None => waiters.push((mark, cx.waker().clone())),
-                }
+                core.rx.wait_for_copy(mark, cx.waker());
                 false
             }
             Wait::ZcChunks => {
-                let Some(given) = core.zc_progress() else {
+                let Some(given) = core.rx.zc_progress() else {
                     return true;
                 };
                 if given > mark {
@@ -269,18 +263,18 @@ impl Receiver {
                 }
                 // Flag first, then re-check: the owner publishes and then reads the
                 // flag, so one of the two sees the other.
-                core.zc_waiters.borrow_mut().push(cx.waker().clone());
+                core.rx.wait_for_zc(cx.waker());
                 core.shared.zc_waiting.store(true, Ordering::SeqCst);
-                core.zc_progress().is_none_or(|r| r > mark)
+                core.rx.zc_progress().is_none_or(|r| r > mark)
             }
         }
     }
 
     /// Records a receive's end in the pool and worker counters.
     fn record(core: &Core, path: Path, res: i32, end: &RecvEnd) {
-        let stats = match (path, &core.zc) {
+        let stats = match (path, core.rx.zc()) {
             (Path::ZeroCopy, ZcWorker::Local { ring, .. }) => Some(ring.stats_handle()),
-            _ => core.pool.as_ref().map(|p| p.stats_handle()),
+            _ => core.rx.copy_pool().map(|p| p.stats_handle()),
         };
         if let Some(stats) = &stats {
             if res < 0 {
@@ -332,8 +326,8 @@ impl Receiver {
                     self.wait = None;
                 }
                 self.armed_mark = match path {
-                    Path::ZeroCopy => core.zc_progress().unwrap_or(0),
-                    _ => core.copy_returned(),
+                    Path::ZeroCopy => core.rx.zc_progress().unwrap_or(0),
+                    _ => core.rx.copy_returned(),
                 };
                 let (armed, budget) = self.arm(&core, fd, path)?;
                 self.source = Some(Source::Armed(armed));
@@ -377,7 +371,7 @@ impl Receiver {
             {
                 // Before Linux 6.17 a multishot `recv` refuses a byte limit: arm
                 // without it (the limit is then enforced by cancelling at reap time).
-                if core.recv_kernel_limit.replace(false) {
+                if core.rx.refuse_kernel_limit() {
                     tracing::debug!(
                         worker = core.shared.index,
                         "the kernel refused the multishot recv byte limit (EINVAL); \
@@ -410,7 +404,7 @@ impl Receiver {
                     self.source = None;
                     self.path = Some(Path::Copy);
                     add_owned(&core.shared.metrics.recv_steering_fallbacks, 1);
-                    if !core.steering_warned.replace(true) {
+                    if core.rx.first_steering_fallback() {
                         tracing::warn!(
                             worker = core.shared.index,
                             "RECV_ZC failed with EFAULT: a flow arrives on a queue bound to \

@@ -17,6 +17,7 @@ mod placement;
 pub(crate) mod pressure;
 mod receive_mode;
 mod receive_plan;
+pub(crate) mod rx_state;
 mod shutdown;
 pub mod tuning;
 pub(crate) mod worker;

@@ -11,7 +11,7 @@
 //! would not be a complete signal.
 
 use super::context;
-use super::worker::Core;
+use super::rx_state::RxState;
 use slab::Slab;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -46,17 +46,17 @@ impl Pressure {
     }
 }
 
-/// The tightest receive pool `core` receives into: its copy pool and the zero-copy
+/// The tightest receive pool a worker (its receive state `rx`) receives into: its copy pool and the zero-copy
 /// pool it owns or imports. `None` without either.
 ///
 /// A worker served by handover receives into another worker's zero-copy pool, whose
 /// pressure it cannot see here; only its copy pool counts.
-pub(crate) fn of(core: &Core) -> Option<Pressure> {
-    let copy = core.pool.as_ref().map(|pool| Pressure {
+pub(crate) fn of(rx: &RxState) -> Option<Pressure> {
+    let copy = rx.copy_pool().map(|pool| Pressure {
         available: pool.available(),
         total: pool.stats().chunks_total as usize,
     });
-    let zc = core.shared.zc_pool_stats.get().map(|stats| {
+    let zc = rx.zc_stats().map(|stats| {
         let s = stats.snapshot();
         Pressure {
             available: s.chunks_total.saturating_sub(s.in_use + s.returns_pending) as usize,
@@ -71,7 +71,7 @@ pub(crate) fn of(core: &Core) -> Option<Pressure> {
 
 /// The current worker's pool pressure; `None` outside a runtime or without a pool.
 pub(crate) fn current() -> Option<Pressure> {
-    context::with_core(of).flatten()
+    context::with_core(|core| of(&core.rx)).flatten()
 }
 
 /// The worker's waiting holders.
@@ -86,10 +86,11 @@ pub(crate) struct Holders {
 }
 
 impl Holders {
-    /// Moves the wakers of all waiting holders into `wakers` when `core`'s pool is low.
+    /// Moves the wakers of all waiting holders into `wakers` when the worker's pool
+    /// (`rx`) is low.
     /// Cheap when nobody waits (no pool is looked at).
-    pub(crate) fn take_if_low(&self, core: &Core, wakers: &mut Vec<Waker>) {
-        if self.waiting.get() == 0 || !of(core).is_some_and(Pressure::is_low) {
+    pub(crate) fn take_if_low(&self, rx: &RxState, wakers: &mut Vec<Waker>) {
+        if self.waiting.get() == 0 || !of(rx).is_some_and(Pressure::is_low) {
             return;
         }
         self.take_all(wakers);
@@ -118,9 +119,9 @@ impl HolderSlot {
     /// An entry on the current worker (`None` outside a runtime).
     pub(crate) fn new() -> Option<HolderSlot> {
         context::with_core(|core| {
-            let key = core.holders.slots.borrow_mut().insert(None);
+            let key = core.rx.holders().slots.borrow_mut().insert(None);
             HolderSlot {
-                holders: core.holders.clone(),
+                holders: core.rx.holders().clone(),
                 key,
             }
         })

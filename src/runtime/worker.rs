@@ -4,8 +4,8 @@
 
 use super::context;
 use super::handle::Handle;
-use super::pressure::Holders;
 use super::receive_plan::ReceiveRole;
+use super::rx_state::{RxLimits, RxState};
 pub(crate) use super::zero_copy::ZcWorker;
 use super::zero_copy::{ZcLinks, ZcSetup};
 use crate::driver::ring::RingConfig;
@@ -17,7 +17,7 @@ use crate::wake::Unparker;
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -111,39 +111,9 @@ pub(crate) struct Core {
     /// Declared before `pool`: fields drop in order, and the ring must be closed
     /// before the pool's memory can go (the `CopyPool::register` contract).
     pub(crate) driver: RefCell<Driver>,
-    /// The receive pool registered with this worker's ring. Receive ops hold clones;
-    /// an op leaked at shutdown leaks its clone, and with it the pool memory.
-    pub(crate) pool: Option<Rc<CopyPool>>,
-    /// The zero-copy pool this ring receives into, or the worker serving its
-    /// receives. Declared after `driver` for the same reason as `pool`.
-    pub(crate) zc: ZcWorker,
-    /// The datagram pool (registered with the ring at the first pooled UDP receive;
-    /// after `driver` for the same reason as `pool`).
-    udp_pool: std::cell::OnceCell<Rc<CopyPool>>,
-    udp_pool_config: Option<CopyPoolConfig>,
-    /// UDP receives waiting for the datagram pool (`ENOBUFS`).
-    pub(crate) udp_waiters: RefCell<Vec<Waker>>,
-    /// Copy receives are armed as bundles.
-    pub(crate) recv_bundles: bool,
-    /// Pool bytes a stream's receive may hold untaken before it stops (`0`: none).
-    pub(crate) recv_hold_limit: u32,
-    /// The kernel took the byte limit of multishot `recv` (`IORING_RECV_MSHOT_LIM`,
-    /// Linux 6.17); cleared when it refused it with `EINVAL`.
-    pub(crate) recv_kernel_limit: Cell<bool>,
-    /// Receives waiting for the copy pool to give buffers back to the kernel
-    /// (`ENOBUFS`), each with the pool's `returned_to_kernel` when it was armed: only a
-    /// return published after that can help it.
-    pub(crate) copy_waiters: RefCell<Vec<(u64, Waker)>>,
-    /// Receives waiting for zero-copy chunks to go back to the kernel (`ENOMEM`).
-    pub(crate) zc_waiters: RefCell<Vec<Waker>>,
-    /// Readers holding receive buffers while they wait, woken when the pools run low.
-    pub(crate) holders: Rc<Holders>,
-    /// [`zc_progress`](Self::zc_progress) at the last turn.
-    zc_seen: Cell<u64>,
-    /// The zero-copy pool's counters (cheap reads of its return progress).
-    zc_stats: Option<StatsHandle>,
-    /// The steering fall-back was logged once on this worker.
-    pub(crate) steering_warned: Cell<bool>,
+    /// Pools, waiting receives, limits. Declared after `driver`: the ring must be
+    /// closed before the pools' memory can go (the `CopyPool::register` contract).
+    pub(crate) rx: RxState,
     /// The worker's tasks: run queue and registry (installed on the thread while the
     /// worker runs, for `spawn` and wakes).
     pub(crate) sched: Rc<Local>,
@@ -208,25 +178,22 @@ impl Core {
         };
         let zc = super::zero_copy::attach(cfg.role, cfg.zc.as_ref(), links, &mut driver, &shared)?;
         let zc_stats = shared.zc_pool_stats.get().cloned();
+        let rx = RxState::new(
+            pool,
+            zc,
+            zc_stats,
+            cfg.udp_pool.clone(),
+            RxLimits {
+                bundles: cfg.recv_bundles,
+                hold_limit: cfg.recv_hold_limit,
+            },
+        );
         Ok(Core {
             sched: Rc::new(Local::new(shared.sched.clone())),
             shared,
             handle,
             driver: RefCell::new(driver),
-            pool,
-            zc,
-            udp_pool: std::cell::OnceCell::new(),
-            udp_pool_config: cfg.udp_pool.clone(),
-            udp_waiters: RefCell::new(Vec::new()),
-            recv_bundles: cfg.recv_bundles,
-            recv_hold_limit: cfg.recv_hold_limit,
-            recv_kernel_limit: Cell::new(true),
-            copy_waiters: RefCell::new(Vec::new()),
-            zc_waiters: RefCell::new(Vec::new()),
-            holders: Rc::default(),
-            zc_seen: Cell::new(zc_stats.as_ref().map_or(0, |s| s.chunks_given_to_kernel())),
-            zc_stats,
-            steering_warned: Cell::new(false),
+            rx,
             time: Rc::default(),
             wakers: Cell::new(Vec::new()),
         })
@@ -262,7 +229,8 @@ impl Core {
         };
         self.wake_all(&mut wakers);
 
-        self.maintain_pools(&mut wakers);
+        self.rx.maintain(&self.driver, &self.shared, &mut wakers);
+        self.wake_all(&mut wakers);
 
         let mut wait = self.sched.is_idle() && !busy();
         if wait && (self.shared.sched.park() || self.shared.dump_requests.pending() || busy()) {
@@ -282,123 +250,7 @@ impl Core {
 
     /// The datagram pool, registered with this worker's ring on first use.
     pub(crate) fn udp_pool(&self) -> io::Result<Rc<CopyPool>> {
-        if let Some(pool) = self.udp_pool.get() {
-            return Ok(pool.clone());
-        }
-        let Some(config) = &self.udp_pool_config else {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "the runtime has no datagram pool (Builder::udp_pool(None))",
-            ));
-        };
-        // SAFETY: the pool lives in `Core::udp_pool`, declared after `driver`, so the
-        // ring is closed first; ops hold clones until their final completion.
-        let pool = self
-            .driver
-            .borrow_mut()
-            .with_submitter(|s| unsafe { CopyPool::register(s, config) })
-            .map_err(|e| io::Error::other(format!("datagram pool: {e}")))?;
-        let weak = Arc::downgrade(&self.shared);
-        pool.set_return_notifier(Arc::new(move || {
-            if let Some(shared) = weak.upgrade() {
-                shared.unpark();
-            }
-        }));
-        let _ = self.shared.udp_pool_stats.set(pool.stats_handle());
-        tracing::debug!(
-            worker = self.shared.index,
-            buffers = config.buffers,
-            buffer_size = config.buffer_size,
-            "datagram pool registered"
-        );
-        let pool = Rc::new(pool);
-        Ok(self.udp_pool.get_or_init(|| pool).clone())
-    }
-
-    /// `returned_to_kernel` of the copy pool (0 without one).
-    pub(crate) fn copy_returned(&self) -> u64 {
-        self.shared
-            .pool_stats
-            .get()
-            .map_or(0, |s| s.returned_to_kernel())
-    }
-
-    /// Chunks the zero-copy pool this worker receives into has given the kernel so far
-    /// (returns and growth: see `StatsHandle::chunks_given_to_kernel`). An importer's
-    /// receives wait on this, not on returns alone: an area the owner adds while they
-    /// wait gives no return, and they would sleep beside free chunks.
-    pub(crate) fn zc_progress(&self) -> Option<u64> {
-        self.zc_stats.as_ref().map(|s| s.chunks_given_to_kernel())
-    }
-
-    /// Publishes buffer returns to the kernel (one tail store per pool, before the
-    /// kernel is entered) and wakes receives that waited for buffers.
-    fn maintain_pools(&self, wakers: &mut Vec<Waker>) {
-        if let Some(pool) = &self.pool {
-            // Takes back buffers dropped on other threads, too.
-            pool.maintain();
-            let mut waiters = self.copy_waiters.borrow_mut();
-            let mut free = pool.available();
-            if !waiters.is_empty() && free > 0 {
-                // Oldest first, one receive per free buffer: waking them all would fail
-                // all but a few again at once (ENOBUFS). Those left wait for the next
-                // turn, which does not block (the woken tasks are runnable), and whose
-                // `available` then counts what the woken receives took. A receive
-                // whose failure came after the last return stays: only a later return
-                // can help it.
-                let returned = self.copy_returned();
-                waiters.retain(|(mark, waker)| {
-                    if free > 0 && *mark < returned {
-                        free -= 1;
-                        wakers.push(waker.clone());
-                        false
-                    } else {
-                        true
-                    }
-                });
-            }
-        }
-        if let Some(pool) = self.udp_pool.get() {
-            pool.maintain();
-            if pool.available() > 0 && !self.udp_waiters.borrow().is_empty() {
-                wakers.append(&mut self.udp_waiters.borrow_mut());
-            }
-        }
-        if let ZcWorker::Local {
-            ring,
-            importers,
-            growth,
-            ..
-        } = &self.zc
-        {
-            let events = self.driver.borrow_mut().take_zcrx_events();
-            let mut dry = false;
-            for res in events {
-                // The kernel found the area dry: holders of partial messages let go
-                // now rather than at the next low-water look, and the pool may grow.
-                if ring.on_event(res) == Some(zcrx::ZcEvent::AllocFail) {
-                    dry = true;
-                    self.holders.take_all(wakers);
-                }
-            }
-            ring.maintain();
-            // New chunks serve receives that waited for returns, as returns would.
-            let grew = growth
-                .as_ref()
-                .is_some_and(|g| g.grow_if_needed(ring, dry, self.shared.index));
-            let progress = self.zc_progress().unwrap_or(0);
-            if progress != self.zc_seen.replace(progress) || grew {
-                wakers.append(&mut self.zc_waiters.borrow_mut());
-                self.shared.zc_waiting.store(false, Ordering::SeqCst);
-                for importer in importers {
-                    if importer.zc_waiting.swap(false, Ordering::SeqCst) {
-                        importer.unpark();
-                    }
-                }
-            }
-        }
-        self.holders.take_if_low(self, wakers);
-        self.wake_all(wakers);
+        self.rx.udp_pool(&self.driver, &self.shared)
     }
 
     /// Drops every task's future on this thread, then cancels and drains the ring
@@ -407,22 +259,8 @@ impl Core {
         self.sched.shutdown();
         let timers = std::mem::take(&mut *self.time.queue.borrow_mut());
         drop(timers);
-        self.copy_waiters.borrow_mut().clear();
-        self.zc_waiters.borrow_mut().clear();
-        self.udp_waiters.borrow_mut().clear();
         let leaked = self.driver.borrow_mut().shutdown(deadline);
-        if leaked > 0 {
-            // A leaked receive may still write into the pools after the ring closes.
-            if let Some(pool) = &self.pool {
-                std::mem::forget(pool.clone());
-            }
-            if let ZcWorker::Local { ring, .. } = &self.zc {
-                std::mem::forget(ring.clone());
-            }
-            if let Some(pool) = self.udp_pool.get() {
-                std::mem::forget(pool.clone());
-            }
-        }
+        self.rx.shutdown(leaked > 0);
         leaked
     }
 }

@@ -125,9 +125,7 @@ impl Core {
         let mut out = WorkerDump {
             index: shared.index,
             pools: pools(shared),
-            receives_waiting_for_buffers: self.copy_waiters.try_borrow().map_or(0, |w| w.len())
-                + self.zc_waiters.try_borrow().map_or(0, |w| w.len())
-                + self.udp_waiters.try_borrow().map_or(0, |w| w.len()),
+            receives_waiting_for_buffers: self.rx.waiting(),
             ..WorkerDump::default()
         };
         let mut notes = Vec::new();

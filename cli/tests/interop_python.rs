@@ -8,7 +8,7 @@
 
 mod served;
 
-use served::Served;
+use served::{count, Served};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -96,18 +96,6 @@ fn run_client(port: u16, protocol: &str, transport: &str, accelerated: bool) {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// A counter from the stats `zerorx serve` prints on stderr when it stops.
-fn count(stderr: &str, name: &str) -> u64 {
-    stderr
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix(name)
-                .map(|v| v.trim().parse().expect("number"))
-        })
-        .unwrap_or_else(|| panic!("{name} missing from {stderr}"))
 }
 
 #[test]

@@ -5,7 +5,7 @@
 mod served;
 
 use bytes::Bytes;
-use served::Served;
+use served::{count, Served};
 use std::io::Write;
 use std::time::{Duration, Instant};
 use zerorx_cli::bench::{BenchClient, FailError, Payload};
@@ -63,20 +63,10 @@ fn bench_client_calls_every_method_of_zerorx_serve() {
     let (status, stderr) = served.stop();
     assert!(status.success(), "exit {status:?}: {stderr}");
     assert!(stderr.contains("draining"), "{stderr}");
-    let count = |name: &str| -> u64 {
-        stderr
-            .lines()
-            .find_map(|l| {
-                l.trim()
-                    .strip_prefix(name)
-                    .map(|v| v.trim().parse().expect("number"))
-            })
-            .unwrap_or_else(|| panic!("{name} missing from {stderr}"))
-    };
-    assert_eq!(count("protocol_errors"), 1, "{stderr}");
+    assert_eq!(count(&stderr, "protocol_errors"), 1, "{stderr}");
     // 6 calls and a oneway per suite, 4 suites.
-    assert_eq!(count("requests"), 4 * 7, "{stderr}");
-    assert_eq!(count("oneway_requests"), 4, "{stderr}");
+    assert_eq!(count(&stderr, "requests"), 4 * 7, "{stderr}");
+    assert_eq!(count(&stderr, "oneway_requests"), 4, "{stderr}");
 }
 
 #[test]

@@ -195,16 +195,8 @@ impl RxState {
         // SAFETY: the pool lives in `udp_pool`, and the worker's `Core` declares its
         // driver before this state, so the ring is closed first; ops hold clones until
         // their final completion.
-        let pool = driver
-            .borrow_mut()
-            .with_submitter(|s| unsafe { CopyPool::register(s, config) })
+        let pool = unsafe { register_copy_pool(&mut driver.borrow_mut(), config, shared) }
             .map_err(|e| io::Error::other(format!("datagram pool: {e}")))?;
-        let weak = Arc::downgrade(shared);
-        pool.set_return_notifier(Arc::new(move || {
-            if let Some(shared) = weak.upgrade() {
-                shared.unpark();
-            }
-        }));
         let _ = shared.udp_pool_stats.set(pool.stats_handle());
         tracing::debug!(
             worker = shared.index,
@@ -310,4 +302,26 @@ impl RxState {
             }
         }
     }
+}
+
+/// Registers a copy pool with the worker's ring; buffers returned on other threads
+/// wake the worker (if it still exists), which publishes them at its next turn.
+///
+/// # Safety
+/// As `CopyPool::register`: the ring is closed before the pool (and every clone an op
+/// holds) is dropped.
+pub(crate) unsafe fn register_copy_pool(
+    driver: &mut Driver,
+    config: &CopyPoolConfig,
+    shared: &Arc<WorkerShared>,
+) -> io::Result<CopyPool> {
+    // SAFETY: the caller's contract.
+    let pool = driver.with_submitter(|s| unsafe { CopyPool::register(s, config) })?;
+    let weak = Arc::downgrade(shared);
+    pool.set_return_notifier(Arc::new(move || {
+        if let Some(shared) = weak.upgrade() {
+            shared.unpark();
+        }
+    }));
+    Ok(pool)
 }

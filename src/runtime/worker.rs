@@ -5,7 +5,7 @@
 use super::context;
 use super::handle::Handle;
 use super::receive_plan::ReceiveRole;
-use super::rx_state::{RxLimits, RxState};
+use super::rx_state::{register_copy_pool, RxLimits, RxState};
 pub(crate) use super::zero_copy::ZcWorker;
 use super::zero_copy::{ZcLinks, ZcSetup};
 use crate::driver::ring::RingConfig;
@@ -154,18 +154,11 @@ impl Core {
         let pool = match &cfg.pool {
             None => None,
             Some(pool_cfg) => {
-                // SAFETY: the pool ends up in `Core::pool`, declared after `driver`, so
+                // SAFETY: the pool ends up in `Core::rx`, declared after `driver`, so
                 // the ring is closed first; ops holding clones are freed only after
                 // their final completion, or leaked together with their clone.
-                let pool = driver
-                    .with_submitter(|s| unsafe { CopyPool::register(s, pool_cfg) })
+                let pool = unsafe { register_copy_pool(&mut driver, pool_cfg, &shared) }
                     .map_err(|e| io::Error::other(format!("receive pool: {e}")))?;
-                let weak = Arc::downgrade(&shared);
-                pool.set_return_notifier(Arc::new(move || {
-                    if let Some(shared) = weak.upgrade() {
-                        shared.unpark();
-                    }
-                }));
                 let _ = shared.pool_stats.set(pool.stats_handle());
                 tracing::debug!(
                     buffers = pool_cfg.buffers,

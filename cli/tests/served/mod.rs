@@ -56,6 +56,18 @@ impl Served {
     }
 }
 
+/// A counter from the stats `zerorx serve` prints on stderr when it stops.
+pub fn count(stderr: &str, name: &str) -> u64 {
+    stderr
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix(name)
+                .map(|v| v.trim().parse().expect("number"))
+        })
+        .unwrap_or_else(|| panic!("{name} missing from {stderr}"))
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.0.kill();

@@ -27,6 +27,8 @@
 pub mod doctor;
 pub(crate) mod driver;
 pub(crate) mod executor;
+#[cfg(feature = "hyper")]
+pub mod hyper;
 pub(crate) mod metrics;
 pub mod net;
 pub(crate) mod ops;

@@ -134,6 +134,26 @@ impl AsyncBufRead for Compat {
     }
 }
 
+impl Compat {
+    /// Hands up to `room` received bytes to `put`, and nothing at the end of the
+    /// stream: the read of IO traits that bring their own memory (hyper's, tokio's),
+    /// one copy out of the received buffer; a buffer not taken whole is kept for the
+    /// next read.
+    #[cfg(any(feature = "hyper", feature = "tokio-io"))]
+    pub(crate) fn poll_copy_out(
+        &mut self,
+        cx: &mut Context<'_>,
+        room: usize,
+        put: impl FnOnce(&[u8]),
+    ) -> Poll<io::Result<()>> {
+        let avail = std::task::ready!(Pin::new(&mut *self).poll_fill_buf(cx))?;
+        let n = avail.len().min(room);
+        put(&avail[..n]);
+        Pin::new(self).consume(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
 impl AsyncRead for Compat {
     fn poll_read(
         mut self: Pin<&mut Self>,

@@ -13,6 +13,8 @@ mod handover_tests;
 mod recv_stream;
 mod tcp_listener;
 mod tcp_stream;
+#[cfg(feature = "tokio-io")]
+mod tokio_io;
 mod udp;
 
 pub use crate::ops::poll::Readable;

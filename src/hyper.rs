@@ -1,0 +1,169 @@
+//! hyper 1.x on zerorx (feature `hyper`): [`HyperIo`] puts a [`TcpStream`] behind
+//! hyper's `rt::Read`/`rt::Write`, [`HyperExecutor`] spawns hyper's background tasks
+//! (HTTP/2 streams, client connections) on the current worker, and [`HyperTimer`]
+//! gives hyper zerorx timers (header-read timeouts, HTTP/2 keep-alive).
+//!
+//! Why by hand: hyper's runtime traits are three small traits with no adapter crate
+//! for a completion-based runtime; `hyper-util`'s adapters are tokio's.
+//!
+//! ```no_run
+//! use http_body_util::Full;
+//! use hyper::body::Bytes;
+//! use hyper::{server::conn::http1, service::service_fn, Response};
+//! use zerorx::hyper::HyperIo;
+//!
+//! let rt = zerorx::Runtime::builder().threads(1).build()?;
+//! let served: std::io::Result<()> = rt.block_on(async {
+//!     let listener = zerorx::net::TcpListener::bind("127.0.0.1:8080".parse().unwrap())?;
+//!     loop {
+//!         let (stream, _) = listener.accept().await?;
+//!         zerorx::spawn(async move {
+//!             let hello = service_fn(|_req| async {
+//!                 Ok::<_, std::convert::Infallible>(Response::new(Full::new(Bytes::from("hi"))))
+//!             });
+//!             let _ = http1::Builder::new().serve_connection(HyperIo::new(stream), hello).await;
+//!         });
+//!     }
+//! });
+//! served?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+use crate::net::{Compat, TcpStream};
+use futures_io::{AsyncBufRead, AsyncWrite};
+use send_wrapper::SendWrapper;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// A [`TcpStream`] as hyper IO.
+///
+/// Reads copy each received buffer once, into hyper's read buffer (hyper's API hands
+/// us its memory); a buffer hyper does not take whole is kept for the next read.
+/// Writes are [`Compat`]'s: each is copied into an owned buffer the kernel reads
+/// later, and reported written once the kernel took it.
+pub struct HyperIo {
+    inner: Compat,
+}
+
+impl HyperIo {
+    /// `stream`, for hyper.
+    pub fn new(stream: TcpStream) -> HyperIo {
+        HyperIo {
+            inner: stream.compat(),
+        }
+    }
+
+    /// The stream.
+    pub fn get_ref(&self) -> &TcpStream {
+        self.inner.get_ref()
+    }
+
+    /// Whether the client opened with HTTP/2's connection preface (h2c with prior
+    /// knowledge), for a server that speaks both versions on one port. Waits for the
+    /// first received bytes and looks at them without consuming them: the server
+    /// reads them again. A first receive shorter than the 24-byte preface counts as
+    /// HTTP/2 when it is a prefix of it (no HTTP/1 request line is).
+    pub async fn starts_with_h2_preface(&mut self) -> io::Result<bool> {
+        const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+        std::future::poll_fn(|cx| {
+            Pin::new(&mut self.inner).poll_fill_buf(cx).map_ok(|data| {
+                let n = data.len().min(PREFACE.len());
+                n > 0 && data[..n] == PREFACE[..n]
+            })
+        })
+        .await
+    }
+}
+
+impl std::fmt::Debug for HyperIo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HyperIo").finish_non_exhaustive()
+    }
+}
+
+impl ::hyper::rt::Read for HyperIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut buf: ::hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        // An end of stream puts nothing, as hyper expects.
+        let room = buf.remaining();
+        self.inner
+            .poll_copy_out(cx, room, |data| buf.put_slice(data))
+    }
+}
+
+impl ::hyper::rt::Write for HyperIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_close(cx)
+    }
+}
+
+/// Runs hyper's background futures as tasks of the current worker (they need not be
+/// `Send`: they never leave it).
+///
+/// # Panics
+/// `execute` panics off a zerorx worker thread, as [`spawn`](crate::spawn) does.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HyperExecutor;
+
+impl<F> ::hyper::rt::Executor<F> for HyperExecutor
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    fn execute(&self, fut: F) {
+        drop(crate::spawn(fut));
+    }
+}
+
+/// zerorx timers for hyper.
+///
+/// hyper asks for `Send + Sync` sleeps; a zerorx timer belongs to its worker, so each
+/// is wrapped in a `SendWrapper`, which panics if it is polled or dropped on another
+/// thread. hyper keeps a connection's timers with the connection, on its worker.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HyperTimer;
+
+/// A zerorx [`Sleep`](crate::time::Sleep) as hyper's `rt::Sleep`.
+struct TimerSleep(SendWrapper<Pin<Box<crate::time::Sleep>>>);
+
+impl Future for TimerSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl ::hyper::rt::Sleep for TimerSleep {}
+
+impl ::hyper::rt::Timer for HyperTimer {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn ::hyper::rt::Sleep>> {
+        Box::pin(TimerSleep(SendWrapper::new(Box::pin(crate::time::sleep(
+            duration,
+        )))))
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn ::hyper::rt::Sleep>> {
+        Box::pin(TimerSleep(SendWrapper::new(Box::pin(
+            crate::time::sleep_until(deadline),
+        ))))
+    }
+}

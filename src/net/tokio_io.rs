@@ -1,0 +1,51 @@
+//! tokio's IO traits on [`Compat`] (feature `tokio-io`), so crates written against
+//! `tokio::io::{AsyncRead, AsyncBufRead, AsyncWrite}` (tokio-util's codecs, tonic's
+//! transport pieces) run on zerorx. Only the traits: no tokio runtime is involved.
+//! Reads copy once into the caller's `ReadBuf` (`AsyncBufRead` reads the received
+//! buffers in place); writes are [`Compat`]'s.
+
+use super::Compat;
+use futures_io::{AsyncBufRead, AsyncWrite};
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+impl tokio::io::AsyncRead for Compat {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let room = buf.remaining();
+        self.get_mut()
+            .poll_copy_out(cx, room, |data| buf.put_slice(data))
+    }
+}
+
+impl tokio::io::AsyncBufRead for Compat {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        AsyncBufRead::poll_fill_buf(self, cx)
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        AsyncBufRead::consume(self, amt)
+    }
+}
+
+impl tokio::io::AsyncWrite for Compat {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        AsyncWrite::poll_write(self, cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        AsyncWrite::poll_flush(self, cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        AsyncWrite::poll_close(self, cx)
+    }
+}

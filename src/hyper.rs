@@ -38,17 +38,32 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// A [`TcpStream`] as hyper IO.
+/// A [`TcpStream`] (or any futures-io stream with a read buffer) as hyper IO.
 ///
 /// Reads copy each received buffer once, into hyper's read buffer (hyper's API hands
 /// us its memory); a buffer hyper does not take whole is kept for the next read.
 /// Writes are [`Compat`]'s: each is copied into an owned buffer the kernel reads
 /// later, and reported written once the kernel took it.
-pub struct HyperIo {
-    inner: Compat,
+///
+/// Any `AsyncBufRead + AsyncWrite` works through [`from_io`](HyperIo::from_io): a TLS
+/// stream (feature `rustls`) wrapped in a `futures::io::BufReader`, for one.
+pub struct HyperIo<T = Compat> {
+    inner: T,
 }
 
-impl HyperIo {
+impl<T> HyperIo<T> {
+    /// `io`, for hyper.
+    pub fn from_io(io: T) -> HyperIo<T> {
+        HyperIo { inner: io }
+    }
+
+    /// The stream back.
+    pub fn into_inner(self) -> T {
+        self.inner
+    }
+}
+
+impl HyperIo<Compat> {
     /// `stream`, for hyper.
     pub fn new(stream: TcpStream) -> HyperIo {
         HyperIo {
@@ -78,26 +93,28 @@ impl HyperIo {
     }
 }
 
-impl std::fmt::Debug for HyperIo {
+impl<T> std::fmt::Debug for HyperIo<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HyperIo").finish_non_exhaustive()
     }
 }
 
-impl ::hyper::rt::Read for HyperIo {
+impl<T: AsyncBufRead + Unpin> ::hyper::rt::Read for HyperIo<T> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         mut buf: ::hyper::rt::ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        // An end of stream puts nothing, as hyper expects.
-        let room = buf.remaining();
-        self.inner
-            .poll_copy_out(cx, room, |data| buf.put_slice(data))
+        let data = std::task::ready!(Pin::new(&mut self.inner).poll_fill_buf(cx))?;
+        // An empty `data` is the end of the stream: nothing put, as hyper expects.
+        let n = data.len().min(buf.remaining());
+        buf.put_slice(&data[..n]);
+        Pin::new(&mut self.inner).consume(n);
+        Poll::Ready(Ok(()))
     }
 }
 
-impl ::hyper::rt::Write for HyperIo {
+impl<T: AsyncWrite + Unpin> ::hyper::rt::Write for HyperIo<T> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

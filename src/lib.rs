@@ -34,6 +34,8 @@ pub mod net;
 pub(crate) mod ops;
 pub mod runtime;
 pub mod time;
+#[cfg(feature = "rustls")]
+pub mod tls;
 pub(crate) mod wake;
 
 pub use executor::{spawn, yield_now, JoinError, JoinHandle};

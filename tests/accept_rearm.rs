@@ -46,7 +46,7 @@ fn accept_error_ends_the_multishot_and_the_next_accept_rearms() {
         let first = zerorx::timeout(Duration::from_secs(2), l.accept())
             .await
             .expect("accept completes");
-        let err = first.err().expect("no fd left");
+        let err = first.expect_err("no fd left");
         assert_eq!(err.raw_os_error(), Some(libc::EMFILE), "{err}");
         drop(spare);
         set_nofile(old);

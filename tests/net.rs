@@ -178,7 +178,7 @@ fn shutdown_write_gives_peer_eof_and_connect_refused_is_an_error() {
             .expect("recv eof");
         assert_eq!(n, 0, "EOF after shutdown(Write)");
         drop(l);
-        let e = TcpStream::connect(addr).await.err().expect("refused");
+        let e = TcpStream::connect(addr).await.expect_err("refused");
         assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
     });
 }

@@ -134,12 +134,25 @@ impl AsyncBufRead for Compat {
     }
 }
 
+impl std::fmt::Debug for Compat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compat")
+            .field("stream", &self.stream)
+            .field(
+                "buffered",
+                &self.rx.as_ref().map_or(0, |(b, pos)| b.len() - pos),
+            )
+            .field("eof", &self.eof)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Compat {
     /// Hands up to `room` received bytes to `put`, and nothing at the end of the
-    /// stream: the read of IO traits that bring their own memory (hyper's, tokio's),
+    /// stream: the read of IO traits that bring their own memory (tokio's),
     /// one copy out of the received buffer; a buffer not taken whole is kept for the
     /// next read.
-    #[cfg(any(feature = "hyper", feature = "tokio-io"))]
+    #[cfg(feature = "tokio-io")]
     pub(crate) fn poll_copy_out(
         &mut self,
         cx: &mut Context<'_>,

@@ -397,6 +397,15 @@ impl<T: SendProgress> Future for SendAll<T> {
     }
 }
 
+impl std::fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("local", &self.local_addr().ok())
+            .field("peer", &self.peer_addr().ok())
+            .finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::TcpStream;

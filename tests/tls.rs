@@ -1,7 +1,8 @@
-//! TLS on zerorx (feature `rustls`): a hyper HTTP/1.1 server behind `zerorx::tls::accept`
-//! with a certificate made in the test (rcgen), checked by Debian's `openssl s_client`
-//! and `curl --cacert`, by hyper's client over `zerorx::tls::connect`, and against
-//! clients that do not speak TLS or do not trust the certificate.
+//! TLS on zerorx: a hyper HTTP/1.1 server behind `zerorx::tls::accept` (feature
+//! `rustls`: rustls driven by the receive buffers) and behind futures-rustls over
+//! `compat()`, with a certificate made in the test (rcgen), checked by Debian's
+//! `openssl s_client` and `curl --cacert`, by hyper's client over TLS on zerorx, and
+//! against clients that do not speak TLS or do not trust the certificate.
 
 use bytes::Bytes;
 use futures_util::io::BufReader;
@@ -55,6 +56,17 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Body>, hyper::Error> 
     })
 }
 
+/// How the server's TLS runs.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// futures-rustls over `TcpStream::compat()`: any futures-io TLS crate works.
+    Compat,
+    /// zerorx's own: rustls driven by the receive buffers (`zerorx::tls`).
+    Direct,
+}
+
+const MODES: [Mode; 2] = [Mode::Compat, Mode::Direct];
+
 /// A TLS HTTP server on a zerorx worker thread of its own; stopped when dropped.
 struct Server {
     addr: SocketAddr,
@@ -63,7 +75,7 @@ struct Server {
 }
 
 impl Server {
-    fn start(cert: &Cert) -> Server {
+    fn start(cert: &Cert, mode: Mode) -> Server {
         let config = rustls::ServerConfig::builder()
             .with_no_client_auth()
             .with_single_cert(vec![cert.der.clone()], cert.key.clone_key())
@@ -86,14 +98,24 @@ impl Server {
                     };
                     let config = config.clone();
                     drop(zerorx::spawn(async move {
+                        let http = hyper::server::conn::http1::Builder::new();
+                        let service = hyper::service::service_fn(handle);
                         // A failed handshake (plaintext, untrusted) just ends the connection.
-                        let Ok(tls) = zerorx::tls::accept(stream, config).await else {
-                            return;
-                        };
-                        let io = HyperIo::from_io(BufReader::new(tls));
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(io, hyper::service::service_fn(handle))
-                            .await;
+                        match mode {
+                            Mode::Compat => {
+                                let acceptor = futures_rustls::TlsAcceptor::from(config);
+                                if let Ok(tls) = acceptor.accept(stream.compat()).await {
+                                    let io = HyperIo::from_io(BufReader::new(tls));
+                                    let _ = http.serve_connection(io, service).await;
+                                }
+                            }
+                            Mode::Direct => {
+                                if let Ok(tls) = zerorx::tls::accept(stream, config).await {
+                                    let io = HyperIo::from_io(BufReader::new(tls));
+                                    let _ = http.serve_connection(io, service).await;
+                                }
+                            }
+                        }
                     }));
                 }
             });
@@ -130,8 +152,14 @@ fn curl(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn curl_trusts_the_certificate_and_gets_the_page() {
-    let cert = cert("curl");
-    let s = Server::start(&cert);
+    for mode in MODES {
+        curl_against(mode);
+    }
+}
+
+fn curl_against(mode: Mode) {
+    let cert = cert(&format!("curl-{mode:?}"));
+    let s = Server::start(&cert, mode);
     let url = format!("https://localhost:{}/", s.addr.port());
     let resolve = format!("localhost:{}:127.0.0.1", s.addr.port());
     let ca = cert.pem_file.to_str().expect("utf-8 path");
@@ -154,8 +182,14 @@ fn curl_trusts_the_certificate_and_gets_the_page() {
 
 #[test]
 fn openssl_s_client_verifies_the_handshake_and_reads_the_reply() {
-    let cert = cert("openssl");
-    let s = Server::start(&cert);
+    for mode in MODES {
+        openssl_against(mode);
+    }
+}
+
+fn openssl_against(mode: Mode) {
+    let cert = cert(&format!("openssl-{mode:?}"));
+    let s = Server::start(&cert, mode);
     let mut child = Command::new("openssl")
         .args(["s_client", "-brief", "-ign_eof", "-verify_return_error"])
         .args(["-servername", "localhost"])
@@ -184,8 +218,38 @@ fn openssl_s_client_verifies_the_handshake_and_reads_the_reply() {
 
 #[test]
 fn hyper_client_over_zerorx_tls_echoes_a_large_body() {
-    let cert = cert("client");
-    let s = Server::start(&cert);
+    for mode in MODES {
+        hyper_client_against(mode);
+    }
+}
+
+/// Opens a TLS client connection the way `mode` does.
+async fn client_tls(
+    mode: Mode,
+    addr: SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+    name: &'static str,
+) -> std::io::Result<HyperIo<BufReader<Box<dyn ClientIo>>>> {
+    let stream = TcpStream::connect(addr).await?;
+    let name = rustls::pki_types::ServerName::try_from(name).expect("name");
+    let io: Box<dyn ClientIo> = match mode {
+        Mode::Compat => Box::new(
+            futures_rustls::TlsConnector::from(config)
+                .connect(name, stream.compat())
+                .await?,
+        ),
+        Mode::Direct => Box::new(zerorx::tls::connect(stream, config, name).await?),
+    };
+    Ok(HyperIo::from_io(BufReader::new(io)))
+}
+
+/// Either kind of client TLS stream.
+trait ClientIo: futures_util::AsyncRead + futures_util::AsyncWrite + Unpin {}
+impl<T: futures_util::AsyncRead + futures_util::AsyncWrite + Unpin> ClientIo for T {}
+
+fn hyper_client_against(mode: Mode) {
+    let cert = cert(&format!("client-{mode:?}"));
+    let s = Server::start(&cert, mode);
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert.der.clone()).expect("trust the certificate");
     let config = Arc::new(
@@ -201,13 +265,11 @@ fn hyper_client_over_zerorx_tls_echoes_a_large_body() {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let stream = TcpStream::connect(s.addr).await.expect("connect");
-        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-        let tls = zerorx::tls::connect(stream, config.clone(), name)
+        let io = client_tls(mode, s.addr, config.clone(), "localhost")
             .await
             .expect("handshake");
         let (mut send, conn) = hyper::client::conn::http1::Builder::new()
-            .handshake::<_, Full<Bytes>>(HyperIo::from_io(BufReader::new(tls)))
+            .handshake::<_, Full<Bytes>>(io)
             .await
             .expect("http handshake");
         let conn = zerorx::spawn(conn);
@@ -216,7 +278,7 @@ fn hyper_client_over_zerorx_tls_echoes_a_large_body() {
             .await
             .expect("response");
         let body = res.into_body().collect().await.expect("body").to_bytes();
-        assert_eq!(&body[..], b"hello over tls\n");
+        assert_eq!(&body[..], b"hello over tls\n", "{mode:?}");
         let req = Request::post("/echo")
             .body(Full::new(Bytes::from(data.clone())))
             .expect("request");
@@ -224,25 +286,33 @@ fn hyper_client_over_zerorx_tls_echoes_a_large_body() {
         let body = res.into_body().collect().await.expect("body").to_bytes();
         assert!(
             body == data,
-            "2 MiB echoed over TLS: {} bytes back",
+            "{mode:?}: 2 MiB echoed over TLS, {} bytes back",
             body.len()
         );
         drop(send);
         conn.await.expect("task").expect("clean end");
         // A name the certificate does not carry fails the handshake.
-        let stream = TcpStream::connect(s.addr).await.expect("connect");
-        let wrong = rustls::pki_types::ServerName::try_from("example.com").expect("name");
-        let err = zerorx::tls::connect(stream, config, wrong)
+        let err = client_tls(mode, s.addr, config, "example.com")
             .await
             .expect_err("the certificate is for localhost only");
-        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{err}");
+        assert_eq!(
+            err.kind(),
+            std::io::ErrorKind::InvalidData,
+            "{mode:?}: {err}"
+        );
     });
 }
 
 #[test]
 fn a_plaintext_client_is_refused_and_the_server_keeps_serving() {
-    let cert = cert("plain");
-    let s = Server::start(&cert);
+    for mode in MODES {
+        plaintext_against(mode);
+    }
+}
+
+fn plaintext_against(mode: Mode) {
+    let cert = cert(&format!("plain-{mode:?}"));
+    let s = Server::start(&cert, mode);
     let mut c = std::net::TcpStream::connect(s.addr).expect("connect");
     c.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");

@@ -18,5 +18,6 @@ pub mod http;
 pub mod procfs;
 pub mod report;
 pub mod servers;
+pub mod tls;
 pub mod wake;
 pub mod workloads;

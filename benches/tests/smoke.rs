@@ -1,4 +1,4 @@
-//! Runs the echo, wake and HTTP benchmarks once, briefly (`--smoke`), so they cannot
+//! Runs the echo, wake, HTTP and TLS benchmarks once, briefly (`--smoke`), so they cannot
 //! rot: every server must answer every request of every workload correctly, and every
 //! wake-up round trip must complete. No speed is asserted.
 //!
@@ -17,8 +17,12 @@ fn main() {
     let program = args.first().cloned().unwrap_or_default();
     let echo = zerorx_bench::echo::main_with_args(vec![program.clone(), "--smoke".into()]);
     let wake = zerorx_bench::wake::main_with_args(vec![program.clone(), "--smoke".into()]);
-    let http = zerorx_bench::http::main_with_args(vec![program, "--smoke".into()]);
-    let failed = usize::from(echo != 0) + usize::from(wake != 0) + usize::from(http != 0);
-    println!("\nsmoke: {} passed, {failed} failed", 3 - failed);
+    let http = zerorx_bench::http::main_with_args(vec![program.clone(), "--smoke".into()]);
+    let tls = zerorx_bench::tls::main_with_args(vec![program, "--smoke".into()]);
+    let failed = [echo, wake, http, tls]
+        .iter()
+        .filter(|&&rc| rc != 0)
+        .count();
+    println!("\nsmoke: {} passed, {failed} failed", 4 - failed);
     std::process::exit(i32::from(failed > 0));
 }

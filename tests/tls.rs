@@ -338,3 +338,66 @@ fn plaintext_against(mode: Mode) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_peer_that_closes_without_close_notify_is_an_unexpected_eof() {
+    use futures_util::{AsyncReadExt, AsyncWriteExt};
+    let cert = cert("eof");
+    let server_cfg = Arc::new(
+        rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der.clone()], cert.key.clone_key())
+            .expect("server config"),
+    );
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.der.clone()).expect("trust");
+    let client_cfg = Arc::new(
+        rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    );
+    let rt = zerorx::Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let addr = l.local_addr().expect("addr");
+        // A server that finishes the handshake, sends a little, then drops the TCP
+        // connection without close_notify.
+        let server = zerorx::spawn(async move {
+            let (s, _) = l.accept().await.expect("accept");
+            let mut tls = zerorx::tls::accept(s, server_cfg).await.expect("handshake");
+            tls.write_all(b"partial").await.expect("write");
+            tls.flush().await.expect("flush");
+            drop(tls);
+            // A second client that hangs up before the handshake ends.
+            let (s, _) = l.accept().await.expect("accept");
+            drop(s);
+        });
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+        let s = TcpStream::connect(addr).await.expect("connect");
+        let mut tls = zerorx::tls::connect(s, client_cfg.clone(), name.clone())
+            .await
+            .expect("handshake");
+        let mut got = Vec::new();
+        let err = tls
+            .read_to_end(&mut got)
+            .await
+            .expect_err("no close_notify");
+        assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof, "{err}");
+        assert_eq!(got, b"partial", "the data before the abrupt close arrives");
+        let s = TcpStream::connect(addr).await.expect("connect");
+        let err = zerorx::tls::connect(s, client_cfg, name)
+            .await
+            .expect_err("the server hung up mid-handshake");
+        assert!(
+            matches!(
+                err.kind(),
+                std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+            ),
+            "{err}"
+        );
+        server.await.expect("server task");
+    });
+}

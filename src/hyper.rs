@@ -29,7 +29,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-use crate::net::{Compat, TcpStream};
+use crate::net::{poll_copy_out, Compat, TcpStream};
 use futures_io::{AsyncBufRead, AsyncWrite};
 use send_wrapper::SendWrapper;
 use std::future::Future;
@@ -105,12 +105,9 @@ impl<T: AsyncBufRead + Unpin> ::hyper::rt::Read for HyperIo<T> {
         cx: &mut Context<'_>,
         mut buf: ::hyper::rt::ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        let data = std::task::ready!(Pin::new(&mut self.inner).poll_fill_buf(cx))?;
-        // An empty `data` is the end of the stream: nothing put, as hyper expects.
-        let n = data.len().min(buf.remaining());
-        buf.put_slice(&data[..n]);
-        Pin::new(&mut self.inner).consume(n);
-        Poll::Ready(Ok(()))
+        // An end of stream puts nothing, as hyper expects.
+        let room = buf.remaining();
+        poll_copy_out(&mut self.inner, cx, room, |data| buf.put_slice(data)).map_ok(drop)
     }
 }
 

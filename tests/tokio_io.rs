@@ -3,28 +3,13 @@
 //! of every size go both ways with every byte checked, and a frame longer than the
 //! codec allows is an error, not an allocation.
 
+mod common;
+
 use bytes::Bytes;
+use common::{connected_pair, rt};
 use futures_util::{SinkExt, StreamExt};
-use std::time::Duration;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
-use zerorx::net::{TcpListener, TcpStream};
-
-fn rt() -> zerorx::Runtime {
-    zerorx::Runtime::builder()
-        .threads(1)
-        .shutdown_timeout(Duration::from_secs(5))
-        .build()
-        .expect("runtime")
-}
-
-async fn pair() -> (TcpStream, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-    let c = TcpStream::connect(l.local_addr().expect("addr"))
-        .await
-        .expect("connect");
-    let (s, _) = l.accept().await.expect("accept");
-    (c, s)
-}
+use zerorx::WakeMode;
 
 fn frame(len: usize, seed: u8) -> Bytes {
     (0..len)
@@ -34,8 +19,8 @@ fn frame(len: usize, seed: u8) -> Bytes {
 
 #[test]
 fn tokio_util_framed_echoes_every_frame_size() {
-    rt().block_on(async {
-        let (client, server) = pair().await;
+    rt(1, WakeMode::EventFd).block_on(async {
+        let (client, server) = connected_pair().await;
         let echo = zerorx::spawn(async move {
             let mut f = Framed::new(server.compat(), LengthDelimitedCodec::new());
             let mut n = 0;
@@ -75,8 +60,8 @@ fn tokio_util_framed_echoes_every_frame_size() {
 
 #[test]
 fn a_frame_longer_than_the_codec_allows_is_an_error() {
-    rt().block_on(async {
-        let (client, server) = pair().await;
+    rt(1, WakeMode::EventFd).block_on(async {
+        let (client, server) = connected_pair().await;
         let reader = zerorx::spawn(async move {
             let mut f = Framed::new(
                 server.compat(),

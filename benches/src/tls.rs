@@ -5,6 +5,7 @@
 //! loopback, and reports MB/s and process CPU per MiB.
 
 use crate::procfs;
+use crate::report::Spread;
 use futures_util::io::{AsyncReadExt, AsyncWriteExt};
 use std::io;
 use std::sync::Arc;
@@ -158,17 +159,6 @@ fn measure(mode: Mode, cfg: &Configs, total: usize) -> io::Result<(f64, f64)> {
     Ok((secs, cpu))
 }
 
-fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let m = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    (m, v[0], v[n - 1])
-}
-
 /// Runs the benchmark; the process exit code.
 pub fn main_with_args(args: Vec<String>) -> i32 {
     let (mut rounds, mut mib, mut smoke) = (5usize, 256usize, false);
@@ -256,11 +246,16 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                 Some(get(d) / get(c))
             })
             .collect();
-        let (cm, cl, ch) = median(of(Mode::Compat));
-        let (dm, dl, dh) = median(of(Mode::Direct));
-        let (rm, rl, rh) = median(ratios);
+        let (Some(c), Some(d), Some(r)) = (
+            Spread::of(&of(Mode::Compat)),
+            Spread::of(&of(Mode::Direct)),
+            Spread::of(&ratios),
+        ) else {
+            continue;
+        };
         println!(
-            "  {name:15} compat {cm:>9.2} [{cl:.2}-{ch:.2}]  direct {dm:>9.2} [{dl:.2}-{dh:.2}]  ratio {rm:.3}x [{rl:.3}-{rh:.3}]"
+            "  {name:15} compat {:>9.2} [{:.2}-{:.2}]  direct {:>9.2} [{:.2}-{:.2}]  ratio {:.3}x [{:.3}-{:.3}]",
+            c.median, c.min, c.max, d.median, d.min, d.max, r.median, r.min, r.max
         );
     }
     0

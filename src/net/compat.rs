@@ -147,40 +147,36 @@ impl std::fmt::Debug for Compat {
     }
 }
 
-impl Compat {
-    /// Hands up to `room` received bytes to `put`, and nothing at the end of the
-    /// stream: the read of IO traits that bring their own memory (tokio's),
-    /// one copy out of the received buffer; a buffer not taken whole is kept for the
-    /// next read.
-    #[cfg(feature = "tokio-io")]
-    pub(crate) fn poll_copy_out(
-        &mut self,
-        cx: &mut Context<'_>,
-        room: usize,
-        put: impl FnOnce(&[u8]),
-    ) -> Poll<io::Result<()>> {
-        let avail = std::task::ready!(Pin::new(&mut *self).poll_fill_buf(cx))?;
-        let n = avail.len().min(room);
-        put(&avail[..n]);
-        Pin::new(self).consume(n);
-        Poll::Ready(Ok(()))
-    }
+/// Hands up to `room` bytes of what `reader` has buffered to `put`, consumes them and
+/// returns their count: the one copy of a received buffer that a read trait bringing
+/// its own memory (futures-io's, tokio's, hyper's) makes. Nothing is put at the end of
+/// the stream; a buffer not taken whole stays for the next read.
+pub(crate) fn poll_copy_out<R: AsyncBufRead + Unpin + ?Sized>(
+    reader: &mut R,
+    cx: &mut Context<'_>,
+    room: usize,
+    put: impl FnOnce(&[u8]),
+) -> Poll<io::Result<usize>> {
+    let avail = std::task::ready!(Pin::new(&mut *reader).poll_fill_buf(cx))?;
+    let n = avail.len().min(room);
+    put(&avail[..n]);
+    Pin::new(reader).consume(n);
+    Poll::Ready(Ok(n))
 }
 
 impl AsyncRead for Compat {
     fn poll_read(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         out: &mut [u8],
     ) -> Poll<io::Result<usize>> {
         if out.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        let avail = std::task::ready!(self.as_mut().poll_fill_buf(cx))?;
-        let n = avail.len().min(out.len());
-        out[..n].copy_from_slice(&avail[..n]);
-        self.consume(n);
-        Poll::Ready(Ok(n))
+        let room = out.len();
+        poll_copy_out(self.get_mut(), cx, room, |data| {
+            out[..data.len()].copy_from_slice(data)
+        })
     }
 }
 

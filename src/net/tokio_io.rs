@@ -4,7 +4,7 @@
 //! Reads copy once into the caller's `ReadBuf` (`AsyncBufRead` reads the received
 //! buffers in place); writes are [`Compat`]'s.
 
-use super::Compat;
+use super::{poll_copy_out, Compat};
 use futures_io::{AsyncBufRead, AsyncWrite};
 use std::io;
 use std::pin::Pin;
@@ -17,8 +17,7 @@ impl tokio::io::AsyncRead for Compat {
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let room = buf.remaining();
-        self.get_mut()
-            .poll_copy_out(cx, room, |data| buf.put_slice(data))
+        poll_copy_out(self.get_mut(), cx, room, |data| buf.put_slice(data)).map_ok(drop)
     }
 }
 

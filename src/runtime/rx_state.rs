@@ -169,8 +169,8 @@ impl RxState {
         self.udp_waiters.borrow_mut().push(waker.clone());
     }
 
-    /// Receives waiting for buffers, for the state dump (`None` for a list that is
-    /// being changed).
+    /// Receives waiting for buffers, for the state dump (a list being changed at that
+    /// moment counts as empty).
     pub(crate) fn waiting(&self) -> usize {
         self.copy_waiters.try_borrow().map_or(0, |w| w.len())
             + self.zc_waiters.try_borrow().map_or(0, |w| w.len())

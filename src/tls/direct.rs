@@ -86,7 +86,7 @@ impl TlsStream {
             if !self.conn.is_handshaking() {
                 return Poll::Ready(Ok(()));
             }
-            if std::task::ready!(self.poll_feed(cx))? == 0 {
+            if !std::task::ready!(self.poll_feed(cx))? {
                 return Poll::Ready(Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     "the peer closed during the TLS handshake",
@@ -131,12 +131,12 @@ impl TlsStream {
         }
     }
 
-    /// Feeds rustls the next received bytes and processes them: the count fed, `0` at
-    /// the peer's end of stream.
-    fn poll_feed(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+    /// Feeds rustls the next received bytes and processes them; `false` once the
+    /// peer's end of stream has reached rustls.
+    fn poll_feed(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
         if self.rx.is_none() {
             if self.eof {
-                return Poll::Ready(Ok(0));
+                return Poll::Ready(Ok(false));
             }
             match std::task::ready!(self.stream.poll_recv(cx))? {
                 Some(buf) => self.rx = Some((buf, 0)),
@@ -145,12 +145,12 @@ impl TlsStream {
                     // An empty read tells rustls the stream ended.
                     self.conn.read_tls(&mut io::empty())?;
                     self.conn.process_new_packets().map_err(tls_error)?;
-                    return Poll::Ready(Ok(0));
+                    return Poll::Ready(Ok(false));
                 }
             }
         }
         let Some((buf, pos)) = self.rx.as_mut() else {
-            return Poll::Ready(Ok(0));
+            return Poll::Ready(Ok(false));
         };
         let n = self.conn.read_tls(&mut &buf[*pos..])?;
         *pos += n;
@@ -162,7 +162,7 @@ impl TlsStream {
         // Alerts and handshake replies go out even when processing failed.
         self.start_send()?;
         processed.map_err(tls_error)?;
-        Poll::Ready(Ok(n.max(1)))
+        Poll::Ready(Ok(true))
     }
 }
 
@@ -188,7 +188,7 @@ impl AsyncRead for TlsStream {
                 return Poll::Ready(Err(e));
             }
             this.start_send()?;
-            if std::task::ready!(this.poll_feed(cx))? == 0 {
+            if !std::task::ready!(this.poll_feed(cx))? {
                 // The end of stream reached rustls: the reader now says how it ended.
                 return Poll::Ready(match this.conn.reader().read(out) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(io::Error::new(

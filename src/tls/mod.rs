@@ -6,7 +6,7 @@
 //! Why by hand rather than futures-rustls over [`Compat`](crate::net::Compat) (which
 //! works too, and the tests check it): measured with
 //! `cargo bench -p zerorx-bench --bench tls`, this stream moved a bulk transfer at
-//! 31x the rate of futures-rustls over `compat()` with 0.05x the process CPU per MiB
+//! about 30x the rate of futures-rustls over `compat()` with 0.05x the process CPU per MiB
 //! on this machine. Each received record is copied once into rustls either way
 //! (decryption needs it in rustls's buffer); outgoing records are moved into the send
 //! as rustls wrote them instead of passing through `Compat`'s write path.

@@ -8,6 +8,7 @@
 pub mod servers;
 
 use crate::procfs;
+use crate::report::Spread;
 use servers::Kind;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
@@ -291,18 +292,6 @@ fn measure(kind: Kind, o: &Options) -> io::Result<Cell> {
     })
 }
 
-/// Median, min and max.
-fn summary(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    (median, v[0], v[n - 1])
-}
-
 /// Runs the benchmark and prints its table; the process exit code.
 pub fn main_with_args(args: Vec<String>) -> i32 {
     if is_server(&args) {
@@ -396,11 +385,16 @@ fn report(cells: &[(usize, Kind, Cell)], rounds: usize) {
                 (f(&t.2) > 0.0).then(|| f(&z.2) / f(&t.2))
             })
             .collect();
-        let (zm, zl, zh) = summary(of(Kind::Zerorx));
-        let (tm, tl, th) = summary(of(Kind::Tokio));
-        let (rm, rl, rh) = summary(ratios);
+        let (Some(z), Some(t), Some(r)) = (
+            Spread::of(&of(Kind::Zerorx)),
+            Spread::of(&of(Kind::Tokio)),
+            Spread::of(&ratios),
+        ) else {
+            continue;
+        };
         println!(
-            "  {name:22} zerorx {zm:>10.1} [{zl:.1}-{zh:.1}]  tokio {tm:>10.1} [{tl:.1}-{th:.1}]  ratio {rm:.2}x [{rl:.2}-{rh:.2}] ({goal})"
+            "  {name:22} zerorx {:>10.1} [{:.1}-{:.1}]  tokio {:>10.1} [{:.1}-{:.1}]  ratio {:.2}x [{:.2}-{:.2}] ({goal})",
+            z.median, z.min, z.max, t.median, t.min, t.max, r.median, r.min, r.max
         );
     }
 }

@@ -20,6 +20,7 @@ mod udp;
 pub use crate::ops::poll::Readable;
 pub use crate::ops::send_buf::SendBuf;
 pub use chain::BytesChain;
+#[cfg(any(feature = "hyper", feature = "tokio-io"))]
 pub(crate) use compat::poll_copy_out;
 pub use compat::Compat;
 pub use frame::{CopyStats, FrameReader};

@@ -15,8 +15,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use zerorx_cli::bench::{
-    AddArgs, EchoArgs, FailArgs, FailResult, FireArgs, FiredArgs, Overloaded, RoundtripArgs,
-    SleepMsArgs, SumArgs, RETRY_AFTER_MS,
+    AddArgs, EchoArgs, FailArgs, FailException, FailResult, FireArgs, FiredArgs, Overloaded,
+    RoundtripArgs, SleepMsArgs, SumArgs, RETRY_AFTER_MS,
 };
 use zerorx_thrift::{
     encode_message, ApplicationException, ApplicationExceptionKind, DecodeLimits, MessageBody,
@@ -206,7 +206,12 @@ async fn handle(frame: Bytes, fired: &AtomicI64) -> Reply {
                 reason: a.reason,
                 retry_after_ms: RETRY_AFTER_MS,
             };
-            encode(&name, MessageType::Reply, seqid, &FailResult::Overloaded(o))
+            encode(
+                &name,
+                MessageType::Reply,
+                seqid,
+                &FailResult::Thrown(FailException::O(o)),
+            )
         }
         _ => {
             if r.skip_body().is_err() {

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use served::{count, Served};
 use std::io::Write;
 use std::time::{Duration, Instant};
-use zerorx_cli::bench::{BenchClient, FailError, Payload};
+use zerorx_cli::bench::{BenchClient, FailError, FailException, Payload};
 use zerorx_thrift::transport::Transport;
 use zerorx_thrift::{ClientConfig, Protocol};
 
@@ -48,8 +48,8 @@ fn bench_client_calls_every_method_of_zerorx_serve() {
                 assert_eq!(c.sum((1..=10).collect()).await.expect("sum"), 55);
                 c.sleep_ms(5).await.expect("sleep_ms");
                 c.fire(Bytes::from_static(b"x")).await.expect("fire");
-                match c.fail("why").await {
-                    Err(FailError::Overloaded(o)) => assert_eq!(&o.reason[..], "why"),
+                match c.fail("why".into()).await {
+                    Err(FailError::Thrown(FailException::O(o))) => assert_eq!(&o.reason[..], "why"),
                     other => panic!("fail: {other:?}"),
                 }
             }

@@ -5,7 +5,7 @@
 use crate::checks::{Wire, TYPED_KINDS};
 use bytes::Bytes;
 use zerorx_cli::bench::{
-    AddArgs, EchoArgs, FailArgs, FailResult, FireArgs, FiredArgs, Overloaded, Payload,
+    AddArgs, EchoArgs, FailArgs, FailException, FailResult, FireArgs, FiredArgs, Overloaded, Payload,
     RoundtripArgs, SleepMsArgs, SumArgs,
 };
 use zerorx_thrift::protocol::binary::BinaryWriter;
@@ -255,7 +255,7 @@ fn typed_sample(kind: u8, wire: Wire) -> Vec<u8> {
                 },
             )
         }
-        14 => return encode(wire, &FiredArgs),
+        14 => return encode(wire, &FiredArgs {}),
         15 => {
             return encode(
                 wire,
@@ -264,7 +264,7 @@ fn typed_sample(kind: u8, wire: Wire) -> Vec<u8> {
                 },
             )
         }
-        16 => return encode(wire, &FailResult::Overloaded(overloaded())),
+        16 => return encode(wire, &FailResult::Thrown(FailException::O(overloaded()))),
         17 => return encode(wire, &overloaded()),
         _ => return encode(wire, &bench_payload(false)),
     };

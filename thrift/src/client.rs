@@ -355,7 +355,9 @@ impl Client {
                 Poll::Pending
             })
             .await?;
-            if header.name[..] != *name.as_bytes() {
+            // A multiplexed server answers `Service:method` as `method`.
+            let unprefixed = name.rsplit(':').next().unwrap_or(name);
+            if header.name[..] != *name.as_bytes() && header.name[..] != *unprefixed.as_bytes() {
                 return Err(ClientError::UnexpectedReply(format!(
                     "reply names {:?}, the call was {name}",
                     String::from_utf8_lossy(&header.name)

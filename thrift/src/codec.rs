@@ -10,6 +10,7 @@
 //! | `list<T>` | `Vec<T>` |
 //! | `set<T>` | `BTreeSet<T>`, `HashSet<T>` |
 //! | `map<K, V>` | `BTreeMap<K, V>`, `HashMap<K, V>` |
+//! | a struct holding itself | `Box<T>` |
 //!
 //! A struct implements the traits by hand with [`write_field`], [`read_struct`],
 //! [`read_field`] and [`required`]; see `rpc::bench` for the reference service's types.
@@ -218,6 +219,24 @@ fn check_elem(expected: TType, found: TType, len: usize) -> Result<(), DecodeErr
         return Err(DecodeError::WrongElementType { expected, found });
     }
     Ok(())
+}
+
+// A boxed value is the value: generated code boxes a field that would otherwise make
+// its struct contain itself.
+impl<T: ThriftType> ThriftType for Box<T> {
+    const TTYPE: TType = T::TTYPE;
+}
+
+impl<T: ThriftEncode> ThriftEncode for Box<T> {
+    fn encode<W: ProtocolWrite>(&self, w: &mut W) {
+        (**self).encode(w)
+    }
+}
+
+impl<T: ThriftDecode> ThriftDecode for Box<T> {
+    fn decode<R: ProtocolRead>(r: &mut R) -> Result<Self, DecodeError> {
+        T::decode(r).map(Box::new)
+    }
 }
 
 impl<T: ThriftType> ThriftType for Vec<T> {

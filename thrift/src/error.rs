@@ -54,6 +54,13 @@ pub enum DecodeError {
     },
     /// A reply struct with no result field (a non-void method's reply must carry one).
     MissingResult(&'static str),
+    /// A union with no field, or more than one, set (exactly one must be).
+    UnionFields {
+        /// The union being decoded.
+        union: &'static str,
+        /// How many of its fields were on the wire.
+        set: usize,
+    },
 }
 
 impl DecodeError {
@@ -73,6 +80,7 @@ impl DecodeError {
                 | DecodeError::WrongElementType { .. }
                 | DecodeError::MissingField { .. }
                 | DecodeError::MissingResult(_)
+                | DecodeError::UnionFields { .. }
         )
     }
 }
@@ -106,6 +114,12 @@ impl fmt::Display for DecodeError {
             }
             DecodeError::MissingResult(method) => {
                 write!(f, "{method}: reply carries no result")
+            }
+            DecodeError::UnionFields { union, set } => {
+                write!(
+                    f,
+                    "{union}: {set} fields of the union set where exactly one must be"
+                )
             }
         }
     }

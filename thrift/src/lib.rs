@@ -80,11 +80,15 @@ mod out;
 pub mod protocol;
 mod result;
 pub mod server;
+mod service;
 mod signal;
 pub mod transport;
 mod value;
 mod writer;
 
+/// The `bytes` crate, whose [`Bytes`](bytes::Bytes) carries `binary` fields (generated
+/// code names it through here).
+pub use bytes;
 pub use client::{Client, ClientConfig, ClientError};
 pub use codec::{
     read_field, read_struct, required, write_field, ThriftDecode, ThriftEncode, ThriftType,
@@ -100,4 +104,5 @@ pub use protocol::{
 };
 pub use result::{Returns, Void};
 pub use server::{Server, ServerBuilder, ServerConfig, ServerStats};
+pub use service::{CallError, HandlerError, Service, ServiceClient};
 pub use value::Value;

@@ -123,9 +123,36 @@ fn counted(h: &Harness, what: &str, pred: impl Fn(&ServerStats) -> bool) {
     h.wait_stats(what, pred);
 }
 
+/// The arguments of a oneway method that requires a field (9) no test sends: its
+/// decoding always fails as bad content.
+struct NeedsField9;
+
+impl zerorx_thrift::ThriftType for NeedsField9 {
+    const TTYPE: TType = TType::Struct;
+}
+
+impl zerorx_thrift::ThriftDecode for NeedsField9 {
+    fn decode<R: zerorx_thrift::ProtocolRead>(
+        r: &mut R,
+    ) -> Result<Self, zerorx_thrift::DecodeError> {
+        let mut seen = None;
+        zerorx_thrift::read_struct(r, |r, h| {
+            if h.id == 9 {
+                seen = zerorx_thrift::read_field::<_, i64>(r, h)?;
+                return Ok(true);
+            }
+            Ok(false)
+        })?;
+        zerorx_thrift::required(seen, "NeedsField9", "x").map(|_| NeedsField9)
+    }
+}
+
 #[test]
 fn broken_clients_get_exceptions_or_clean_closes_and_are_counted() {
-    let h = Harness::start(2, |b| b.max_frame(64 * 1024));
+    let h = Harness::start(2, |b| {
+        b.max_frame(64 * 1024)
+            .oneway("strict", |_: NeedsField9| async {})
+    });
     let mut w = Witness(connect(&h), 0);
     w.check();
 
@@ -199,7 +226,7 @@ fn broken_clients_get_exceptions_or_clean_closes_and_are_counted() {
         m
     };
     s.write_all(&oneway("nope", 20, &|_| {})).expect("send");
-    s.write_all(&oneway("fire", 21, &|_| {})).expect("send"); // fire's arg is binary, not i64s
+    s.write_all(&oneway("strict", 21, &|_| {})).expect("send"); // field 9 missing
     s.write_all(&call(Protocol::Compact, "add", 22, &AddArgs { a: 2, b: 2 }))
         .expect("send");
     let (hd, mut r) = read_reply(&mut s).expect("reply");

@@ -20,7 +20,7 @@ use thrift::transport::{
     TBufferedWriteTransportFactory, TFramedReadTransport, TFramedReadTransportFactory,
     TFramedWriteTransport, TFramedWriteTransportFactory, TIoChannel, TTcpChannel,
 };
-use zerorx_cli::bench::{BenchClient, FailError, Payload};
+use zerorx_cli::bench::{BenchClient, FailError, FailException, Payload};
 use zerorx_thrift::transport::Transport;
 use zerorx_thrift::{Protocol, TType, Value};
 
@@ -370,8 +370,8 @@ fn zerorx_client_against_a_thrift_crate_server() {
                 2,
                 "oneway calls processed in order"
             );
-            match c.fail("nope").await {
-                Err(FailError::Overloaded(o)) => {
+            match c.fail("nope".into()).await {
+                Err(FailError::Thrown(FailException::O(o))) => {
                     assert_eq!((&*o.reason, o.retry_after_ms), ("nope", 7))
                 }
                 other => panic!("fail: {other:?}"),

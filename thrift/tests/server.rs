@@ -7,7 +7,7 @@ use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use support::{client_config, client_rt, Harness};
-use zerorx_cli::bench::{BenchClient, FailError, Payload, RETRY_AFTER_MS};
+use zerorx_cli::bench::{BenchClient, FailError, FailException, Payload, RETRY_AFTER_MS};
 use zerorx_thrift::transport::Transport;
 use zerorx_thrift::{ApplicationExceptionKind, ClientError, Protocol};
 
@@ -66,8 +66,8 @@ fn every_method_in_every_protocol_and_transport() {
                     c.fire(Bytes::from_static(b"x")).await.expect("fire");
                 }
                 fires += 3;
-                match c.fail("too busy").await {
-                    Err(FailError::Overloaded(o)) => {
+                match c.fail("too busy".into()).await {
+                    Err(FailError::Thrown(FailException::O(o))) => {
                         assert_eq!((&*o.reason, o.retry_after_ms), ("too busy", RETRY_AFTER_MS))
                     }
                     other => panic!("{what}: fail returned {other:?}"),
@@ -175,37 +175,49 @@ fn unknown_methods_bad_arguments_and_failing_handlers_get_application_exceptions
             Err(ClientError::Application(e)) => e,
             other => panic!("expected an application exception, got {other:?}"),
         };
-        let e = app(raw.call("no_such_method", &FiredArgs).await);
+        let e = app(raw.call("no_such_method", &FiredArgs {}).await);
         assert_eq!(e.kind, ApplicationExceptionKind::UnknownMethod);
         assert!(e.message.contains("no_such_method"), "{e}");
-        // `add` with a binary where it wants two i64s: valid Thrift, wrong arguments.
-        let bad: Result<Returns<i64>, _> = raw
+        // `add` with a binary where it wants two i64s: the field of the wrong type is
+        // skipped and the absent arguments take their defaults, as Apache's servers do.
+        let defaulted: Returns<i64> = raw
             .call(
                 "add",
                 &EchoArgs {
                     data: Bytes::from_static(b"x"),
                 },
             )
+            .await
+            .expect("add runs with default arguments");
+        assert_eq!(defaulted.0, 0);
+        // `fail` with a string that is not UTF-8: valid Thrift, bad arguments.
+        let bad: Result<Void, _> = raw
+            .call(
+                "fail",
+                &EchoArgs {
+                    data: Bytes::from_static(b"\xff\xfe"),
+                },
+            )
             .await;
         match bad {
             Err(ClientError::Application(e)) => {
                 assert_eq!(e.kind, ApplicationExceptionKind::ProtocolError);
-                assert!(e.message.contains("missing"), "{e}");
+                assert!(e.message.contains("UTF-8"), "{e}");
             }
             other => panic!("bad args: {other:?}"),
         }
-        let e = app(raw.call("panics", &FiredArgs).await);
+        let e = app(raw.call("panics", &FiredArgs {}).await);
         assert_eq!(e.kind, ApplicationExceptionKind::InternalError);
         assert!(e.message.contains("boom"), "{e}");
-        let e = app(raw.call("panics_early", &FiredArgs).await);
+        let e = app(raw.call("panics_early", &FiredArgs {}).await);
         assert_eq!(e.kind, ApplicationExceptionKind::InternalError);
         assert!(e.message.contains("early boom"), "{e}");
-        let e = app(raw.call("errs", &FiredArgs).await);
+        let e = app(raw.call("errs", &FiredArgs {}).await);
         assert_eq!(
             (e.kind, e.message.as_str()),
             (ApplicationExceptionKind::InternalError, "handler said no")
         );
-        let e = app(raw.call("too_big", &FiredArgs).await);
+        let e = app(raw.call("too_big", &FiredArgs {}).await);
         assert_eq!(e.kind, ApplicationExceptionKind::InternalError);
         assert!(e.message.contains("frame limit"), "{e}");
         // The connection survived all of it.

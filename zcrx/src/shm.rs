@@ -143,7 +143,7 @@ impl KernelStats {
     /// registered refill region whose registration named it as the stats block; the
     /// region must outlive the returned value.
     pub(crate) unsafe fn new(region: &Mapping, offset: usize) -> KernelStats {
-        debug_assert!(offset % 8 == 0 && offset + 16 <= region.len());
+        debug_assert!(offset.is_multiple_of(8) && offset + 16 <= region.len());
         KernelStats {
             // SAFETY: inside the region by the caller's contract.
             counters: unsafe { region.as_ptr().add(offset).cast() },

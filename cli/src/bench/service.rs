@@ -1,14 +1,14 @@
 //! The `Bench` service's handlers, doing what `bench.thrift` says.
 
-use super::types::{
-    AddArgs, EchoArgs, FailArgs, FailResult, FireArgs, FiredArgs, Overloaded, RoundtripArgs,
-    SleepMsArgs, SumArgs,
-};
+use super::generated::bench::bench::FailException;
+use super::generated::bench::{Bench, BenchServer, Overloaded, Payload};
+use bytes::Bytes;
+use std::future::Future;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use zerorx_thrift::server::ServerBuilder;
-use zerorx_thrift::{Returns, Void};
+use zerorx_thrift::{ApplicationException, HandlerError, Utf8Bytes};
 
 /// State shared by the handlers on every worker.
 #[derive(Debug, Default)]
@@ -26,40 +26,71 @@ impl BenchState {
 /// The `retry_after_ms` every `fail` throws.
 pub const RETRY_AFTER_MS: i32 = 7;
 
+/// The reference handlers of [`Bench`].
+#[derive(Debug, Default)]
+pub struct BenchHandlers {
+    state: Arc<BenchState>,
+}
+
+impl BenchHandlers {
+    /// Handlers counting `fire` calls in `state`.
+    pub fn new(state: Arc<BenchState>) -> BenchHandlers {
+        BenchHandlers { state }
+    }
+}
+
+type Reply<T> = Result<T, ApplicationException>;
+
+impl Bench for BenchHandlers {
+    fn echo(&self, data: Bytes) -> impl Future<Output = Reply<Bytes>> + use<> {
+        async move { Ok(data) }
+    }
+
+    fn roundtrip(&self, p: Payload) -> impl Future<Output = Reply<Payload>> + use<> {
+        async move { Ok(p) }
+    }
+
+    fn add(&self, a: i64, b: i64) -> impl Future<Output = Reply<i64>> + use<> {
+        async move { Ok(a.wrapping_add(b)) }
+    }
+
+    fn sum(&self, values: Vec<i64>) -> impl Future<Output = Reply<i64>> + use<> {
+        async move { Ok(values.iter().fold(0i64, |s, v| s.wrapping_add(*v))) }
+    }
+
+    fn sleep_ms(&self, ms: i32) -> impl Future<Output = Reply<()>> + use<> {
+        async move {
+            // A negative duration sleeps for no time.
+            zerorx::time::sleep(Duration::from_millis(ms.max(0) as u64)).await;
+            Ok(())
+        }
+    }
+
+    fn fire(&self, _data: Bytes) -> impl Future<Output = ()> + use<> {
+        self.state.fired.fetch_add(1, Ordering::Relaxed);
+        async {}
+    }
+
+    fn fired(&self) -> impl Future<Output = Reply<i64>> + use<> {
+        let n = self.state.fired();
+        async move { Ok(n) }
+    }
+
+    fn fail(
+        &self,
+        reason: Utf8Bytes,
+    ) -> impl Future<Output = Result<(), HandlerError<FailException>>> + use<> {
+        async move {
+            Err(Overloaded {
+                reason,
+                retry_after_ms: RETRY_AFTER_MS,
+            }
+            .into())
+        }
+    }
+}
+
 /// Adds the `Bench` methods to `builder`, sharing `state`.
 pub fn register(builder: ServerBuilder, state: Arc<BenchState>) -> ServerBuilder {
-    let fire_state = state.clone();
-    builder
-        .method("echo", |a: EchoArgs| async move { Ok(Returns(a.data)) })
-        .method(
-            "roundtrip",
-            |a: RoundtripArgs| async move { Ok(Returns(a.p)) },
-        )
-        .method("add", |a: AddArgs| async move {
-            Ok(Returns(a.a.wrapping_add(a.b)))
-        })
-        .method("sum", |a: SumArgs| async move {
-            Ok(Returns(
-                a.values.iter().fold(0i64, |s, v| s.wrapping_add(*v)),
-            ))
-        })
-        .method("sleep_ms", |a: SleepMsArgs| async move {
-            // A negative duration sleeps for no time.
-            zerorx::time::sleep(Duration::from_millis(a.ms.max(0) as u64)).await;
-            Ok(Void)
-        })
-        .oneway("fire", move |_: FireArgs| {
-            fire_state.fired.fetch_add(1, Ordering::Relaxed);
-            async {}
-        })
-        .method("fired", move |_: FiredArgs| {
-            let n = state.fired();
-            async move { Ok(Returns(n)) }
-        })
-        .method("fail", |a: FailArgs| async move {
-            Ok(FailResult::Overloaded(Overloaded {
-                reason: a.reason,
-                retry_after_ms: RETRY_AFTER_MS,
-            }))
-        })
+    builder.service(BenchServer::new(BenchHandlers::new(state)))
 }

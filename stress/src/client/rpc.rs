@@ -64,7 +64,8 @@ fn roundtrip_payload(plan: &LoadPlan, id: u64, seq: u64) -> Payload {
     Payload {
         id: id as i64,
         data: plan.payloads.payload(id, 48),
-        meta: (seq % 2 == 0)
+        meta: seq
+            .is_multiple_of(2)
             .then(|| BTreeMap::from([("id".into(), format!("{id:x}").as_str().into())])),
         tags: vec![seq as i32, (id >> 32) as i32, 7],
     }

@@ -201,6 +201,19 @@ impl ServerBuilder {
         self
     }
 
+    /// Registers every method of `service` (a generated `FooServer`) under its IDL
+    /// name.
+    pub fn service(self, service: impl crate::Service) -> Self {
+        service.register(self, "")
+    }
+
+    /// Registers every method of `service` as `name:method`, the way Apache's
+    /// `TMultiplexedProcessor` expects clients of several services on one port to
+    /// call them.
+    pub fn multiplexed(self, name: &str, service: impl crate::Service) -> Self {
+        service.register(self, &format!("{name}:"))
+    }
+
     /// Registers a oneway method: no reply is ever sent.
     pub fn oneway<A, F, Fut>(mut self, name: &str, handler: F) -> Self
     where

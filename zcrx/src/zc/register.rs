@@ -198,7 +198,7 @@ unsafe fn try_register(
     let stats_end = stats_offset.map_or(rqes_end, |s| s + std::mem::size_of::<abi::ZcrxStats>());
     if !reg.rq_entries.is_power_of_two()
         || rqes_end > region.len()
-        || reg.offsets.rqes % 16 != 0
+        || !reg.offsets.rqes.is_multiple_of(16)
         || stats_offset.is_some_and(|s| s < rqes_end)
         || stats_end > region.len()
     {

@@ -613,10 +613,13 @@ fn events_are_registered_only_where_the_kernel_has_them() {
     assert_eq!(l.events, Some(0xE7));
     let off = l.stats_offset(&with_events).expect("a stats block");
     let rqes_end = register::Layout::rq_header_bytes(&with_events) + l.rq_entries as usize * 16;
-    assert!(off >= rqes_end && off % 64 == 0, "{off} after {rqes_end}");
+    assert!(
+        off >= rqes_end && off.is_multiple_of(64),
+        "{off} after {rqes_end}"
+    );
     let region = l.region_bytes(&with_events);
     assert!(
-        off + 16 <= region && region % page == 0,
+        off + 16 <= region && region.is_multiple_of(page),
         "{off} in {region}"
     );
     // Without a user_data nothing is asked either.

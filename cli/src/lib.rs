@@ -6,6 +6,9 @@
 //! - [`bench`](mod@bench): the service's types, handlers ([`bench::register`]), typed client
 //!   ([`bench::BenchClient`]) and `zerorx serve` ([`bench::serve`]).
 //! - [`doctor_args`]: the command line's grammar and `--require`.
+//! - [`signals`]: termination signals taken with `sigwait` (also used by the
+//!   cross-language test server).
 
 pub mod bench;
 pub mod doctor_args;
+pub mod signals;

@@ -26,6 +26,13 @@ pub enum DecodeError {
         /// The limit ([`DecodeLimits::max_container_len`](super::protocol::DecodeLimits)).
         limit: usize,
     },
+    /// A `string` or `binary` longer than the configured limit.
+    StringLimit {
+        /// The declared length.
+        len: usize,
+        /// The limit ([`DecodeLimits::max_string_len`](super::protocol::DecodeLimits)).
+        limit: usize,
+    },
     /// Structs and containers were nested deeper than the configured limit.
     DepthLimit(usize),
     /// A type id that names no Thrift type.
@@ -98,6 +105,9 @@ impl fmt::Display for DecodeError {
                     f,
                     "container of {size} elements exceeds the limit of {limit}"
                 )
+            }
+            DecodeError::StringLimit { len, limit } => {
+                write!(f, "string of {len} bytes exceeds the limit of {limit}")
             }
             DecodeError::DepthLimit(d) => write!(f, "nesting deeper than the limit of {d}"),
             DecodeError::InvalidType(t) => write!(f, "invalid type id {t}"),

@@ -166,29 +166,10 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
     Ok(Some(out))
 }
 
-/// Blocks SIGINT and SIGTERM on this thread (and the threads it starts after), so
-/// they can be taken with `sigwait` instead of killing the process.
-fn block_termination_signals() -> io::Result<libc::sigset_t> {
-    // SAFETY: `sigset_t` is plain data; sigemptyset initialises it.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid sigset_t owned by this frame.
-    unsafe {
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-    }
-    // SAFETY: `set` is initialised; the old mask is not needed.
-    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-    if rc != 0 {
-        return Err(io::Error::from_raw_os_error(rc));
-    }
-    Ok(set)
-}
-
 /// Runs `zerorx serve` until a termination signal; prints the address when ready and
 /// the counters at the end.
 pub fn run(args: &ServeArgs) -> io::Result<()> {
-    let set = block_termination_signals()?;
+    let signals = crate::signals::Blocked::block(&[libc::SIGINT, libc::SIGTERM])?;
     let dump_signal = zerorx::runtime::DumpSignal::block()?;
     let mut builder = Runtime::builder();
     if let Some(n) = args.threads {
@@ -214,11 +195,7 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
     std::thread::Builder::new()
         .name("zerorx-serve-signals".into())
         .spawn(move || {
-            let mut sig: libc::c_int = 0;
-            // SAFETY: `set` holds SIGINT and SIGTERM, blocked in every thread of the
-            // process (masks are inherited); `sig` is a valid out pointer.
-            let rc = unsafe { libc::sigwait(&set, &mut sig) };
-            if rc == 0 {
+            if let Ok(sig) = signals.wait() {
                 eprintln!("zerorx serve: signal {sig}, draining");
             }
             shutdown.shutdown(grace);

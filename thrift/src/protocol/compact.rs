@@ -159,6 +159,19 @@ impl<B: Buf> CompactReader<B> {
         usize::try_from(n).map_err(|_| DecodeError::NegativeSize(n.into()))
     }
 
+    /// The length of a `string` or `binary`, within the string limit.
+    fn string_len(&mut self) -> Result<usize, DecodeError> {
+        let n = self.size()?;
+        if n > self.limits.max_string_len {
+            return Err(DecodeError::StringLimit {
+                len: n,
+                limit: self.limits.max_string_len,
+            });
+        }
+        self.need(n)?;
+        Ok(n)
+    }
+
     fn count(&self, n: usize, min_elem: usize) -> Result<usize, DecodeError> {
         if n > self.limits.max_container_len {
             return Err(DecodeError::SizeLimit {
@@ -265,14 +278,12 @@ impl<B: Buf> ProtocolRead for CompactReader<B> {
     }
 
     fn read_binary(&mut self) -> Result<Bytes, DecodeError> {
-        let n = self.size()?;
-        self.need(n)?;
+        let n = self.string_len()?;
         Ok(self.buf.copy_to_bytes(n))
     }
 
     fn skip_binary(&mut self) -> Result<(), DecodeError> {
-        let n = self.size()?;
-        self.need(n)?;
+        let n = self.string_len()?;
         self.buf.advance(n);
         Ok(())
     }

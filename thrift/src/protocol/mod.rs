@@ -159,6 +159,9 @@ pub struct DecodeLimits {
     /// of it, a container may never declare more elements than the remaining input
     /// could hold.
     pub max_container_len: usize,
+    /// Longest `string` or `binary`, in bytes (default: no limit beyond the frame's;
+    /// Apache's `TConfiguration` string limit, `--string-limit` in its test servers).
+    pub max_string_len: usize,
 }
 
 impl Default for DecodeLimits {
@@ -166,6 +169,7 @@ impl Default for DecodeLimits {
         DecodeLimits {
             max_depth: 64,
             max_container_len: 16 << 20,
+            max_string_len: usize::MAX,
         }
     }
 }

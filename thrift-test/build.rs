@@ -1,0 +1,18 @@
+//! ThriftTest (the cross-language test's service) and the codegen tests' IDL,
+//! generated the way a user's build script does it.
+
+fn main() {
+    for (idl, out) in [
+        ("idl/ThriftTest.thrift", "thrift_test.rs"),
+        ("idl/coverage.thrift", "coverage.rs"),
+    ] {
+        if let Err(e) = zerorx_thrift_build::Builder::new()
+            .file(idl)
+            .out_file(out)
+            .compile()
+        {
+            eprintln!("{idl}: {e}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! `zerorx-thrift-test-server`: the ThriftTest server for Apache Thrift's
+//! cross-language test (`test/test.py`, entry in `thrift-test/tests.json`). Prints
+//! `listening on ADDR` when ready; SIGINT, SIGTERM or SIGHUP (the runner's stop)
+//! end it within a second.
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::process::ExitCode;
+use std::time::Duration;
+use zerorx_thrift::server::{ProtocolChoice, TransportChoice};
+use zerorx_thrift::{DecodeLimits, Server, ServerBuilder};
+use zerorx_thrift_test::flags::{Flags, Wire, USAGE};
+use zerorx_thrift_test::generated::thrift_test::{SecondServiceServer, ThriftTestServer};
+use zerorx_thrift_test::handlers::{SecondHandler, TestHandler};
+
+fn main() -> ExitCode {
+    let flags = match Flags::parse(std::env::args().skip(1)) {
+        Ok(Some(f)) => f,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("zerorx-thrift-test-server: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match serve(&flags) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("zerorx-thrift-test-server: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The server the flags describe, before it is bound.
+fn builder(flags: &Flags) -> ServerBuilder {
+    let mut limits = DecodeLimits::default();
+    if let Some(n) = flags.string_limit {
+        limits.max_string_len = n;
+    }
+    if let Some(n) = flags.container_limit {
+        limits.max_container_len = n;
+    }
+    let builder = Server::builder()
+        .protocol(match flags.wire {
+            Wire::Binary => ProtocolChoice::Binary,
+            Wire::Compact => ProtocolChoice::Compact,
+        })
+        .transport(if flags.framed {
+            TransportChoice::Framed
+        } else {
+            TransportChoice::Unframed
+        })
+        .limits(limits)
+        .service(ThriftTestServer::new(TestHandler));
+    if !flags.multiplexed {
+        return builder;
+    }
+    builder
+        .multiplexed("ThriftTest", ThriftTestServer::new(TestHandler))
+        .multiplexed("SecondService", SecondServiceServer::new(SecondHandler))
+}
+
+fn serve(flags: &Flags) -> std::io::Result<()> {
+    let signals =
+        zerorx_cli::signals::Blocked::block(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
+    let rt = zerorx::Runtime::builder().threads(flags.workers).build()?;
+    // Both address families, as Apache's servers listen (clients given `localhost`
+    // may try ::1 first); IPv4 alone where IPv6 is off.
+    let v6 = SocketAddr::from((Ipv6Addr::UNSPECIFIED, flags.port));
+    let server = match builder(flags).addr(v6).start(rt.handle()) {
+        Ok(s) => s,
+        Err(_) => builder(flags)
+            .addr(SocketAddr::from((Ipv4Addr::UNSPECIFIED, flags.port)))
+            .start(rt.handle())?,
+    };
+    println!("listening on {}", server.local_addr());
+    let shutdown = server.shutdown_handle();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let _ = signals.wait();
+            shutdown.shutdown(Duration::from_millis(500));
+        })?;
+    rt.block_on(server.stopped())?;
+    rt.shutdown(Duration::from_secs(1))
+}

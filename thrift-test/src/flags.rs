@@ -1,0 +1,184 @@
+//! The flags Apache's cross-test runner passes a server (`test/tests.json`:
+//! `--port=N --protocol=P --transport=T`, plus `--server-type`, `--workers`,
+//! `--string-limit`, `--container-limit` from its other suites), read strictly: an
+//! option this server cannot honour is an error naming it, not ignored.
+
+use std::fmt;
+
+/// How a connection's messages are encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// TBinaryProtocol.
+    Binary,
+    /// TCompactProtocol.
+    Compact,
+}
+
+/// What the server was asked to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flags {
+    /// Port to listen on, on all interfaces as Apache's servers do (0 picks one).
+    pub port: u16,
+    /// The protocol of `--protocol`.
+    pub wire: Wire,
+    /// `multi*`: ThriftTest and SecondService multiplexed (`ThriftTest:` and
+    /// `SecondService:` prefixes; unprefixed names reach ThriftTest).
+    pub multiplexed: bool,
+    /// `--transport=framed` (else buffered, i.e. unframed).
+    pub framed: bool,
+    /// Worker threads (`--workers`/`-n`, default 2).
+    pub workers: usize,
+    /// `--string-limit`: longest string or binary accepted.
+    pub string_limit: Option<usize>,
+    /// `--container-limit`: most elements in one container.
+    pub container_limit: Option<usize>,
+}
+
+/// A command line this server cannot run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlagError(pub String);
+
+impl fmt::Display for FlagError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FlagError {}
+
+/// The usage text.
+pub const USAGE: &str = "usage: zerorx-thrift-test-server [--port=N] \
+[--protocol=binary|compact|multi|multic] [--transport=buffered|framed] \
+[--server-type=simple|thread-pool|threaded|nonblocking] [--workers=N] \
+[--string-limit=N] [--container-limit=N]";
+
+impl Flags {
+    /// Parses the arguments after the program name. `Ok(None)` for `--help`.
+    pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Option<Flags>, FlagError> {
+        let mut f = Flags {
+            port: 9090,
+            wire: Wire::Binary,
+            multiplexed: false,
+            framed: false,
+            workers: 2,
+            string_limit: None,
+            container_limit: None,
+        };
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            if arg == "-h" || arg == "--help" {
+                return Ok(None);
+            }
+            // `--name=value` or `--name value`, as boost::program_options takes them.
+            let (name, inline) = match arg.split_once('=') {
+                Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
+                None => (arg.clone(), None),
+            };
+            let mut value = || -> Result<String, FlagError> {
+                match &inline {
+                    Some(v) => Ok(v.clone()),
+                    None => args
+                        .next()
+                        .ok_or_else(|| FlagError(format!("{name} needs a value"))),
+                }
+            };
+            match name.as_str() {
+                "--port" => f.port = number(&name, &value()?)?,
+                "--protocol" => {
+                    let v = value()?;
+                    (f.wire, f.multiplexed) = match v.as_str() {
+                        "binary" => (Wire::Binary, false),
+                        "compact" => (Wire::Compact, false),
+                        "multi" => (Wire::Binary, true),
+                        "multic" => (Wire::Compact, true),
+                        other => {
+                            return Err(FlagError(format!(
+                                "--protocol={other} is not served (binary, compact, multi, multic are)"
+                            )))
+                        }
+                    };
+                }
+                "--transport" => {
+                    f.framed = match value()?.as_str() {
+                        "buffered" => false,
+                        "framed" => true,
+                        other => {
+                            return Err(FlagError(format!(
+                                "--transport={other} is not served (buffered, framed are)"
+                            )))
+                        }
+                    }
+                }
+                // Every kind Apache names is served the same way here: a thread per
+                // core, each with its own listener and event loop.
+                "--server-type" => match value()?.as_str() {
+                    "simple" | "thread-pool" | "threaded" | "nonblocking" => {}
+                    other => return Err(FlagError(format!("--server-type={other} is unknown"))),
+                },
+                "--workers" | "-n" => {
+                    f.workers = number(&name, &value()?)?;
+                    if f.workers == 0 {
+                        return Err(FlagError(format!("{name} must be at least 1")));
+                    }
+                }
+                "--string-limit" => f.string_limit = Some(number(&name, &value()?)?),
+                "--container-limit" => f.container_limit = Some(number(&name, &value()?)?),
+                other => {
+                    return Err(FlagError(format!(
+                        "{other} is not supported (TLS, HTTP, zlib, JSON and domain sockets are not served)"
+                    )))
+                }
+            }
+        }
+        Ok(Some(f))
+    }
+}
+
+fn number<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, FlagError> {
+    v.parse()
+        .map_err(|_| FlagError(format!("{name}={v}: not a valid number")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Option<Flags>, FlagError> {
+        Flags::parse(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn the_runner_s_flags_are_read_in_both_spellings() {
+        let f = parse(&["--port=9091", "--protocol", "multic", "--transport=framed"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (f.port, f.wire, f.multiplexed, f.framed),
+            (9091, Wire::Compact, true, true)
+        );
+        let f = parse(&["--string-limit=10", "--container-limit", "3", "-n", "4"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (f.string_limit, f.container_limit, f.workers, f.port),
+            (Some(10), Some(3), 4, 9090)
+        );
+        assert_eq!(parse(&["--help"]), Ok(None));
+    }
+
+    #[test]
+    fn what_cannot_be_honoured_is_an_error_naming_it() {
+        for (args, needle) in [
+            (&["--protocol=json"][..], "--protocol=json"),
+            (&["--transport=http"][..], "--transport=http"),
+            (&["--ssl"][..], "--ssl"),
+            (&["--port=x"][..], "--port=x"),
+            (&["--port"][..], "needs a value"),
+            (&["--workers=0"][..], "at least 1"),
+            (&["--server-type=forking"][..], "forking"),
+        ] {
+            let e = parse(args).expect_err("must fail");
+            assert!(e.0.contains(needle), "{args:?}: {e}");
+        }
+    }
+}

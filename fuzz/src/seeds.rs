@@ -2,11 +2,11 @@
 //! using every Thrift type), generated rather than committed, so they follow the
 //! encoders.
 
-use crate::checks::{Wire, TYPED_KINDS};
+use crate::checks::{Wire, GENERATED_KINDS, TYPED_KINDS};
 use bytes::Bytes;
 use zerorx_cli::bench::{
-    AddArgs, EchoArgs, FailArgs, FailException, FailResult, FireArgs, FiredArgs, Overloaded, Payload,
-    RoundtripArgs, SleepMsArgs, SumArgs,
+    AddArgs, EchoArgs, FailArgs, FailException, FailResult, FireArgs, FiredArgs, Overloaded,
+    Payload, RoundtripArgs, SleepMsArgs, SumArgs,
 };
 use zerorx_thrift::protocol::binary::BinaryWriter;
 use zerorx_thrift::protocol::compact::CompactWriter;
@@ -284,6 +284,110 @@ pub fn typed_args() -> Vec<Vec<u8>> {
     out
 }
 
+/// An encoding of the type `kind` picks in
+/// [`generated_types`](crate::checks::generated_types).
+fn generated_sample(kind: u8, wire: Wire) -> Vec<u8> {
+    use std::collections::{BTreeMap, BTreeSet};
+    use zerorx_thrift_test::generated::thrift_test::{
+        thrift_test::{
+            TestInsanityArgs, TestMultiArgs, TestMultiExceptionException, TestMultiExceptionResult,
+        },
+        BoolTest, CrazyNesting, Insanity, NestedMixedx2, Numberz, OptionalBinary, SomeUnion,
+        Xception2, Xtruct, Xtruct2,
+    };
+    let xtruct = Xtruct {
+        string_thing: "Zero".into(),
+        byte_thing: 1,
+        i32_thing: -3,
+        i64_thing: -5,
+    };
+    let insanity = Insanity {
+        user_map: BTreeMap::from([(Numberz::FIVE, 5), (Numberz(99), -1)]),
+        xtructs: vec![xtruct.clone(), Xtruct::default()],
+    };
+    match kind {
+        0 => encode(
+            wire,
+            &Xtruct2 {
+                byte_thing: 1,
+                struct_thing: xtruct.clone(),
+                i32_thing: 5,
+            },
+        ),
+        1 => encode(wire, &insanity),
+        2 => encode(
+            wire,
+            &CrazyNesting {
+                set_field: Some(BTreeSet::from([insanity.clone()])),
+                list_field: vec![BTreeMap::from([(
+                    BTreeSet::from([1, 2]),
+                    BTreeMap::from([(
+                        3,
+                        BTreeSet::from([vec![BTreeMap::from([(insanity.clone(), "s".into())])]]),
+                    )]),
+                )])],
+                ..CrazyNesting::default()
+            },
+        ),
+        3 => encode(wire, &SomeUnion::InsanityThing(insanity.clone())),
+        4 => encode(
+            wire,
+            &Xception2 {
+                error_code: 2002,
+                struct_thing: xtruct.clone(),
+            },
+        ),
+        5 => encode(
+            wire,
+            &NestedMixedx2 {
+                int_set_list: vec![BTreeSet::from([1, 2])],
+                map_int_strset: BTreeMap::from([(1, BTreeSet::from(["a".into()]))]),
+                ..NestedMixedx2::default()
+            },
+        ),
+        6 => encode(wire, &BoolTest::default()),
+        7 => encode(
+            wire,
+            &OptionalBinary {
+                bin_set: Some(BTreeSet::from([Bytes::from_static(b"x")])),
+                bin_map: None,
+            },
+        ),
+        8 => encode(wire, &TestInsanityArgs { argument: insanity }),
+        9 => encode(
+            wire,
+            &TestMultiArgs {
+                arg0: 74,
+                arg1: 0xff00ff,
+                arg2: 1 << 40,
+                arg3: BTreeMap::from([(0, "abc".into())]),
+                arg4: Numberz::FIVE,
+                arg5: 0xf0f0f0,
+            },
+        ),
+        _ => encode(
+            wire,
+            &TestMultiExceptionResult::Thrown(TestMultiExceptionException::Err2(Xception2 {
+                error_code: 2002,
+                struct_thing: xtruct,
+            })),
+        ),
+    }
+}
+
+/// Inputs for the `generated_types` target: a selector byte, then the value.
+pub fn generated_types() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for kind in 0..GENERATED_KINDS {
+        for (bit, wire) in [(0u8, Wire::Binary), (1, Wire::Compact)] {
+            let mut input = vec![kind << 1 | bit];
+            input.extend(generated_sample(kind, wire));
+            out.push(input);
+        }
+    }
+    out
+}
+
 /// Connection openings for the `detect` target: each message framed and unframed.
 pub fn detect() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
@@ -323,6 +427,7 @@ pub fn for_target(target: &str) -> Option<Vec<Vec<u8>>> {
         "binary_message" => Some(messages_for(Wire::Binary)),
         "compact_message" => Some(messages_for(Wire::Compact)),
         "typed_args" => Some(typed_args()),
+        "generated_types" => Some(generated_types()),
         "detect" => Some(detect()),
         _ => None,
     }

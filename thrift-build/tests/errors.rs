@@ -26,9 +26,12 @@ fn error_of(test: &str, files: &[(&str, &str)]) -> String {
     e.to_string()
 }
 
+/// A test name, its IDL files (name, text), and what the error must say.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str]);
+
 #[test]
 fn each_kind_of_bad_idl_is_a_clear_error() {
-    let cases: &[(&str, &[(&str, &str)], &[&str])] = &[
+    let cases: &[Case] = &[
         (
             "syntax",
             &[("a.thrift", "struct A { 1: i32 }")],

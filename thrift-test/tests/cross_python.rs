@@ -102,10 +102,8 @@ impl ServerProcess {
     /// SIGHUP (how Apache's runner stops a server): it must be gone within 2 s.
     fn stop(mut self) {
         // SAFETY: a plain syscall on our own child's pid.
-        assert_eq!(
-            unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGHUP) },
-            0
-        );
+        let rc = unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGHUP) };
+        assert_eq!(rc, 0, "kill");
         let deadline = Instant::now() + Duration::from_secs(2);
         while self.0.try_wait().expect("wait").is_none() {
             assert!(
@@ -198,4 +196,38 @@ fn flags_the_server_cannot_honour_are_refused_with_a_message() {
         err.contains("--protocol=json") && err.contains("usage"),
         "{err}"
     );
+}
+
+#[test]
+fn the_tests_json_entry_names_only_what_the_server_serves() {
+    let text = std::fs::read_to_string(manifest().join("tests.json")).expect("tests.json");
+    let entries: serde_json::Value = serde_json::from_str(&text).expect("tests.json is JSON");
+    let entry = &entries[0];
+    assert_eq!(entry["name"], "zerorx");
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .expect("a list")
+            .iter()
+            .map(|s| s.as_str().expect("a string").to_owned())
+            .collect()
+    };
+    // "a:b" in the server's list means: server run as `b`, client speaking `a`.
+    let mut protocols = strings(&entry["protocols"]);
+    protocols.extend(
+        strings(&entry["server"]["protocols"])
+            .iter()
+            .map(|p| p.rsplit(':').next().unwrap_or(p).to_owned()),
+    );
+    for protocol in protocols {
+        for transport in strings(&entry["transports"]) {
+            let args = [
+                format!("--protocol={protocol}"),
+                format!("--transport={transport}"),
+                "--port=0".to_owned(),
+            ];
+            let flags = zerorx_thrift_test::flags::Flags::parse(args.iter().cloned());
+            assert!(matches!(flags, Ok(Some(_))), "{args:?}: {flags:?}");
+        }
+    }
+    assert_eq!(strings(&entry["sockets"]), ["ip"]);
 }

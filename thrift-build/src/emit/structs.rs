@@ -27,6 +27,8 @@ struct FieldCode<'a> {
     boxed: bool,
     optional: bool,
     default: Option<String>,
+    /// The default is a constant expression (no allocation to defer).
+    cheap_default: bool,
     defaultable: bool,
 }
 
@@ -69,6 +71,7 @@ fn fields<'a>(
             boxed,
             optional: f.attribute == Attribute::Optional,
             default,
+            cheap_default: !boxed && values::const_able(d, file, &f.ty.0)?,
             defaultable: d.field_defaultable(file, f)?,
         });
     }
@@ -188,13 +191,9 @@ pub(crate) fn struct_like<'a>(
         }
         return Ok(out);
     }
-    for (i, f) in fs.iter().enumerate() {
-        writeln!(
-            out,
-            "let mut f{i}: ::std::option::Option<{}> = ::std::option::Option::None;",
-            f.ty
-        )
-        .unwrap();
+    // Each local's type comes from the field it fills.
+    for i in 0..fs.len() {
+        writeln!(out, "let mut f{i} = ::std::option::Option::None;").unwrap();
     }
     out += "::zerorx_thrift::read_struct(r, |r, h| {\nmatch h.id {\n";
     for (i, f) in fs.iter().enumerate() {
@@ -211,6 +210,8 @@ pub(crate) fn struct_like<'a>(
     for (i, f) in fs.iter().enumerate() {
         let v = if f.optional {
             format!("f{i}")
+        } else if let (Some(e), true) = (&f.default, f.cheap_default) {
+            format!("f{i}.unwrap_or({e})")
         } else if let Some(e) = &f.default {
             format!("f{i}.unwrap_or_else(|| {e})")
         } else if (f.idl.attribute == Attribute::Required && kind != Kind::Args) || !f.defaultable {

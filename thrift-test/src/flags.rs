@@ -12,6 +12,9 @@ pub enum Wire {
     Binary,
     /// TCompactProtocol.
     Compact,
+    /// THeader, with plain binary and compact clients (framed or not) served too, as
+    /// Apache's header servers do; the header names each message's protocol.
+    Header,
 }
 
 /// What the server was asked to run.
@@ -48,7 +51,7 @@ impl std::error::Error for FlagError {}
 
 /// The usage text.
 pub const USAGE: &str = "usage: zerorx-thrift-test-server [--port=N] \
-[--protocol=binary|compact|multi|multic] [--transport=buffered|framed] \
+[--protocol=binary|compact|header|multi|multic|multih] [--transport=buffered|framed] \
 [--server-type=simple|thread-pool|threaded|nonblocking] [--workers=N] \
 [--string-limit=N] [--container-limit=N]";
 
@@ -89,11 +92,13 @@ impl Flags {
                     (f.wire, f.multiplexed) = match v.as_str() {
                         "binary" => (Wire::Binary, false),
                         "compact" => (Wire::Compact, false),
+                        "header" => (Wire::Header, false),
                         "multi" => (Wire::Binary, true),
                         "multic" => (Wire::Compact, true),
+                        "multih" => (Wire::Header, true),
                         other => {
                             return Err(FlagError(format!(
-                                "--protocol={other} is not served (binary, compact, multi, multic are)"
+                                "--protocol={other} is not served (binary, compact, header, multi, multic, multih are)"
                             )))
                         }
                     };

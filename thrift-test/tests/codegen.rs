@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use zerorx_thrift::bytes::Bytes;
+use zerorx_thrift::transport::Transport;
 use zerorx_thrift::{
     encode_message, ApplicationException, ApplicationExceptionKind, CallError, ClientConfig,
     ClientError, DecodeError, DecodeLimits, HandlerError, MessageReader, MessageType, Protocol,
@@ -434,6 +435,32 @@ fn the_generated_thrift_test_client_sees_declared_and_undeclared_exceptions() {
         let m = ThriftTestClient::multiplexed(raw, "ThriftTest");
         assert_eq!(m.test_i64(-5).await.unwrap(), -5);
         assert_eq!(m.test_uuid(Uuid([9; 16])).await.unwrap(), Uuid([9; 16]));
+        // THeader, plain and inside a frame, binary and compact, multiplexed too: the
+        // server tells each connection's dialect and answers in it.
+        for transport in [Transport::Header, Transport::FramedHeader] {
+            for protocol in [Protocol::Binary, Protocol::Compact] {
+                let config = ClientConfig {
+                    transport,
+                    protocol,
+                    ..ClientConfig::default()
+                };
+                let raw = zerorx_thrift::Client::connect(addr, config).await.unwrap();
+                let c = ThriftTestClient::new(raw.clone());
+                let big = Bytes::from(vec![3u8; 200_000]);
+                assert_eq!(c.test_binary(big.clone()).await.unwrap(), big);
+                match c.test_exception("Xception".into()).await {
+                    Err(CallError::Thrown(TestExceptionException::Err1(e))) => {
+                        assert_eq!(e.error_code, 1001)
+                    }
+                    other => panic!("{transport:?}/{protocol:?}: {other:?}"),
+                }
+                let second = SecondServiceClient::multiplexed(raw, "SecondService");
+                assert_eq!(
+                    &*second.secondtest_string("h".into()).await.unwrap(),
+                    "testString(\"h\")"
+                );
+            }
+        }
     });
     server.shutdown_handle().shutdown(Duration::from_secs(1));
     rt.block_on(server.stopped()).unwrap();

@@ -127,13 +127,25 @@ fn apache_python_client_passes_every_method_in_every_protocol_and_transport() {
     let py = python();
     let gen = generated();
     let script = manifest().join("tests/py/cross_client.py");
-    for protocol in ["binary", "compact", "multi", "multic", "accel", "accelc"] {
-        // The accelerated clients speak binary/compact on the wire.
-        let served = match protocol {
-            "accel" => "binary",
-            "accelc" => "compact",
-            p => p,
-        };
+    // (client protocol, server protocol): the accelerated clients speak binary and
+    // compact on the wire; a header server also serves plain clients (Apache's
+    // `theader_*` feature tests), and a multiplexed one plain calls.
+    for (protocol, served) in [
+        ("binary", "binary"),
+        ("compact", "compact"),
+        ("accel", "binary"),
+        ("accelc", "compact"),
+        ("multi", "multi"),
+        ("multic", "multic"),
+        ("binary", "multi"),
+        ("header", "header"),
+        ("headerc", "header"),
+        ("headerz", "header"),
+        ("multih", "multih"),
+        ("binary", "header"),
+        ("compact", "header"),
+        ("header", "multih"),
+    ] {
         for transport in ["buffered", "framed"] {
             let server = ServerProcess::start(&[
                 "--port=0",
@@ -152,7 +164,7 @@ fn apache_python_client_passes_every_method_in_every_protocol_and_transport() {
             let stdout = String::from_utf8_lossy(&out.stdout);
             assert!(
                 out.status.success() && stdout.starts_with("ok "),
-                "{protocol}/{transport}: {} (bitmask of failed groups)\n{stdout}\n{}",
+                "{protocol}/{transport} against {served}: {} (bitmask of failed groups)\n{stdout}\n{}",
                 out.status,
                 String::from_utf8_lossy(&out.stderr)
             );
@@ -230,4 +242,95 @@ fn the_tests_json_entry_names_only_what_the_server_serves() {
         }
     }
     assert_eq!(strings(&entry["sockets"]), ["ip"]);
+}
+
+#[test]
+fn the_generated_client_speaks_theader_to_apache_s_python_server() {
+    use zerorx_thrift::transport::Transport;
+    use zerorx_thrift::{CallError, ClientConfig, Protocol};
+    use zerorx_thrift_test::generated::thrift_test::thrift_test::TestExceptionException;
+    use zerorx_thrift_test::generated::thrift_test::{ThriftTestClient, Xtruct};
+
+    let py = python();
+    let gen = generated();
+    let start = |framed: bool| {
+        let mut server = Command::new(&py)
+            .arg(manifest().join("tests/py/header_server.py"))
+            .args(framed.then_some("framed"))
+            .env("PYTHONPATH", &gen)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the python header server");
+        let mut line = String::new();
+        BufReader::new(server.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("first line");
+        let port: u16 = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        (server, std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+    };
+    let (mut plain, plain_addr) = start(false);
+    let (mut framed, framed_addr) = start(true);
+    let rt = zerorx::Runtime::builder().threads(1).build().unwrap();
+    let outcome = rt.block_on(async {
+        for (transport, protocol, addr) in [
+            (Transport::Header, Protocol::Binary, plain_addr),
+            (Transport::Header, Protocol::Compact, plain_addr),
+            (Transport::FramedHeader, Protocol::Binary, framed_addr),
+            (Transport::FramedHeader, Protocol::Compact, framed_addr),
+        ] {
+            let what = format!("{transport:?}/{protocol:?}");
+            let config = ClientConfig {
+                transport,
+                protocol,
+                call_timeout: Some(Duration::from_secs(10)),
+                ..ClientConfig::default()
+            };
+            let c = ThriftTestClient::connect(addr, config)
+                .await
+                .map_err(|e| format!("{what}: connect: {e}"))?;
+            let s = c.test_string("über".into()).await;
+            if s.as_ref().ok().map(|s| s.as_str()) != Some("über") {
+                return Err(format!("{what}: testString: {s:?}"));
+            }
+            let big = zerorx_thrift::bytes::Bytes::from(vec![7u8; 100_000]);
+            let b = c.test_binary(big.clone()).await;
+            if b.as_ref().ok() != Some(&big) {
+                return Err(format!(
+                    "{what}: testBinary of 100 kB failed: {:?}",
+                    b.err()
+                ));
+            }
+            let x = Xtruct {
+                string_thing: "Zero".into(),
+                byte_thing: 1,
+                i32_thing: -3,
+                i64_thing: -5,
+            };
+            let got = c.test_struct(x.clone()).await;
+            if got.as_ref().ok() != Some(&x) {
+                return Err(format!("{what}: testStruct: {got:?}"));
+            }
+            match c.test_exception("Xception".into()).await {
+                Err(CallError::Thrown(TestExceptionException::Err1(e))) if e.error_code == 1001 => {
+                }
+                other => return Err(format!("{what}: testException: {other:?}")),
+            }
+        }
+        Ok(())
+    });
+    let mut errs = String::new();
+    for server in [&mut plain, &mut framed] {
+        let _ = server.kill();
+        let _ = server.wait();
+        let _ =
+            std::io::Read::read_to_string(&mut server.stderr.take().expect("stderr"), &mut errs);
+    }
+    if let Err(e) = outcome {
+        panic!("{e}\npython servers' stderr:\n{errs}");
+    }
 }

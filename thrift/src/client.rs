@@ -5,7 +5,8 @@
 use super::codec::{ThriftDecode, ThriftEncode};
 use super::error::{DecodeError, EncodeError};
 use super::exception::ApplicationException;
-use super::message::{encode_message, MessageReader};
+use super::message::{encode_framed, MessageReader};
+use super::out::Framing;
 use super::protocol::{DecodeLimits, MessageHeader, MessageType, Protocol};
 use super::signal::LocalSignal;
 use super::transport::{MessageStream, ReadError, Transport, DEFAULT_MAX_FRAME};
@@ -27,7 +28,8 @@ use zerorx::JoinHandle;
 pub struct ClientConfig {
     /// Protocol of requests (default strict binary).
     pub protocol: Protocol,
-    /// Transport (default framed).
+    /// Transport (default framed; `Header` and `FramedHeader` send THeader frames naming
+    /// `protocol`, and read replies in whatever protocol their headers name).
     pub transport: Transport,
     /// Largest request and reply (default 16 MiB).
     pub max_frame: usize,
@@ -329,9 +331,9 @@ impl Client {
             let seqid = self.inner.next_seqid.get();
             self.inner.next_seqid.set(seqid.wrapping_add(1));
             let cfg = &self.inner.config;
-            let segs = encode_message(
+            let segs = encode_framed(
+                Framing::of(cfg.transport, cfg.protocol, None),
                 cfg.protocol,
-                cfg.transport == Transport::Framed,
                 cfg.max_frame,
                 name.as_bytes(),
                 MessageType::Call,
@@ -397,9 +399,9 @@ impl Client {
         let seqid = self.inner.next_seqid.get();
         self.inner.next_seqid.set(seqid.wrapping_add(1));
         let cfg = &self.inner.config;
-        let segs = encode_message(
+        let segs = encode_framed(
+            Framing::of(cfg.transport, cfg.protocol, None),
             cfg.protocol,
-            cfg.transport == Transport::Framed,
             cfg.max_frame,
             name.as_bytes(),
             MessageType::Oneway,
@@ -447,6 +449,8 @@ async fn read_replies(
     let why = loop {
         match messages.next().await {
             Ok(Some(incoming)) => {
+                // A THeader reply names its protocol.
+                let protocol = incoming.header.map_or(protocol, |h| h.protocol);
                 let mut r = MessageReader::new(protocol, incoming.bytes, limits);
                 let header = match r.read_header() {
                     Ok(h) => h,

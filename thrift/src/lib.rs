@@ -82,6 +82,7 @@ mod result;
 pub mod server;
 mod service;
 mod signal;
+mod theader;
 pub mod transport;
 mod value;
 mod writer;
@@ -105,4 +106,5 @@ pub use protocol::{
 pub use result::{Returns, Void};
 pub use server::{Server, ServerBuilder, ServerConfig, ServerStats};
 pub use service::{CallError, HandlerError, Service, ServiceClient};
+pub use theader::HeaderInfo;
 pub use value::Value;

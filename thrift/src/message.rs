@@ -3,7 +3,7 @@
 
 use super::codec::{ThriftDecode, ThriftEncode};
 use super::error::{DecodeError, EncodeError};
-use super::out::OutBuf;
+use super::out::{Framing, OutBuf};
 use super::protocol::binary::{BinaryReader, BinaryWriter};
 use super::protocol::compact::{CompactReader, CompactWriter};
 use super::protocol::ProtocolWrite;
@@ -41,11 +41,25 @@ pub fn encode_message<T: MessageBody + ?Sized>(
     seqid: i32,
     body: &T,
 ) -> Result<Vec<Bytes>, EncodeError> {
-    let mut out = if framed {
-        OutBuf::framed()
+    let framing = if framed {
+        Framing::Length
     } else {
-        OutBuf::new()
+        Framing::None
     };
+    encode_framed(framing, protocol, max_frame, name, kind, seqid, body)
+}
+
+/// [`encode_message`] with any framing, THeader included.
+pub(crate) fn encode_framed<T: MessageBody + ?Sized>(
+    framing: Framing,
+    protocol: Protocol,
+    max_frame: usize,
+    name: &[u8],
+    kind: MessageType,
+    seqid: i32,
+    body: &T,
+) -> Result<Vec<Bytes>, EncodeError> {
+    let mut out = OutBuf::with_framing(framing, seqid);
     write_message(&mut out, protocol, name, kind, seqid, body);
     out.finish(max_frame)
 }

@@ -4,6 +4,9 @@
 //! list of segments for one vectored send.
 
 use super::error::EncodeError;
+use super::protocol::Protocol;
+use super::theader::{self, HeaderInfo};
+use super::transport::Transport;
 use bytes::{BufMut, Bytes, BytesMut};
 use std::cell::Cell;
 
@@ -35,8 +38,56 @@ pub struct OutBuf {
     segs: Vec<Bytes>,
     /// Bytes in `segs` (not counting `head` or `cur`).
     segs_len: usize,
-    framed: bool,
+    framing: Framing,
+    /// The sequence id a THeader prefix carries.
+    seqid: i32,
     error: Option<EncodeError>,
+}
+
+/// How an encoded message is delimited on the wire: the prefix
+/// [`finish`](OutBuf::finish) fills in once the length is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// Nothing (unframed).
+    None,
+    /// A 4-byte length.
+    Length,
+    /// A THeader frame, inside a plain frame when `outer`.
+    Header {
+        /// The header's protocol and flags.
+        info: HeaderInfo,
+        /// Also a 4-byte length before it.
+        outer: bool,
+    },
+}
+
+impl Framing {
+    /// The prefix's size.
+    fn len(self) -> usize {
+        match self {
+            Framing::None => 0,
+            Framing::Length => FRAME_HEADER,
+            Framing::Header { outer, .. } => {
+                theader::PREFIX_LEN + if outer { FRAME_HEADER } else { 0 }
+            }
+        }
+    }
+
+    /// How messages of `transport` are framed; THeader replies carry `header`
+    /// (the request's), requests `protocol` with no flags.
+    pub(crate) fn of(
+        transport: Transport,
+        protocol: Protocol,
+        header: Option<HeaderInfo>,
+    ) -> Framing {
+        let info = header.unwrap_or(HeaderInfo { protocol, flags: 0 });
+        match transport {
+            Transport::Unframed => Framing::None,
+            Transport::Framed => Framing::Length,
+            Transport::Header => Framing::Header { info, outer: false },
+            Transport::FramedHeader => Framing::Header { info, outer: true },
+        }
+    }
 }
 
 const FRAME_HEADER: usize = 4;
@@ -53,7 +104,8 @@ impl OutBuf {
             cur,
             segs: Vec::new(),
             segs_len: 0,
-            framed: false,
+            framing: Framing::None,
+            seqid: 0,
             error: None,
         }
     }
@@ -61,9 +113,15 @@ impl OutBuf {
     /// A buffer for one framed message: a 4-byte length prefix is written by
     /// [`finish`](Self::finish).
     pub fn framed() -> OutBuf {
+        OutBuf::with_framing(Framing::Length, 0)
+    }
+
+    /// A buffer for one message delimited by `framing` (`seqid` goes into a THeader).
+    pub(crate) fn with_framing(framing: Framing, seqid: i32) -> OutBuf {
         let mut out = OutBuf::new();
-        out.framed = true;
-        out.cur.put_u32(0);
+        out.framing = framing;
+        out.seqid = seqid;
+        out.cur.put_bytes(0, framing.len());
         out
     }
 
@@ -128,11 +186,7 @@ impl OutBuf {
             return Err(e);
         }
         let total = self.len();
-        let body = if self.framed {
-            total - FRAME_HEADER
-        } else {
-            total
-        };
+        let body = total - self.framing.len();
         if body > max_frame {
             return Err(EncodeError::FrameTooLarge {
                 size: body,
@@ -149,10 +203,20 @@ impl OutBuf {
             }
             None => tail,
         };
-        if self.framed {
-            // `body <= max_frame`, and a frame limit above u32::MAX is not meaningful.
-            let len = u32::try_from(body).map_err(|_| EncodeError::TooLong(body))?;
-            head[..FRAME_HEADER].copy_from_slice(&len.to_be_bytes());
+        // `body <= max_frame`, and a frame limit above u32::MAX is not meaningful.
+        let len = u32::try_from(body).map_err(|_| EncodeError::TooLong(body))?;
+        match self.framing {
+            Framing::None => {}
+            Framing::Length => head[..FRAME_HEADER].copy_from_slice(&len.to_be_bytes()),
+            Framing::Header { info, outer } => {
+                let at = if outer { FRAME_HEADER } else { 0 };
+                let prefix = theader::prefix(len, info, self.seqid);
+                head[at..at + theader::PREFIX_LEN].copy_from_slice(&prefix);
+                if outer {
+                    let whole = len + theader::PREFIX_LEN as u32;
+                    head[..FRAME_HEADER].copy_from_slice(&whole.to_be_bytes());
+                }
+            }
         }
         let mut out = Vec::with_capacity(1 + self.segs.len());
         out.push(head.freeze());

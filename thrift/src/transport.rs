@@ -12,6 +12,7 @@
 
 use super::error::DecodeError;
 use super::protocol::{binary, compact, DecodeLimits, Protocol};
+use super::theader::{self, HeaderInfo};
 use bytes::Bytes;
 use std::fmt;
 use std::io;
@@ -25,6 +26,12 @@ pub enum Transport {
     Framed,
     /// TBufferedTransport / raw socket: messages back to back.
     Unframed,
+    /// THeader: a frame with a header before each message, which names the
+    /// message's protocol (see [`HeaderInfo`](crate::HeaderInfo)).
+    Header,
+    /// A THeader frame inside a plain frame: what Apache's header clients and servers
+    /// send when also given `--transport=framed`.
+    FramedHeader,
 }
 
 /// The default maximum frame (or unframed message) size: 16 MiB.
@@ -33,7 +40,7 @@ pub const DEFAULT_MAX_FRAME: usize = 16 << 20;
 /// What a connection's first bytes say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Detected {
-    /// More bytes are needed to tell (at most 6 in total).
+    /// More bytes are needed to tell (at most 10 in total).
     NeedMore(usize),
     /// The transport and protocol (binary here means either header form).
     Found(Transport, Protocol),
@@ -41,16 +48,18 @@ pub enum Detected {
     Unknown(&'static str),
 }
 
-const THEADER_MAGIC: [u8; 2] = [0x0f, 0xff];
-
 /// Tells the transport and protocol from a connection's first bytes:
 ///
 /// - `0x80` first: unframed strict binary (a frame length that large is impossible);
 /// - `0x82` first: unframed compact;
-/// - otherwise byte 4 decides: `0x80` framed binary, `0x82` framed compact, `0x00`
-///   framed non-strict binary (the name length's high byte); any other byte with a
-///   zero first byte is unframed non-strict binary (a small name length followed by
-///   the name).
+/// - otherwise byte 4 decides: `0x80` framed binary, `0x82` framed compact, `0x0F`
+///   `0xFF` (bytes 4 and 5) THeader; `0x00` is framed non-strict binary (the name
+///   length's high byte) unless bytes 8 and 9 are the THeader magic, which makes it a
+///   THeader frame inside a plain frame; any other byte with a zero first byte is
+///   unframed non-strict binary (a small name length followed by the name).
+///
+/// For THeader the protocol returned is a placeholder: each frame's header names
+/// its own.
 pub fn detect(prefix: &[u8]) -> Detected {
     match prefix.first() {
         None => return Detected::NeedMore(1),
@@ -65,11 +74,11 @@ pub fn detect(prefix: &[u8]) -> Detected {
     }
     // THeader is told by bytes 4 and 5: with byte 4 the magic's first, wait for byte 5
     // rather than answer from 5 bytes what 6 would contradict.
-    if prefix[4] == THEADER_MAGIC[0] {
+    if prefix[4] == theader::MAGIC[0] {
         match prefix.get(5) {
             None => return Detected::NeedMore(6),
-            Some(&b) if b == THEADER_MAGIC[1] => {
-                return Detected::Unknown("THeader transport is not supported")
+            Some(&b) if b == theader::MAGIC[1] => {
+                return Detected::Found(Transport::Header, Protocol::Binary)
             }
             Some(_) => {}
         }
@@ -77,6 +86,15 @@ pub fn detect(prefix: &[u8]) -> Detected {
     match prefix[4] {
         0x80 => Detected::Found(Transport::Framed, Protocol::Binary),
         compact::PROTOCOL_ID => Detected::Found(Transport::Framed, Protocol::Compact),
+        // A non-strict name length, or the length of a header frame inside this one:
+        // bytes 8 and 9 tell (a message is longer than 10 bytes either way).
+        0x00 if prefix[0] == 0 => match prefix.get(8..10) {
+            None => Detected::NeedMore(10),
+            Some(m) if theader::is_header(m) => {
+                Detected::Found(Transport::FramedHeader, Protocol::Binary)
+            }
+            Some(_) => Detected::Found(Transport::Framed, Protocol::BinaryNonStrict),
+        },
         0x00 => Detected::Found(Transport::Framed, Protocol::BinaryNonStrict),
         _ if prefix[0] == 0 => Detected::Found(Transport::Unframed, Protocol::BinaryNonStrict),
         _ => Detected::Unknown("not a Thrift binary or compact message"),
@@ -119,8 +137,10 @@ impl std::error::Error for ReadError {}
 /// One message cut out of the stream.
 #[derive(Debug)]
 pub struct Incoming {
-    /// The message (without a frame prefix).
+    /// The message (without a frame prefix or header).
     pub bytes: Bytes,
+    /// What its THeader said (THeader transports only).
+    pub header: Option<HeaderInfo>,
     /// True when it was copied: together from several received buffers, or by the
     /// reader (past its hold limit, or because the receive pool ran low).
     pub copied: bool,
@@ -170,6 +190,28 @@ impl MessageStream {
         match self.transport {
             Transport::Framed => self.next_framed().await,
             Transport::Unframed => self.next_unframed().await,
+            Transport::Header | Transport::FramedHeader => {
+                let Some(mut incoming) = self.next_framed().await? else {
+                    return Ok(None);
+                };
+                let mut frame = incoming.bytes;
+                if self.transport == Transport::FramedHeader {
+                    // The inner frame's length must cover exactly the rest.
+                    let inner = frame
+                        .get(..4)
+                        .map(|l| u32::from_be_bytes([l[0], l[1], l[2], l[3]]));
+                    if inner.map(|n| n as usize) != Some(frame.len().saturating_sub(4)) {
+                        return Err(ReadError::Protocol(
+                            "THeader: the inner frame's length is not the outer frame's".into(),
+                        ));
+                    }
+                    frame = frame.slice(4..);
+                }
+                let (payload, info) = theader::parse(frame, self.max)?;
+                incoming.bytes = payload;
+                incoming.header = Some(info);
+                Ok(Some(incoming))
+            }
         }
     }
 
@@ -242,6 +284,7 @@ impl MessageStream {
         let copied = self.reader.last_copied() || !chain.is_contiguous();
         Incoming {
             bytes: chain.into_contiguous(),
+            header: None,
             copied,
         }
     }
@@ -270,7 +313,7 @@ pub async fn detect_stream(
     let mut want = 1;
     loop {
         let got = reader.fill(want).await.map_err(ReadError::Io)?;
-        let mut prefix = [0u8; 6];
+        let mut prefix = [0u8; 10];
         let n = reader.buffered().copy_prefix(&mut prefix);
         if !got && n == 0 {
             return Ok(None);
@@ -331,18 +374,23 @@ mod tests {
             detect(&[0, 0, 0, 20, 0x82]),
             Detected::Found(Framed, Compact)
         );
+        assert_eq!(detect(&[0, 0, 0, 20, 0]), Detected::NeedMore(10));
         assert_eq!(
-            detect(&[0, 0, 0, 20, 0]),
+            detect(&[0, 0, 0, 20, 0, 0, 0, 4, b'n', b'a']),
             Detected::Found(Framed, BinaryNonStrict)
+        );
+        assert_eq!(
+            detect(&[0, 0, 0, 40, 0, 0, 0, 36, 0x0f, 0xff]),
+            Detected::Found(FramedHeader, Binary)
+        );
+        assert_eq!(
+            detect(&[0, 0, 0, 36, 0x0f, 0xff]),
+            Detected::Found(Header, Binary)
         );
         assert_eq!(
             detect(&[0, 0, 0, 3, b'a']),
             Detected::Found(Unframed, BinaryNonStrict)
         );
-        assert!(matches!(
-            detect(&[0, 0, 0, 9, 0x0f, 0xff]),
-            Detected::Unknown(_)
-        ));
         assert!(matches!(detect(b"GET / HTTP/1.1"), Detected::Unknown(_)));
     }
 }

@@ -47,6 +47,7 @@ impl RefClient {
                 Box::new(TBufferedReadTransport::new(r)),
                 Box::new(TBufferedWriteTransport::new(w)),
             ),
+            other => panic!("the thrift crate has no {other:?} transport"),
         };
         let (i, o): (Box<dyn TInputProtocol>, Box<dyn TOutputProtocol>) = match protocol {
             Protocol::Binary => (

@@ -33,6 +33,14 @@ fn main() -> ExitCode {
     }
 }
 
+fn transport(framed: bool) -> TransportChoice {
+    if framed {
+        TransportChoice::Framed
+    } else {
+        TransportChoice::Unframed
+    }
+}
+
 /// The server the flags describe, before it is bound.
 fn builder(flags: &Flags) -> ServerBuilder {
     let mut limits = DecodeLimits::default();
@@ -42,16 +50,17 @@ fn builder(flags: &Flags) -> ServerBuilder {
     if let Some(n) = flags.container_limit {
         limits.max_container_len = n;
     }
+    let (protocol, transport) = match (flags.wire, flags.framed) {
+        // Header frames (inside plain frames with --transport=framed) and the plain
+        // clients Apache's header servers also take: every kind is told apart per
+        // connection.
+        (Wire::Header, _) => (ProtocolChoice::Auto, TransportChoice::Auto),
+        (Wire::Binary, framed) => (ProtocolChoice::Binary, transport(framed)),
+        (Wire::Compact, framed) => (ProtocolChoice::Compact, transport(framed)),
+    };
     let builder = Server::builder()
-        .protocol(match flags.wire {
-            Wire::Binary => ProtocolChoice::Binary,
-            Wire::Compact => ProtocolChoice::Compact,
-        })
-        .transport(if flags.framed {
-            TransportChoice::Framed
-        } else {
-            TransportChoice::Unframed
-        })
+        .protocol(protocol)
+        .transport(transport)
         .limits(limits)
         .service(ThriftTestServer::new(TestHandler));
     if !flags.multiplexed {

@@ -5,7 +5,9 @@ multiplexed) and check every answer as Apache's reference clients do.
 
 usage: cross_client.py --port=N [--host=H] [--protocol=P] [--transport=T]
   P: binary | compact | multi | multic | accel | accelc
-  T: buffered | framed
+     | header | headerc (compact inside) | headerz (zlib transform) | multih
+  T: buffered | framed (with a header protocol: a header frame inside a plain frame,
+     as Apache's clients send it)
 
 Prints `ok <checks>` and exits 0 when every check passed. Otherwise prints each
 failure and exits with a bitmask of the failed groups, as Apache's C++ client does:
@@ -19,7 +21,8 @@ import time
 import uuid
 
 from thrift.Thrift import TApplicationException, TException, TMessageType, TType
-from thrift.protocol import TBinaryProtocol, TCompactProtocol, TMultiplexedProtocol
+from thrift.protocol import TBinaryProtocol, TCompactProtocol, THeaderProtocol, TMultiplexedProtocol
+from thrift.transport.THeaderTransport import THeaderClientType, THeaderSubprotocolID, THeaderTransformID
 from thrift.transport import TSocket, TTransport
 
 from ThriftTest import SecondService, ThriftTest
@@ -43,10 +46,26 @@ class Checks:
         self.eq(group, what, bool(ok), True)
 
 
+def header(sub=THeaderSubprotocolID.BINARY, zlib=False):
+    """A THeader protocol that only accepts header replies (as Apache's test client)."""
+
+    def make(t):
+        p = THeaderProtocol.THeaderProtocol(t, (THeaderClientType.HEADERS,), sub)
+        if zlib:
+            p.add_transform(THeaderTransformID.ZLIB)
+        return p
+
+    return make
+
+
 def protocol_factory(name):
     binary = lambda t: TBinaryProtocol.TBinaryProtocol(t)
     compact = lambda t: TCompactProtocol.TCompactProtocol(t)
     table = {
+        "header": (header(), False),
+        "headerc": (header(THeaderSubprotocolID.COMPACT), False),
+        "headerz": (header(zlib=True), False),
+        "multih": (header(), True),
         "binary": (binary, False),
         "compact": (compact, False),
         "accel": (lambda t: TBinaryProtocol.TBinaryProtocolAccelerated(t, fallback=False), False),
@@ -59,7 +78,7 @@ def protocol_factory(name):
     return table[name]
 
 
-def raw_uuid_call(proto, trans, value):
+def raw_uuid_call(proto, value):
     """testUuid by hand: the Debian compiler (0.17) that generated the client has no
     `uuid` type, the library (>= 0.18) has."""
     proto.writeMessageBegin("testUuid", TMessageType.CALL, 0)
@@ -70,7 +89,7 @@ def raw_uuid_call(proto, trans, value):
     proto.writeFieldStop()
     proto.writeStructEnd()
     proto.writeMessageEnd()
-    trans.flush()
+    proto.trans.flush()
     _, kind, _ = proto.readMessageBegin()
     if kind != TMessageType.REPLY:
         raise TException("testUuid: message type %d" % kind)
@@ -90,7 +109,7 @@ def raw_uuid_call(proto, trans, value):
     return got
 
 
-def run(client, second, proto, trans, c):
+def run(client, second, proto, c):
     # Base types.
     c.eq(BASE, "testVoid", client.testVoid(), None)
     for s in ["Python" * 20, "", "\b\t\n/\\\\\r{}:パイソン\"", "Ελληνικά, русский, 中文, العربية " * 40]:
@@ -111,7 +130,7 @@ def run(client, second, proto, trans, c):
         blob = bytes(i % 256 for i in range(n))
         c.eq(BASE, "testBinary(%d bytes)" % n, client.testBinary(blob), blob)
     for u in [uuid.UUID("00112233-4455-6677-8899-aabbccddeeff"), uuid.UUID(int=0), uuid.uuid4()]:
-        c.eq(BASE, "testUuid(%s)" % u, raw_uuid_call(proto, trans, u), u)
+        c.eq(BASE, "testUuid(%s)" % u, raw_uuid_call(proto, u), u)
 
     # Structs, enums, typedefs.
     x = Xtruct(string_thing="Zero", byte_thing=1, i32_thing=-3, i64_thing=-5)
@@ -229,7 +248,7 @@ def main():
         client = ThriftTest.Client(proto)
     c = Checks()
     try:
-        run(client, second, proto, trans, c)
+        run(client, second, proto, c)
     except Exception as e:  # a broken connection or reply: stop, say what
         print("FAIL %s: %s" % (type(e).__name__, e), file=sys.stderr)
         c.failed |= UNKNOWN

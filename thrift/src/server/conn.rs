@@ -5,6 +5,7 @@ use super::stats::{bump, drop_gauge};
 use super::{ProtocolChoice, TransportChoice, WorkerCtx};
 use crate::exception::{ApplicationException, ApplicationExceptionKind};
 use crate::message::MessageReader;
+use crate::out::Framing;
 use crate::protocol::{MessageType, Protocol};
 use crate::signal::LocalSignal;
 use crate::transport::{detect_stream, Incoming, MessageStream, ReadError, Transport};
@@ -196,12 +197,14 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
             return End::Abort;
         }
     };
-    let allowed_transport = matches!(
-        (cfg.transport, transport),
-        (TransportChoice::Auto, _)
-            | (TransportChoice::Framed, Transport::Framed)
-            | (TransportChoice::Unframed, Transport::Unframed)
-    );
+    // THeader names its protocol per message: only a server that accepts any
+    // protocol and transport (the default) takes it.
+    let header = matches!(transport, Transport::Header | Transport::FramedHeader);
+    let allowed_transport = match (cfg.transport, transport) {
+        (TransportChoice::Auto, _) => !header || cfg.protocol == ProtocolChoice::Auto,
+        (TransportChoice::Framed, t) => t == Transport::Framed,
+        (TransportChoice::Unframed, t) => t == Transport::Unframed,
+    };
     let allowed_protocol = matches!(
         (cfg.protocol, protocol),
         (ProtocolChoice::Auto, _)
@@ -215,7 +218,6 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
         bump(&stats.protocol_errors, 1);
         return End::Abort;
     }
-    let framed = transport == Transport::Framed;
     let mut messages = MessageStream::new(reader, transport, protocol, cfg.max_frame, cfg.limits);
     // A spill makes the message it was for a copied one, so spills are counted with
     // copied messages (one never completed is not counted).
@@ -310,7 +312,7 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
                     bump(&stats.pressure_spills, spills - spills_counted);
                     spills_counted = spills;
                 }
-                if !dispatch(incoming, protocol, framed, conn, w) {
+                if !dispatch(incoming, transport, protocol, conn, w) {
                     return End::Graceful;
                 }
             }
@@ -332,13 +334,17 @@ fn count_read_error(w: &WorkerCtx, e: &ReadError) {
 /// progress).
 fn dispatch(
     incoming: Incoming,
+    transport: Transport,
     protocol: Protocol,
-    framed: bool,
     conn: &Rc<Conn>,
     w: &Rc<WorkerCtx>,
 ) -> bool {
     let cfg = &w.shared.config;
     let stats = &w.stats;
+    // A THeader message names its own protocol; its reply goes back in a header
+    // frame with the request's protocol and flags.
+    let protocol = incoming.header.map_or(protocol, |h| h.protocol);
+    let framing = Framing::of(transport, protocol, incoming.header);
     let mut r = MessageReader::new(protocol, incoming.bytes, cfg.limits);
     let header = match r.read_header() {
         Ok(h) => h,
@@ -362,7 +368,7 @@ fn dispatch(
     };
     let to = ReplyTo {
         protocol: r.protocol(),
-        framed,
+        framing,
         max_frame: cfg.max_frame,
         name,
         seqid: header.seqid,

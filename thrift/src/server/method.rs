@@ -2,7 +2,8 @@
 //! connection's protocol and returns a future that encodes its own reply.
 
 use crate::exception::ApplicationException;
-use crate::message::{encode_message, MessageReader};
+use crate::message::{encode_framed, MessageReader};
+use crate::out::Framing;
 use crate::protocol::{MessageType, Protocol};
 use crate::{DecodeError, EncodeError, ThriftDecode, ThriftEncode};
 use bytes::Bytes;
@@ -16,7 +17,7 @@ use std::task::{Context, Poll};
 #[derive(Clone)]
 pub(crate) struct ReplyTo {
     pub(crate) protocol: Protocol,
-    pub(crate) framed: bool,
+    pub(crate) framing: Framing,
     pub(crate) max_frame: usize,
     pub(crate) name: Bytes,
     pub(crate) seqid: i32,
@@ -28,9 +29,9 @@ impl ReplyTo {
         kind: MessageType,
         body: &T,
     ) -> Result<Vec<Bytes>, EncodeError> {
-        encode_message(
+        encode_framed(
+            self.framing,
             self.protocol,
-            self.framed,
             self.max_frame,
             &self.name,
             kind,

@@ -1,6 +1,6 @@
 //! `cargo bench -p zerorx-bench --bench rpc -- [--smoke | --quick] [options]`: the
 //! zerorx RPC server against a tokio server doing the same work, the `thrift` crate's
-//! threaded server and Apache Thrift C++ `TNonblockingServer`, all serving
+//! threaded server, Apache Thrift C++ `TNonblockingServer` and volo-thrift, all serving
 //! bench.thrift over framed binary Thrift, under the same client load, rounds
 //! interleaved; prints req/s, latency percentiles and zerorx's ratios against each
 //! peer with the goals. `--help` lists the options.
@@ -9,7 +9,7 @@ mod rpc_peers;
 
 use load::{Check, Load};
 use report::Cell;
-use rpc_peers::{load, report, servers, tnonblocking};
+use rpc_peers::{load, report, servers, tnonblocking, volo};
 use servers::{Kind, Server, Setup};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -32,8 +32,8 @@ usage: cargo bench -p zerorx-bench --bench rpc -- [options]
   --threads N         server event-loop threads (default 1; the thrift crate server
                       gets one worker per connection instead)
   --client-threads N  load generator threads (default 1)
-  --servers LIST      comma-separated subset of zerorx,tokio,thrift-crate,tnonblocking
-                      (default all four), plus frame-echo on request: a reference
+  --servers LIST      comma-separated subset of zerorx,tokio,thrift-crate,tnonblocking,volo
+                      (default all five), plus frame-echo on request: a reference
                       server doing no Thrift work (echoes each frame as its reply)
   --workloads LIST    comma-separated subset of 64B,64KiB (default both)
   --zerorx-args ARGS  extra `zerorx serve` options for the zerorx server, space-separated
@@ -196,6 +196,18 @@ fn run(args: &[String]) -> i32 {
     } else {
         None
     };
+    let volo = if o.servers.contains(&Kind::Volo) {
+        println!("building the volo-thrift peer (cached in target/rpc-peers; the first build takes minutes)...");
+        match volo::build(zerorx_cli::bench::IDL) {
+            Ok(bin) => Some(bin),
+            Err(e) => {
+                unavailable.push((Kind::Volo, e));
+                None
+            }
+        }
+    } else {
+        None
+    };
     for (kind, why) in &unavailable {
         println!("PEER UNAVAILABLE: {}: {why}", kind.name());
     }
@@ -209,6 +221,7 @@ fn run(args: &[String]) -> i32 {
         threads: o.threads,
         thrift_workers: o.connections,
         cpp,
+        volo,
         log_dir: tnonblocking::work_dir().join("logs"),
         zerorx_args: o.zerorx_args.clone(),
     };

@@ -262,6 +262,26 @@ pub fn goals(ratios: &[Ratio], connections: usize) -> (String, Value) {
                     met,
                 )
             }
+            "volo" => {
+                // 64 B: >= 1.3x requests per server CPU-second; 64 KiB: >= 1.0x; p99
+                // <= 1.0x at both.
+                let want = if r.workload.contains("64KiB") {
+                    1.0
+                } else {
+                    1.3
+                };
+                let cpu = r.per_cpu.map(|s| s.median >= want);
+                let p99 = r.p99.map(|s| s.median <= 1.0);
+                (
+                    format!(
+                        "{}: >= {want}x volo-thrift's req per server CPU-second ({}) with p99 <= 1.0x ({})",
+                        r.workload,
+                        fmt_ratio(&r.per_cpu),
+                        fmt_ratio(&r.p99)
+                    ),
+                    cpu.zip(p99).map(|(a, b)| a && b),
+                )
+            }
             "thrift-crate" => {
                 let met = if connections == 64 {
                     r.throughput.map(|s| s.median >= 1.5)

@@ -27,7 +27,7 @@ pub enum Transport {
     /// TBufferedTransport / raw socket: messages back to back.
     Unframed,
     /// THeader: a frame with a header before each message, which names the
-    /// message's protocol (see [`HeaderInfo`](crate::HeaderInfo)).
+    /// message's protocol (see [`HeaderInfo`]).
     Header,
     /// A THeader frame inside a plain frame: what Apache's header clients and servers
     /// send when also given `--transport=framed`.

@@ -63,6 +63,12 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     ))
 }
 
+/// True when `bin` exists and was built from `sources` (recorded in `stamp` after a
+/// successful build).
+pub fn built_from(bin: &Path, stamp: &Path, sources: &str) -> bool {
+    bin.exists() && std::fs::read_to_string(stamp).is_ok_and(|s| s == sources)
+}
+
 /// The server binary, built if needed; `Err` says what is missing (with the apt
 /// command) or what failed.
 pub fn build(idl: &str) -> Result<PathBuf, String> {
@@ -77,7 +83,7 @@ pub fn build(idl: &str) -> Result<PathBuf, String> {
     let bin = dir.join("tnonblocking_server");
     let stamp = dir.join("sources.stamp");
     let sources = format!("{idl}\n----\n{HANDLER}");
-    if bin.exists() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == sources) {
+    if built_from(&bin, &stamp, &sources) {
         return Ok(bin);
     }
     let io = |e: std::io::Error| format!("{}: {e}", dir.display());

@@ -3,7 +3,7 @@
 //! `target/rpc-peers/volo/` with `cargo build --release`. Rebuilt only when the
 //! sources change; never a dependency of zerorx.
 
-use super::tnonblocking::work_dir;
+use super::tnonblocking::{built_from, work_dir};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -18,7 +18,7 @@ pub fn build(idl: &str) -> Result<PathBuf, String> {
     let bin = dir.join("target/release/volo-bench-server");
     let stamp = dir.join("sources.stamp");
     let sources = format!("{idl}\n----\n{MANIFEST}\n----\n{BUILD}\n----\n{MAIN}");
-    if bin.exists() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == sources) {
+    if built_from(&bin, &stamp, &sources) {
         return Ok(bin);
     }
     let io = |e: std::io::Error| format!("{}: {e}", dir.display());

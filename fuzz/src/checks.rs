@@ -243,6 +243,18 @@ pub fn typed<T: ThriftDecode + ThriftEncode + PartialEq + Debug>(wire: Wire, dat
     );
 }
 
+/// The first byte of a typed target's input: the protocol (bit 0) and which of
+/// `kinds` types (the rest, modulo `kinds`); then the bytes to decode.
+fn select(data: &[u8], kinds: u8) -> Option<(u8, Wire, &[u8])> {
+    let (&selector, body) = data.split_first()?;
+    let wire = if selector & 1 == 0 {
+        Wire::Binary
+    } else {
+        Wire::Compact
+    };
+    Some(((selector >> 1) % kinds, wire, body))
+}
+
 /// How many types [`typed_args`] picks from.
 pub const TYPED_KINDS: u8 = 19;
 
@@ -258,15 +270,10 @@ pub fn typed_args(data: &[u8]) {
     };
     use zerorx_thrift::{ApplicationException, Utf8Bytes, Uuid};
 
-    let Some((&selector, body)) = data.split_first() else {
+    let Some((kind, wire, body)) = select(data, TYPED_KINDS) else {
         return;
     };
-    let wire = if selector & 1 == 0 {
-        Wire::Binary
-    } else {
-        Wire::Compact
-    };
-    match (selector >> 1) % TYPED_KINDS {
+    match kind {
         0 => typed::<ApplicationException>(wire, body),
         1 => typed::<Vec<i64>>(wire, body),
         2 => typed::<BTreeMap<Utf8Bytes, Utf8Bytes>>(wire, body),
@@ -303,15 +310,10 @@ pub fn generated_types(data: &[u8]) {
         Xtruct2,
     };
 
-    let Some((&selector, body)) = data.split_first() else {
+    let Some((kind, wire, body)) = select(data, GENERATED_KINDS) else {
         return;
     };
-    let wire = if selector & 1 == 0 {
-        Wire::Binary
-    } else {
-        Wire::Compact
-    };
-    match (selector >> 1) % GENERATED_KINDS {
+    match kind {
         0 => typed::<Xtruct2>(wire, body),
         1 => typed::<Insanity>(wire, body),
         2 => typed::<CrazyNesting>(wire, body),

@@ -271,17 +271,23 @@ fn typed_sample(kind: u8, wire: Wire) -> Vec<u8> {
     encode(wire, &value)
 }
 
-/// Inputs for the `typed_args` target: a selector byte, then the value.
-pub fn typed_args() -> Vec<Vec<u8>> {
+/// Inputs for a typed target: per kind and protocol, a selector byte, then
+/// `sample`'s encoding.
+fn selected(kinds: u8, sample: fn(u8, Wire) -> Vec<u8>) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    for kind in 0..TYPED_KINDS {
+    for kind in 0..kinds {
         for (bit, wire) in [(0u8, Wire::Binary), (1, Wire::Compact)] {
             let mut input = vec![kind << 1 | bit];
-            input.extend(typed_sample(kind, wire));
+            input.extend(sample(kind, wire));
             out.push(input);
         }
     }
     out
+}
+
+/// Inputs for the `typed_args` target: a selector byte, then the value.
+pub fn typed_args() -> Vec<Vec<u8>> {
+    selected(TYPED_KINDS, typed_sample)
 }
 
 /// An encoding of the type `kind` picks in
@@ -377,15 +383,7 @@ fn generated_sample(kind: u8, wire: Wire) -> Vec<u8> {
 
 /// Inputs for the `generated_types` target: a selector byte, then the value.
 pub fn generated_types() -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    for kind in 0..GENERATED_KINDS {
-        for (bit, wire) in [(0u8, Wire::Binary), (1, Wire::Compact)] {
-            let mut input = vec![kind << 1 | bit];
-            input.extend(generated_sample(kind, wire));
-            out.push(input);
-        }
-    }
-    out
+    selected(GENERATED_KINDS, generated_sample)
 }
 
 /// Connection openings for the `detect` target: each message framed and unframed.

@@ -11,7 +11,8 @@
 //! ```
 //!
 //! and in the crate, `include!(concat!(env!("OUT_DIR"), "/thrift.rs"));` puts one
-//! module per IDL file (its stem in snake case; included files get theirs) where
+//! module per IDL file (its `namespace rs`, or else its file stem, in snake case;
+//! included files get theirs) where
 //! the `include!` is. Without a build script, the `zerorx-thrift-build` command
 //! writes the same file: `zerorx-thrift-build -o src/gen.rs idl/calc.thrift`.
 //!

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 pub(crate) struct IdlFile {
     /// Where it was read from.
     pub path: PathBuf,
-    /// The Rust module its items go into (its file stem in snake case).
+    /// The Rust module its items go into: its `namespace rs` (segments joined by
+    /// `_`), or else its file stem, in snake case.
     pub module: String,
     /// Its syntax tree.
     pub ast: File,
@@ -81,7 +82,22 @@ fn load_one(
         .file_stem()
         .and_then(|s| s.to_str())
         .ok_or_else(|| Error::new(format!("{}: no file name", path.display())))?;
-    let module = names::module(stem);
+    // `namespace rs a.b` names the module (`a_b`); without one, the file stem does.
+    let module = ast
+        .items
+        .iter()
+        .find_map(|item| match item {
+            Item::Namespace(ns) if ns.scope.0 == "rs" => Some(
+                ns.name
+                    .segments
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join("_"),
+            ),
+            _ => None,
+        })
+        .map_or_else(|| names::module(stem), |ns| names::module(&ns));
 
     stack.push(canonical.clone());
     let mut includes = HashMap::new();

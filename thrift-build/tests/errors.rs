@@ -125,7 +125,21 @@ fn the_command_writes_the_file_and_refuses_bad_usage() {
         .unwrap();
     assert!(st.success());
     let code = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        code.contains("pub mod calc {"),
+        "the file stem names the module"
+    );
     assert!(code.contains("pub trait Calc") && code.contains("pub struct CalcClient"));
+    // `namespace rs` names it when there is one.
+    let ns = idl(
+        "namespace",
+        &[("calc.thrift", "namespace rs my.calc\nstruct A { 1: i32 x }")],
+    );
+    let code = Builder::new()
+        .file(ns.join("calc.thrift"))
+        .generate()
+        .unwrap();
+    assert!(code.contains("pub mod my_calc {"), "{code}");
     for (args, code) in [
         (&["x.thrift"][..], 2),
         (&["-o"][..], 2),

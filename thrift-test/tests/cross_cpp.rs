@@ -7,13 +7,11 @@
 //! Needs `thrift` (thrift-compiler), `g++`, libthrift-dev and Boost's headers
 //! (libboost-dev); `scripts/test` installs them.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+mod support;
 
-fn manifest() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::{idl_without_uuid, spawn_listening, workspace};
 
 const CLIENT: &str = include_str!("cpp/header_client.cpp");
 
@@ -46,17 +44,9 @@ fn client() -> PathBuf {
             "{header} is missing: apt-get install {package} (or run scripts/test)"
         );
     }
-    let dir = manifest()
-        .parent()
-        .expect("workspace")
-        .join("target/thrift-test-cpp");
+    let dir = workspace().join("target/thrift-test-cpp");
     let bin = dir.join("header_client");
-    let idl: String = std::fs::read_to_string(manifest().join("idl/ThriftTest.thrift"))
-        .expect("IDL")
-        .lines()
-        .filter(|l| !l.contains("uuid")) // Debian's compiler (0.17) has no uuid
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let idl = idl_without_uuid();
     let sources = format!("{idl}\n----\n{CLIENT}");
     let stamp = dir.join("sources.stamp");
     if bin.exists() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == sources) {
@@ -92,27 +82,15 @@ fn apache_cpp_header_clients_pass_against_the_server() {
         ("header", "framed", "header-framed"),
         ("multih", "buffered", "multih"),
     ] {
-        let mut server = Command::new(env!("CARGO_BIN_EXE_zerorx-thrift-test-server"))
-            .args([
+        let (mut server, port) = spawn_listening(
+            Command::new(env!("CARGO_BIN_EXE_zerorx-thrift-test-server")).args([
                 "--port=0",
                 &format!("--protocol={served}"),
                 &format!("--transport={transport}"),
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn the server");
-        let mut line = String::new();
-        BufReader::new(server.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("first line");
-        let port = line
-            .trim()
-            .rsplit(':')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
+            ]),
+        );
         let out = Command::new(&client)
-            .args([&port, mode])
+            .args([&port.to_string(), mode])
             .output()
             .expect("run the C++ client");
         let _ = server.kill();

@@ -7,20 +7,12 @@
 //! `thrift` package (>= 0.18, for `uuid`) at `target/rpc-venv` (or `ZERORX_PYTHON`);
 //! `scripts/test` installs both.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn manifest() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn workspace() -> &'static Path {
-    manifest()
-        .parent()
-        .expect("thrift-test/ is inside the workspace")
-}
+use support::{idl_without_uuid, manifest, spawn_listening, workspace};
 
 fn python() -> PathBuf {
     let py = std::env::var_os("ZERORX_PYTHON")
@@ -52,14 +44,8 @@ fn generated() -> PathBuf {
 fn generate() -> PathBuf {
     let out = workspace().join("target/thrift-test-py");
     std::fs::create_dir_all(&out).expect("create target/thrift-test-py");
-    let idl = std::fs::read_to_string(manifest().join("idl/ThriftTest.thrift")).expect("IDL");
-    let stripped: String = idl
-        .lines()
-        .filter(|l| !l.contains("uuid"))
-        .map(|l| format!("{l}\n"))
-        .collect();
     let copy = out.join("ThriftTest.thrift");
-    std::fs::write(&copy, stripped).expect("write IDL copy");
+    std::fs::write(&copy, idl_without_uuid()).expect("write IDL copy");
     match Command::new("thrift")
         .args(["--gen", "py", "-out"])
         .arg(&out)
@@ -80,22 +66,11 @@ struct ServerProcess(Child, u16);
 
 impl ServerProcess {
     fn start(args: &[&str]) -> ServerProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zerorx-thrift-test-server"))
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn zerorx-thrift-test-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("first line");
-        let port = line
-            .trim()
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let (child, port) = spawn_listening(
+            Command::new(env!("CARGO_BIN_EXE_zerorx-thrift-test-server"))
+                .args(args)
+                .stderr(Stdio::piped()),
+        );
         ServerProcess(child, port)
     }
 
@@ -254,23 +229,13 @@ fn the_generated_client_speaks_theader_to_apache_s_python_server() {
     let py = python();
     let gen = generated();
     let start = |framed: bool| {
-        let mut server = Command::new(&py)
-            .arg(manifest().join("tests/py/header_server.py"))
-            .args(framed.then_some("framed"))
-            .env("PYTHONPATH", &gen)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the python header server");
-        let mut line = String::new();
-        BufReader::new(server.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("first line");
-        let port: u16 = line
-            .trim()
-            .strip_prefix("listening on ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let (server, port) = spawn_listening(
+            Command::new(&py)
+                .arg(manifest().join("tests/py/header_server.py"))
+                .args(framed.then_some("framed"))
+                .env("PYTHONPATH", &gen)
+                .stderr(Stdio::piped()),
+        );
         (server, std::net::SocketAddr::from(([127, 0, 0, 1], port)))
     };
     let (mut plain, plain_addr) = start(false);

@@ -15,11 +15,11 @@ mod generated {
     include!(concat!(env!("OUT_DIR"), "/thrift.rs"));
 }
 
-pub use generated::bench::bench::{
+pub use generated::zerorx_bench::bench::{
     AddArgs, EchoArgs, FailArgs, FailException, FailResult, FireArgs, FiredArgs, RoundtripArgs,
     SleepMsArgs, SumArgs,
 };
-pub use generated::bench::{Bench, BenchClient, BenchServer, Overloaded, Payload};
+pub use generated::zerorx_bench::{Bench, BenchClient, BenchServer, Overloaded, Payload};
 pub use service::{register, BenchHandlers, BenchState, RETRY_AFTER_MS};
 
 /// What [`BenchClient::fail`] returns when it does not return: the declared

@@ -1,7 +1,7 @@
 //! The `Bench` service's handlers, doing what `bench.thrift` says.
 
-use super::generated::bench::bench::FailException;
-use super::generated::bench::{Bench, BenchServer, Overloaded, Payload};
+use super::generated::zerorx_bench::bench::FailException;
+use super::generated::zerorx_bench::{Bench, BenchServer, Overloaded, Payload};
 use bytes::Bytes;
 use std::future::Future;
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -153,12 +153,7 @@ impl<B: Buf> BinaryReader<B> {
     fn read_len(&mut self) -> Result<usize, DecodeError> {
         let n = self.read_i32()?;
         let n = usize::try_from(n).map_err(|_| DecodeError::NegativeSize(n.into()))?;
-        if n > self.limits.max_string_len {
-            return Err(DecodeError::StringLimit {
-                len: n,
-                limit: self.limits.max_string_len,
-            });
-        }
+        self.limits.check_string(n)?;
         self.need(n)?;
         Ok(n)
     }

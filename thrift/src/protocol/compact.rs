@@ -162,12 +162,7 @@ impl<B: Buf> CompactReader<B> {
     /// The length of a `string` or `binary`, within the string limit.
     fn string_len(&mut self) -> Result<usize, DecodeError> {
         let n = self.size()?;
-        if n > self.limits.max_string_len {
-            return Err(DecodeError::StringLimit {
-                len: n,
-                limit: self.limits.max_string_len,
-            });
-        }
+        self.limits.check_string(n)?;
         self.need(n)?;
         Ok(n)
     }

@@ -164,6 +164,19 @@ pub struct DecodeLimits {
     pub max_string_len: usize,
 }
 
+impl DecodeLimits {
+    /// A `string` or `binary` of `len` bytes is within the limit.
+    pub(crate) fn check_string(&self, len: usize) -> Result<(), DecodeError> {
+        if len > self.max_string_len {
+            return Err(DecodeError::StringLimit {
+                len,
+                limit: self.max_string_len,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Default for DecodeLimits {
     fn default() -> Self {
         DecodeLimits {

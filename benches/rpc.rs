@@ -39,6 +39,8 @@ usage: cargo bench -p zerorx-bench --bench rpc -- [options]
   --zerorx-args ARGS  extra `zerorx serve` options for the zerorx server, space-separated
                       (e.g. \"--chunk-kib 128 --pool-kib 2048\")
   --json FILE         also write every cell, the ratios and the goals as JSON
+  --profile           sample each server with perf during every measured window and
+                      print where its CPU goes per request (see benches/src/profile.rs)
 ";
 
 #[derive(Clone, Debug)]
@@ -56,6 +58,7 @@ struct Options {
     payloads: Vec<usize>,
     zerorx_args: Vec<String>,
     json: Option<String>,
+    profile: bool,
 }
 
 fn parse(args: &[String]) -> Result<Option<Options>, String> {
@@ -72,6 +75,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
         payloads: vec![64, 64 * 1024],
         zerorx_args: Vec::new(),
         json: None,
+        profile: false,
     };
     let mut it = args.iter().skip(1);
     while let Some(flag) = it.next() {
@@ -127,11 +131,15 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
                 o.zerorx_args = value()?.split_whitespace().map(str::to_owned).collect();
             }
             "--json" => o.json = Some(value()?),
+            "--profile" => o.profile = true,
             other => return Err(format!("unknown option {other}")),
         }
     }
     if !(o.secs > 0.0 && o.warmup >= 0.0) {
         return Err("--secs must be positive and --warmup not negative".into());
+    }
+    if o.profile {
+        zerorx_bench::profile::check_available()?;
     }
     Ok(Some(o))
 }
@@ -288,6 +296,9 @@ fn run(args: &[String]) -> i32 {
     let names: Vec<String> = wls.iter().map(|w| w.name.clone()).collect();
     let server_names: Vec<&'static str> = servers.iter().map(|k| k.name()).collect();
     print!("{}", report::tables(&cells, &names, &server_names));
+    if o.profile {
+        print!("{}", report::attribution(&cells, &names, &server_names));
+    }
     let peers: Vec<&'static str> = o
         .servers
         .iter()
@@ -376,6 +387,7 @@ fn measure(o: &Options, setup: &Setup, kind: Kind, w: &Workload, round: usize) -
         p99_us: 0.0,
         p999_us: 0.0,
         error: None,
+        profile: None,
     };
     if let Err(e) = measure_into(o, setup, kind, w, &mut cell) {
         cell.error = Some(e);
@@ -405,8 +417,22 @@ fn measure_into(
     std::thread::sleep(warm_end.saturating_duration_since(Instant::now()));
     let cpu0 = server.cpu_secs()?;
     let t0 = Instant::now();
+    let recording = if o.profile {
+        let secs = end.saturating_duration_since(t0).as_secs_f64();
+        let dir = tnonblocking::work_dir().join("profiles");
+        let name = format!("{}-{}-{}", kind.name(), w.name, cell.round);
+        Some(
+            zerorx_bench::profile::Recording::start(server.pid(), secs, &dir, &name)
+                .map_err(|e| format!("perf record: {e}"))?,
+        )
+    } else {
+        None
+    };
     std::thread::sleep(end.saturating_duration_since(Instant::now()));
     let cpu1 = server.cpu_secs()?;
+    if let Some(r) = recording {
+        cell.profile = Some(r.finish().map_err(|e| format!("profile: {e}"))?);
+    }
     let window = t0.elapsed().as_secs_f64();
     let alive = server.check_alive();
     let outcome = match running.finish(end + load::GRACE) {

@@ -3,6 +3,7 @@
 //! of one round ran back to back, so they saw the most similar machine).
 
 use serde_json::{json, Value};
+use zerorx_bench::profile::{Attribution, Category};
 use zerorx_bench::report::Spread;
 
 /// One measured (round, workload, server).
@@ -30,6 +31,8 @@ pub struct Cell {
     pub p999_us: f64,
     /// Why the cell failed, if it did.
     pub error: Option<String>,
+    /// Where the server's CPU went in the window (`--profile`).
+    pub profile: Option<Attribution>,
 }
 
 impl Cell {
@@ -321,4 +324,54 @@ pub fn goals(ratios: &[Ratio], connections: usize) -> (String, Value) {
         })
         .collect();
     (out, json!({"ratios": json_ratios, "goals": goals}))
+}
+
+/// `--profile`: per workload and server, the server's CPU per request split by
+/// category (samples of every round merged; CPU per request the median over rounds),
+/// the shared kernel floor and the runtime's own cost, and zerorx's own cost over
+/// each peer's.
+pub fn attribution(cells: &[Cell], workloads: &[String], servers: &[&'static str]) -> String {
+    let mut out = String::from(
+        "\nwhere each server's CPU goes, µs per request (perf samples of the measured windows; \
+         floor = copies + tcp/ip + other-kernel, own = the rest)\n",
+    );
+    for w in workloads {
+        out += &format!("{w}\n  {:<13}", "server");
+        for c in Category::ALL {
+            out += &format!(" {:>12}", c.name());
+        }
+        out += &format!(" {:>9} {:>9} {:>9}\n", "total", "floor", "own");
+        let mut own_of: Vec<(&str, f64)> = Vec::new();
+        for &srv in servers {
+            let mut merged = Attribution::default();
+            let mut per_req = Vec::new();
+            for c in ok_cells(cells, w, srv) {
+                if let Some(p) = &c.profile {
+                    merged.merge(p);
+                    per_req.push(c.server_cpu_pct / 100.0 / c.req_per_s.max(1e-9) * 1e6);
+                }
+            }
+            let Some(total) = Spread::of(&per_req).map(|s| s.median) else {
+                continue;
+            };
+            out += &format!("  {srv:<13}");
+            let mut floor = 0.0;
+            for c in Category::ALL {
+                let us = total * merged.share(c);
+                if c.is_shared_floor() {
+                    floor += us;
+                }
+                out += &format!(" {us:>12.2}");
+            }
+            let own = total - floor;
+            own_of.push((srv, own));
+            out += &format!(" {total:>9.2} {floor:>9.2} {own:>9.2}\n");
+        }
+        if let Some(&(_, z)) = own_of.iter().find(|(s, _)| *s == "zerorx") {
+            for (peer, own) in own_of.iter().filter(|(s, _)| *s != "zerorx") {
+                out += &format!("  zerorx own cost / {peer}'s: {:.2}x\n", z / own.max(1e-9));
+            }
+        }
+    }
+    out
 }

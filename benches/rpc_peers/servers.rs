@@ -172,6 +172,11 @@ impl Server {
         }
     }
 
+    /// Its process id (for sampling it with perf).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Where it listens.
     pub fn addr(&self) -> SocketAddr {
         self.addr

@@ -16,6 +16,7 @@ pub mod fabric_engine;
 pub mod frame_echo;
 pub mod http;
 pub mod procfs;
+pub mod profile;
 pub mod report;
 pub mod servers;
 pub mod tls;

@@ -65,6 +65,15 @@ impl Category {
         }
     }
 
+    /// Its name in metric keys.
+    pub fn key(self) -> &'static str {
+        match self {
+            Category::TcpIp => "tcp_ip",
+            Category::OtherKernel => "other_kernel",
+            c => c.name(),
+        }
+    }
+
     /// True for the part every runtime pays (copies, TCP/IP, other kernel).
     pub fn is_shared_floor(self) -> bool {
         matches!(

@@ -257,6 +257,67 @@ pub fn goal_summary(rows: &[Row]) -> String {
     out
 }
 
+/// `--profile`: per workload and server, the median over rounds of the server's CPU
+/// per operation in each category, the shared floor and its own cost, and zerorx's
+/// own cost over tokio-ct's (rounds paired).
+pub fn attribution(cells: &[Cell], workloads: &[Workload], servers: &[ServerKind]) -> String {
+    use crate::profile::Category;
+    let mut out = String::from(
+        "\nwhere each server's CPU goes, µs per operation (perf samples of the measured \
+         windows; floor = copies + tcp/ip + other-kernel, own = the rest)\n",
+    );
+    let metric = |c: &Cell, k: &str| c.metrics.get(k).copied();
+    let ok = |w: Workload, s: ServerKind| {
+        cells
+            .iter()
+            .filter(move |c| c.error.is_none() && c.workload == w.id() && c.server == s.name())
+    };
+    for &w in workloads {
+        let mut header = format!("{}\n  {:<10}", w.id(), "server");
+        for c in Category::ALL {
+            header += &format!(" {:>12}", c.name());
+        }
+        header += &format!(" {:>9} {:>9}\n", "floor", "own");
+        let mut body = String::new();
+        for &s in servers {
+            let median = |k: &str| {
+                Spread::of(&ok(w, s).filter_map(|c| metric(c, k)).collect::<Vec<_>>())
+                    .map(|x| x.median)
+            };
+            let Some(own) = median("own_us_per_op") else {
+                continue;
+            };
+            body += &format!("  {:<10}", s.name());
+            for c in Category::ALL {
+                let v = median(&format!("cpu_{}_us_per_op", c.key())).unwrap_or(0.0);
+                body += &format!(" {v:>12.2}");
+            }
+            body += &format!(
+                " {:>9.2} {own:>9.2}\n",
+                median("floor_us_per_op").unwrap_or(0.0)
+            );
+        }
+        if body.is_empty() {
+            continue;
+        }
+        out += &header;
+        out += &body;
+        let ratios: Vec<f64> = ok(w, ServerKind::Zerorx)
+            .filter_map(|z| {
+                let t = ok(w, ServerKind::TokioCt).find(|t| t.round == z.round)?;
+                Some(metric(z, "own_us_per_op")? / metric(t, "own_us_per_op")?.max(1e-9))
+            })
+            .collect();
+        if let Some(r) = Spread::of(&ratios) {
+            out += &format!(
+                "  zerorx own cost / tokio-ct's: {:.2}x [{:.2}-{:.2}] (goal <= 0.8x for W2 and W5)\n",
+                r.median, r.min, r.max
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

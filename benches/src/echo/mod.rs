@@ -148,6 +148,12 @@ pub fn run(opts: &Options, command: &str) -> io::Result<Run> {
     }
     let summary = report::summarise(&cells, &opts.workloads, &opts.servers);
     print!("{}", report::tables(&summary, &opts.workloads));
+    if opts.cell.profile {
+        print!(
+            "{}",
+            report::attribution(&cells, &opts.workloads, &opts.servers)
+        );
+    }
     print!("{}", report::goal_summary(&summary));
     let info = RunInfo {
         load_end: procfs::load_average().unwrap_or(0.0),

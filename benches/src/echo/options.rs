@@ -30,6 +30,8 @@ cargo bench -p zerorx-bench --bench echo -- [options]
   --pool-buffers N   zerorx receive pool buffers per worker (default 64)
   --pool-buffer-size B  zerorx receive pool buffer size (default 65536)
   --json FILE        also write the whole run (cells, summary) as JSON
+  --profile          sample each server with perf in every measured window and print
+                     where its CPU per operation goes (see benches/src/profile.rs)
 ";
 
 /// W3's full rate when neither `--open-rate` nor a W2 cell of the round gives one.
@@ -75,6 +77,7 @@ impl Default for Options {
                 pause_period: Duration::from_secs(1),
                 max_ops: None,
                 require_window_ops: true,
+                profile: false,
             },
             servers: ServerKind::ALL.to_vec(),
             workloads: Workload::ALL.to_vec(),
@@ -221,6 +224,10 @@ impl Options {
                         .map_err(|_| format!("--pool-buffer-size: bad size {v:?}"))?;
                 }
                 "--json" => o.json = Some(PathBuf::from(value()?)),
+                "--profile" => {
+                    crate::profile::check_available()?;
+                    o.cell.profile = true;
+                }
                 "--open-rate" => {
                     let v = value()?;
                     o.open_rate = Some(

@@ -5,6 +5,7 @@ use super::Workload;
 use crate::child::ServerProcess;
 use crate::client::{Engine, EngineResult, IdleConns, Pause, Plan, Probe, Role};
 use crate::procfs::{self, MachineCpu, MachineSplit};
+use crate::profile::{Attribution, Category, Recording};
 use crate::servers::ServerStats;
 use std::collections::BTreeMap;
 use std::io;
@@ -28,6 +29,10 @@ pub struct CellConfig {
     /// Fail a cell in which nothing completed inside the measured window (off in
     /// smoke runs, which only check that every answer was correct).
     pub require_window_ops: bool,
+    /// Sample the server with perf during the window (`--profile`) and report where
+    /// its CPU per operation went (`cpu_<category>_us_per_op`, `own_us_per_op`,
+    /// `floor_us_per_op`).
+    pub profile: bool,
 }
 
 /// What one cell measured.
@@ -86,7 +91,7 @@ pub fn run_cell(
         max_ops: cfg.max_ops,
     };
     let engine = Engine::connect(&plan)?;
-    let mut probe = ServerProbe::new(server);
+    let mut probe = ServerProbe::new(server, cfg.profile.then_some(cfg.measure));
     let result = engine.run(&plan, &mut probe)?;
     let mut metrics = probe.metrics(w, &result, cfg.require_window_ops)?;
     if rate > 0.0 {
@@ -100,6 +105,10 @@ struct ServerProbe<'a> {
     server: &'a mut ServerProcess,
     start: Option<Sample>,
     end: Option<Sample>,
+    /// `--profile`: how long to sample, the recording while it runs, then its result.
+    profile: Option<Duration>,
+    recording: Option<Recording>,
+    attribution: Option<Attribution>,
 }
 
 #[derive(Clone, Copy)]
@@ -113,11 +122,14 @@ struct Sample {
 }
 
 impl ServerProbe<'_> {
-    fn new(server: &mut ServerProcess) -> ServerProbe<'_> {
+    fn new(server: &mut ServerProcess, profile: Option<Duration>) -> ServerProbe<'_> {
         ServerProbe {
             server,
             start: None,
             end: None,
+            profile,
+            recording: None,
+            attribution: None,
         }
     }
 
@@ -192,6 +204,21 @@ impl ServerProbe<'_> {
                 put(key, d / ops);
             }
         }
+        if let Some(a) = &self.attribution {
+            // Per completed operation of the workload (requests, connections, or
+            // stream chunks), like `cpu_us_per_*`.
+            let us = cpu * 1e6 / ops;
+            let mut floor = 0.0;
+            for c in Category::ALL {
+                let part = us * a.share(c);
+                if c.is_shared_floor() {
+                    floor += part;
+                }
+                put(&format!("cpu_{}_us_per_op", c.key()), part);
+            }
+            put("floor_us_per_op", floor);
+            put("own_us_per_op", us - floor);
+        }
         let per = |n: u64| if n > 0 { cpu * 1e6 / n as f64 } else { 0.0 };
         match w {
             Workload::W4 => {
@@ -241,11 +268,24 @@ impl ServerProbe<'_> {
 impl Probe for ServerProbe<'_> {
     fn window_start(&mut self) -> io::Result<()> {
         self.start = Some(self.sample()?);
+        if let Some(d) = self.profile {
+            let dir = std::env::temp_dir().join("zerorx-bench-profiles");
+            let name = format!("echo-{}", self.server.pid());
+            self.recording = Some(Recording::start(
+                self.server.pid(),
+                d.as_secs_f64(),
+                &dir,
+                &name,
+            )?);
+        }
         Ok(())
     }
 
     fn window_end(&mut self) -> io::Result<()> {
         self.end = Some(self.sample()?);
+        if let Some(r) = self.recording.take() {
+            self.attribution = Some(r.finish()?);
+        }
         Ok(())
     }
 }

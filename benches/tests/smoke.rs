@@ -1,6 +1,7 @@
 //! Runs the echo, wake, HTTP and TLS benchmarks once, briefly (`--smoke`), so they cannot
 //! rot: every server must answer every request of every workload correctly, and every
-//! wake-up round trip must complete. No speed is asserted.
+//! wake-up round trip must complete. No speed is asserted. The echo benchmark runs a
+//! second time with `--profile` (perf sampling each server's window).
 //!
 //! This test binary is also the server child the echo and HTTP benchmarks start (they
 //! re-execute themselves with `--serve KIND` and `--serve-http KIND`), hence
@@ -18,11 +19,22 @@ fn main() {
     let echo = zerorx_bench::echo::main_with_args(vec![program.clone(), "--smoke".into()]);
     let wake = zerorx_bench::wake::main_with_args(vec![program.clone(), "--smoke".into()]);
     let http = zerorx_bench::http::main_with_args(vec![program.clone(), "--smoke".into()]);
-    let tls = zerorx_bench::tls::main_with_args(vec![program, "--smoke".into()]);
-    let failed = [echo, wake, http, tls]
-        .iter()
-        .filter(|&&rc| rc != 0)
-        .count();
-    println!("\nsmoke: {} passed, {failed} failed", 4 - failed);
+    let tls = zerorx_bench::tls::main_with_args(vec![program.clone(), "--smoke".into()]);
+    let profile = zerorx_bench::echo::main_with_args(
+        [
+            program.as_str(),
+            "--smoke",
+            "--profile",
+            "--servers",
+            "zerorx,tokio-ct",
+            "--workloads",
+            "W2",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    let all = [echo, wake, http, tls, profile];
+    let failed = all.iter().filter(|&&rc| rc != 0).count();
+    println!("\nsmoke: {} passed, {failed} failed", all.len() - failed);
     std::process::exit(i32::from(failed > 0));
 }

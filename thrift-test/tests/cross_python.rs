@@ -97,11 +97,20 @@ impl Drop for ServerProcess {
     }
 }
 
+/// `tests/py/cross_client.py` against `port` with the runner's protocol and transport.
+fn cross_client(port: u16, protocol: &str, transport: &str) -> std::process::Output {
+    Command::new(python())
+        .arg(manifest().join("tests/py/cross_client.py"))
+        .arg(format!("--port={port}"))
+        .arg(format!("--protocol={protocol}"))
+        .arg(format!("--transport={transport}"))
+        .env("PYTHONPATH", generated())
+        .output()
+        .expect("run the python client")
+}
+
 #[test]
 fn apache_python_client_passes_every_method_in_every_protocol_and_transport() {
-    let py = python();
-    let gen = generated();
-    let script = manifest().join("tests/py/cross_client.py");
     // (client protocol, server protocol): the accelerated clients speak binary and
     // compact on the wire; a header server also serves plain clients (Apache's
     // `theader_*` feature tests), and a multiplexed one plain calls.
@@ -128,14 +137,7 @@ fn apache_python_client_passes_every_method_in_every_protocol_and_transport() {
                 &format!("--transport={transport}"),
                 "--server-type=simple",
             ]);
-            let out = Command::new(&py)
-                .arg(&script)
-                .arg(format!("--port={}", server.1))
-                .arg(format!("--protocol={protocol}"))
-                .arg(format!("--transport={transport}"))
-                .env("PYTHONPATH", &gen)
-                .output()
-                .expect("run the python client");
+            let out = cross_client(server.1, protocol, transport);
             let stdout = String::from_utf8_lossy(&out.stdout);
             assert!(
                 out.status.success() && stdout.starts_with("ok "),
@@ -150,19 +152,9 @@ fn apache_python_client_passes_every_method_in_every_protocol_and_transport() {
 
 #[test]
 fn a_client_of_another_transport_or_protocol_is_refused_not_misread() {
-    let py = python();
-    let gen = generated();
-    let script = manifest().join("tests/py/cross_client.py");
     let server = ServerProcess::start(&["--port=0", "--protocol=compact", "--transport=framed"]);
     for (protocol, transport) in [("binary", "framed"), ("compact", "buffered")] {
-        let out = Command::new(&py)
-            .arg(&script)
-            .arg(format!("--port={}", server.1))
-            .arg(format!("--protocol={protocol}"))
-            .arg(format!("--transport={transport}"))
-            .env("PYTHONPATH", &gen)
-            .output()
-            .expect("run the python client");
+        let out = cross_client(server.1, protocol, transport);
         assert!(
             !out.status.success(),
             "{protocol}/{transport} against a compact/framed server must fail"

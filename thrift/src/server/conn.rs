@@ -356,14 +356,9 @@ fn dispatch(
     };
     // The method's name as this worker keeps it (a reply echoes it without a copy);
     // an unknown name is copied, since the request's receive buffer would otherwise
-    // stay busy for as long as the reply is in flight. A multiplexed call
-    // (`Service:method`) is answered as `method`, as Apache's TMultiplexedProcessor
-    // does and its clients expect.
-    let (name, method) = match w.methods.get_key_value(&header.name[..]) {
-        Some((name, method)) => match name.iter().rposition(|&b| b == b':') {
-            Some(colon) => (name.slice(colon + 1..), Some(method)),
-            None => (name.clone(), Some(method)),
-        },
+    // stay busy for as long as the reply is in flight.
+    let (name, method) = match w.methods.get(&header.name[..]) {
+        Some((reply_name, method)) => (reply_name.clone(), Some(method)),
         None => (bytes::Bytes::copy_from_slice(&header.name), None),
     };
     let to = ReplyTo {

@@ -414,7 +414,10 @@ pub(crate) struct WorkerCtx {
     pub(crate) conn_closed: Rc<LocalSignal>,
     /// The methods, keyed by names this worker owns: a reply's name is a clone of the
     /// key (no copy, and no reference count shared with other workers).
-    pub(crate) methods: HashMap<Bytes, Arc<dyn Method>>,
+    /// With each method, the name its replies carry: the registered name, or for a
+    /// multiplexed `Service:method` just `method` (as Apache's TMultiplexedProcessor
+    /// answers and its clients expect), sliced out once here.
+    pub(crate) methods: HashMap<Bytes, (Bytes, Arc<dyn Method>)>,
 }
 
 enum AcceptEvent {
@@ -433,7 +436,14 @@ async fn worker_main(listener: std::net::TcpListener, shared: Arc<ServerShared>,
         methods: shared
             .methods
             .iter()
-            .map(|(name, m)| (Bytes::copy_from_slice(name), m.clone()))
+            .map(|(name, m)| {
+                let name = Bytes::copy_from_slice(name);
+                let reply = match name.iter().rposition(|&b| b == b':') {
+                    Some(colon) => name.slice(colon + 1..),
+                    None => name.clone(),
+                };
+                (name, (reply, m.clone()))
+            })
             .collect(),
     });
     let listener = match TcpListener::from_std(listener) {

@@ -326,6 +326,9 @@ pub fn goals(ratios: &[Ratio], connections: usize) -> (String, Value) {
     (out, json!({"ratios": json_ratios, "goals": goals}))
 }
 
+/// How many of the leaf symbols with the most own cost `--profile` lists per server.
+const TOP_SYMBOLS: usize = 12;
+
 /// `--profile`: per workload and server, the server's CPU per request split by
 /// category (samples of every round merged; CPU per request the median over rounds),
 /// the shared kernel floor and the runtime's own cost, and zerorx's own cost over
@@ -342,6 +345,7 @@ pub fn attribution(cells: &[Cell], workloads: &[String], servers: &[&'static str
         }
         out += &format!(" {:>9} {:>9} {:>9}\n", "total", "floor", "own");
         let mut own_of: Vec<(&str, f64)> = Vec::new();
+        let mut tops: Vec<(&str, f64, Attribution)> = Vec::new();
         for &srv in servers {
             let mut merged = Attribution::default();
             let mut per_req = Vec::new();
@@ -366,6 +370,13 @@ pub fn attribution(cells: &[Cell], workloads: &[String], servers: &[&'static str
             let own = total - floor;
             own_of.push((srv, own));
             out += &format!(" {total:>9.2} {floor:>9.2} {own:>9.2}\n");
+            tops.push((srv, total, merged));
+        }
+        for (srv, total, merged) in &tops {
+            out += &format!("  {srv}: most own cost, µs per request\n");
+            for (sym, share) in merged.top_own(TOP_SYMBOLS) {
+                out += &format!("    {:>6.3}  {sym}\n", total * share);
+            }
         }
         if let Some(&(_, z)) = own_of.iter().find(|(s, _)| *s == "zerorx") {
             for (peer, own) in own_of.iter().filter(|(s, _)| *s != "zerorx") {

@@ -221,6 +221,9 @@ fn categorize(frames: &[Frame]) -> Category {
 pub struct Attribution {
     /// Samples counted per category.
     pub samples: BTreeMap<Category, u64>,
+    /// Samples of the runtime's own categories per leaf symbol (where own CPU is
+    /// spent, to find what to cut).
+    pub own_symbols: BTreeMap<String, u64>,
 }
 
 impl Attribution {
@@ -243,6 +246,25 @@ impl Attribution {
         for (c, n) in &other.samples {
             *self.samples.entry(*c).or_default() += n;
         }
+        for (s, n) in &other.own_symbols {
+            *self.own_symbols.entry(s.clone()).or_default() += n;
+        }
+    }
+
+    /// The `n` leaf symbols with the most own-cost samples, with their share (0..=1)
+    /// of all samples.
+    pub fn top_own(&self, n: usize) -> Vec<(&str, f64)> {
+        let total = self.total().max(1) as f64;
+        let mut v: Vec<(&str, u64)> = self
+            .own_symbols
+            .iter()
+            .map(|(s, n)| (s.as_str(), *n))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        v.into_iter()
+            .take(n)
+            .map(|(s, k)| (s, k as f64 / total))
+            .collect()
     }
 }
 
@@ -255,7 +277,12 @@ pub fn attribute(script: &str) -> Attribution {
     let mut in_sample = false;
     let mut flush = |frames: &mut Vec<Frame>, in_sample: &mut bool| {
         if *in_sample {
-            *out.samples.entry(categorize(frames)).or_default() += 1;
+            let c = categorize(frames);
+            *out.samples.entry(c).or_default() += 1;
+            if !c.is_shared_floor() {
+                let leaf = frames.first().map_or("[none]", |f| f.sym);
+                *out.own_symbols.entry(leaf.to_owned()).or_default() += 1;
+            }
         }
         frames.clear();
         *in_sample = false;
@@ -440,6 +467,27 @@ tokio 2 \n\tffffffff81000005 schedule ([kernel.kallsyms])\n\t          101829 sy
             "the scheduler, up to user space"
         );
         assert!((a.share(Category::User) - 1.0 / 7.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn own_cost_is_listed_by_leaf_symbol_and_the_floor_is_not() {
+        let a = attribute(SCRIPT);
+        let top = a.top_own(10);
+        let names: Vec<&str> = top.iter().map(|(s, _)| *s).collect();
+        assert_eq!(names.len(), 4, "user, io_uring, epoll, syscall: {names:?}");
+        assert!(names.contains(&"zerorx::ops::tcp_recv::Receiver::poll_recv"));
+        assert!(
+            names.contains(&"_raw_spin_unlock_irqrestore"),
+            "the lock under io_submit_sqes"
+        );
+        assert!(!names.contains(&"ip_rcv") && !names.contains(&"schedule"));
+        assert!(top
+            .iter()
+            .all(|(_, share)| (share - 1.0 / 7.0).abs() < 1e-9));
+        let mut twice = a.clone();
+        twice.merge(&a);
+        assert_eq!(twice.own_symbols.values().sum::<u64>(), 8);
+        assert_eq!(a.top_own(1).len(), 1);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::codec::{ThriftDecode, ThriftEncode};
 use super::error::{DecodeError, EncodeError};
-use super::out::{Framing, OutBuf};
+use super::out::{Framing, OutBuf, Segments};
 use super::protocol::binary::{BinaryReader, BinaryWriter};
 use super::protocol::compact::{CompactReader, CompactWriter};
 use super::protocol::ProtocolWrite;
@@ -46,7 +46,9 @@ pub fn encode_message<T: MessageBody + ?Sized>(
     } else {
         Framing::None
     };
-    encode_framed(framing, protocol, max_frame, name, kind, seqid, body)
+    let mut out = OutBuf::with_framing(framing, seqid);
+    write_message(&mut out, protocol, name, kind, seqid, body);
+    out.finish(max_frame)
 }
 
 /// [`encode_message`] with any framing, THeader included.
@@ -58,10 +60,10 @@ pub(crate) fn encode_framed<T: MessageBody + ?Sized>(
     kind: MessageType,
     seqid: i32,
     body: &T,
-) -> Result<Vec<Bytes>, EncodeError> {
+) -> Result<Segments, EncodeError> {
     let mut out = OutBuf::with_framing(framing, seqid);
     write_message(&mut out, protocol, name, kind, seqid, body);
-    out.finish(max_frame)
+    out.finish_segments(max_frame)
 }
 
 /// Writes one message into `out`.

@@ -44,6 +44,26 @@ pub struct OutBuf {
     error: Option<EncodeError>,
 }
 
+/// An encoded message's segments. Most messages are one segment: keeping it out of
+/// a `Vec` saves an allocation per reply on the server's hot path.
+#[derive(Debug)]
+pub(crate) enum Segments {
+    /// One contiguous segment.
+    One(Bytes),
+    /// Several (large values referenced, not copied).
+    Many(Vec<Bytes>),
+}
+
+impl Segments {
+    /// Appends the segments to `out`.
+    pub(crate) fn append_to(self, out: &mut Vec<Bytes>) {
+        match self {
+            Segments::One(b) => out.push(b),
+            Segments::Many(mut v) => out.append(&mut v),
+        }
+    }
+}
+
 /// How an encoded message is delimited on the wire: the prefix
 /// [`finish`](OutBuf::finish) fills in once the length is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,7 +201,15 @@ impl OutBuf {
     /// The encoded message as segments for one vectored send (one segment unless large
     /// `Bytes` values were referenced). A framed message gets its length prefix here;
     /// it must not exceed `max_frame` bytes (prefix excluded).
-    pub fn finish(mut self, max_frame: usize) -> Result<Vec<Bytes>, EncodeError> {
+    pub fn finish(self, max_frame: usize) -> Result<Vec<Bytes>, EncodeError> {
+        Ok(match self.finish_segments(max_frame)? {
+            Segments::One(b) => vec![b],
+            Segments::Many(v) => v,
+        })
+    }
+
+    /// [`finish`](Self::finish) without a `Vec` for the common single segment.
+    pub(crate) fn finish_segments(mut self, max_frame: usize) -> Result<Segments, EncodeError> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -218,10 +246,13 @@ impl OutBuf {
                 }
             }
         }
+        if self.segs.is_empty() {
+            return Ok(Segments::One(head.freeze()));
+        }
         let mut out = Vec::with_capacity(1 + self.segs.len());
         out.push(head.freeze());
         out.append(&mut self.segs);
-        Ok(out)
+        Ok(Segments::Many(out))
     }
 
     /// The encoded bytes as one contiguous [`Bytes`] (copies when large values were

@@ -59,9 +59,22 @@ impl LocalSignal {
 
     /// Wakes current waiters without setting the flag (they re-check their state).
     pub(crate) fn notify(&self) {
-        let wakers: Vec<(u64, Waker)> = self.waiters.borrow_mut().drain().collect();
-        for (_, w) in wakers {
+        // The waiters are moved out before waking (a woken task may register again
+        // or drop its wait), and their storage is put back afterwards: no allocation
+        // per notification, which the server makes for every reply.
+        let mut waiters = {
+            let mut w = self.waiters.borrow_mut();
+            if w.is_empty() {
+                return;
+            }
+            std::mem::take(&mut *w)
+        };
+        for (_, w) in waiters.drain() {
             w.wake();
+        }
+        let mut w = self.waiters.borrow_mut();
+        if w.is_empty() && w.capacity() < waiters.capacity() {
+            *w = waiters;
         }
     }
 

@@ -2,6 +2,7 @@
 //! queued since its last send in one vectored write, so pipelined replies (or
 //! requests) share syscalls and never interleave on the socket.
 
+use super::out::Segments;
 use super::signal::LocalSignal;
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
@@ -29,14 +30,9 @@ pub(crate) struct OutQueue {
 
 impl OutQueue {
     /// Queues one message and wakes the writer.
-    pub(crate) fn push(&self, segs: Vec<Bytes>) {
-        let mut q = self.segs.borrow_mut();
-        if q.is_empty() {
-            *q = segs;
-        } else {
-            q.extend(segs);
-        }
-        drop(q);
+    pub(crate) fn push(&self, segs: Segments) {
+        // Appended, never swapped in: the queue keeps its capacity across batches.
+        segs.append_to(&mut self.segs.borrow_mut());
         self.messages.set(self.messages.get() + 1);
         self.changed.notify();
     }

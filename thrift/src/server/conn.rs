@@ -5,7 +5,7 @@ use super::stats::{bump, drop_gauge};
 use super::{ProtocolChoice, TransportChoice, WorkerCtx};
 use crate::exception::{ApplicationException, ApplicationExceptionKind};
 use crate::message::MessageReader;
-use crate::out::Framing;
+use crate::out::{Framing, Segments};
 use crate::protocol::{MessageType, Protocol};
 use crate::signal::LocalSignal;
 use crate::transport::{detect_stream, Incoming, MessageStream, ReadError, Transport};
@@ -27,9 +27,10 @@ struct Conn {
     in_flight: Cell<usize>,
     /// Handler tasks still running.
     running: Cell<usize>,
-    /// The writer failed: stop everything.
-    failed: Cell<bool>,
-    /// Notified when `in_flight`, `running` or `failed` change.
+    /// Set when the writer failed: stop everything. Apart from `changed` so a reader
+    /// waiting for requests is not woken by every reply sent.
+    failed: Rc<LocalSignal>,
+    /// Notified when `in_flight` or `running` change, and on failure.
     changed: Rc<LocalSignal>,
     handlers: RefCell<slab::Slab<JoinHandle<()>>>,
     writer: RefCell<Option<JoinHandle<()>>>,
@@ -42,7 +43,7 @@ impl Conn {
     }
 
     /// Queues a reply; its slot is released once the writer has sent it.
-    fn push(&self, segs: Vec<bytes::Bytes>) {
+    fn push(&self, segs: Segments) {
         self.out.push(segs);
     }
 
@@ -90,7 +91,7 @@ pub(super) async fn serve(stream: TcpStream, w: Rc<WorkerCtx>, key: usize) {
         out: OutQueue::default(),
         in_flight: Cell::new(0),
         running: Cell::new(0),
-        failed: Cell::new(false),
+        failed: Rc::new(LocalSignal::default()),
         changed: Rc::new(LocalSignal::default()),
         handlers: RefCell::new(slab::Slab::new()),
         writer: RefCell::new(None),
@@ -114,7 +115,7 @@ pub(super) async fn serve(stream: TcpStream, w: Rc<WorkerCtx>, key: usize) {
                     WriteError::TimedOut => bump(&w.stats.write_timeouts, 1),
                     WriteError::Io(_) => bump(&w.stats.io_errors, 1),
                 }
-                conn.failed.set(true);
+                conn.failed.set();
                 conn.changed.notify();
             }
         })
@@ -127,7 +128,7 @@ pub(super) async fn serve(stream: TcpStream, w: Rc<WorkerCtx>, key: usize) {
             // Every running handler queues its reply; then the writer sends the rest.
             let mut changed = conn.changed.wait();
             poll_fn(|cx| {
-                if conn.running.get() == 0 || conn.failed.get() {
+                if conn.running.get() == 0 || conn.failed.is_set() {
                     return Poll::Ready(());
                 }
                 let _ = changed.poll_set(cx);
@@ -156,6 +157,7 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
     let mut reader = FrameReader::new(stream.clone());
     let mut drain = w.drain.wait();
     let mut changed = conn.changed.wait();
+    let mut failed = conn.failed.wait();
     let mut last_activity = zerorx::time::turn_time();
     let mut idle = cfg
         .idle_timeout
@@ -227,7 +229,7 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
         if conn.in_flight.get() >= cfg.max_in_flight {
             bump(&stats.in_flight_waits, 1);
             let ev = poll_fn(|cx| {
-                if conn.failed.get() {
+                if conn.failed.is_set() {
                     return Poll::Ready(Event::Failed);
                 }
                 if conn.in_flight.get() < cfg.max_in_flight {
@@ -253,7 +255,7 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
             let next = pin!(messages.next());
             let mut next = next;
             poll_fn(|cx| {
-                if conn.failed.get() {
+                if failed.poll_set(cx).is_ready() {
                     return Poll::Ready(Event::Failed);
                 }
                 if let Poll::Ready(r) = next.as_mut().poll(cx) {
@@ -262,7 +264,6 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
                 if drain.poll_set(cx).is_ready() {
                     return Poll::Ready(Event::Drain);
                 }
-                let _ = changed.poll_set(cx);
                 if let Some(s) = idle.as_mut() {
                     if Pin::new(s).poll(cx).is_ready() {
                         return Poll::Ready(Event::Idle);

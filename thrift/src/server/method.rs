@@ -3,7 +3,7 @@
 
 use crate::exception::ApplicationException;
 use crate::message::{encode_framed, MessageReader};
-use crate::out::Framing;
+use crate::out::{Framing, Segments};
 use crate::protocol::{MessageType, Protocol};
 use crate::{DecodeError, EncodeError, ThriftDecode, ThriftEncode};
 use bytes::Bytes;
@@ -28,7 +28,7 @@ impl ReplyTo {
         &self,
         kind: MessageType,
         body: &T,
-    ) -> Result<Vec<Bytes>, EncodeError> {
+    ) -> Result<Segments, EncodeError> {
         encode_framed(
             self.framing,
             self.protocol,
@@ -44,7 +44,7 @@ impl ReplyTo {
 /// What a handler's future ends with.
 pub(crate) enum Outcome {
     /// The encoded reply.
-    Reply(Vec<Bytes>),
+    Reply(Segments),
     /// A oneway handler finished.
     Done,
     /// The handler failed; answer with this exception.

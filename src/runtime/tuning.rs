@@ -54,7 +54,7 @@ impl fmt::Display for Setting {
 }
 
 /// Every variable, the setting it sets and what it accepts.
-pub const VARIABLES: [(&str, &str, &str); 8] = [
+pub const VARIABLES: [(&str, &str, &str); 11] = [
     (
         "ZERORX_THREADS",
         "threads",
@@ -86,6 +86,17 @@ pub const VARIABLES: [(&str, &str, &str); 8] = [
         "ZERORX_BUSY_POLL",
         "busy_poll",
         "off, or a duration (50us, 1ms) optionally followed by ,prefer",
+    ),
+    (
+        "ZERORX_INCREMENTAL_BUFFERS",
+        "incremental_buffers",
+        "auto, on or off",
+    ),
+    ("ZERORX_RECV_BUNDLES", "recv_bundles", "on or off"),
+    (
+        "ZERORX_COMPLETION_BATCH",
+        "completion_batch",
+        "off, or EVENTS,DURATION (16,50us)",
     ),
 ];
 
@@ -148,20 +159,62 @@ pub(crate) fn busy_poll(variable: &str, value: &str) -> io::Result<Option<(Durat
         Some(_) => return Err(bad(variable, value)),
         None => (v, false),
     };
-    let (digits, unit) = time
+    let d = duration(time).ok_or_else(|| bad(variable, value))?;
+    Ok(Some((d, prefer)))
+}
+
+/// A non-zero duration with a `us`, `ms` or `s` unit.
+fn duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let (digits, unit) = text
         .find(|c: char| !c.is_ascii_digit())
-        .map_or((time, ""), |i| time.split_at(i));
-    let n: u64 = digits.parse().map_err(|_| bad(variable, value))?;
+        .map_or((text, ""), |i| text.split_at(i));
+    let n: u64 = digits.parse().ok()?;
     let d = match unit {
         "us" => Duration::from_micros(n),
         "ms" => Duration::from_millis(n),
         "s" => Duration::from_secs(n),
-        _ => return Err(bad(variable, value)),
+        _ => return None,
     };
-    if d.is_zero() {
-        return Err(bad(variable, value));
+    (!d.is_zero()).then_some(d)
+}
+
+/// `on` or `off` (also `true`/`false`, `1`/`0`).
+pub(crate) fn switch(variable: &str, value: &str) -> io::Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => Err(bad(variable, value)),
     }
-    Ok(Some((d, prefer)))
+}
+
+/// `auto` (`None`: the kernel decides), or a [`switch`].
+pub(crate) fn auto_switch(variable: &str, value: &str) -> io::Result<Option<bool>> {
+    if value.trim().eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    switch(variable, value).map(Some)
+}
+
+/// `off`, or `EVENTS,DURATION`: wait for up to EVENTS completions, at most DURATION
+/// after the first.
+pub(crate) fn completion_batch(
+    variable: &str,
+    value: &str,
+) -> io::Result<Option<(u32, Duration)>> {
+    let v = value.trim();
+    if v.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let (events, delay) = v.split_once(',').ok_or_else(|| bad(variable, value))?;
+    let events: u32 = events
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| bad(variable, value))?;
+    let delay = duration(delay).ok_or_else(|| bad(variable, value))?;
+    Ok(Some((events, delay)))
 }
 
 /// The receive mode's command-line form.
@@ -193,6 +246,15 @@ mod tests {
             busy_poll("V", "2ms,prefer").ok(),
             Some(Some((Duration::from_millis(2), true)))
         );
+        assert_eq!(switch("V", "On").ok(), Some(true));
+        assert_eq!(switch("V", "0").ok(), Some(false));
+        assert_eq!(auto_switch("V", "auto").ok(), Some(None));
+        assert_eq!(auto_switch("V", "off").ok(), Some(Some(false)));
+        assert_eq!(completion_batch("V", "off").ok(), Some(None));
+        assert_eq!(
+            completion_batch("V", "16, 50us").ok(),
+            Some(Some((16, Duration::from_micros(50))))
+        );
         assert_eq!(
             receive_mode("V", "device-less:2").ok(),
             Some(ReceiveMode::DeviceLess { instances: 2 })
@@ -201,7 +263,32 @@ mod tests {
 
     #[test]
     fn a_bad_value_names_the_variable_and_what_it_takes() {
-        let cases: [(&str, &str, io::Result<()>); 8] = [
+        let cases: [(&str, &str, io::Result<()>); 13] = [
+            (
+                "ZERORX_RECV_BUNDLES",
+                "yes",
+                switch("ZERORX_RECV_BUNDLES", "yes").map(drop),
+            ),
+            (
+                "ZERORX_INCREMENTAL_BUFFERS",
+                "maybe",
+                auto_switch("ZERORX_INCREMENTAL_BUFFERS", "maybe").map(drop),
+            ),
+            (
+                "ZERORX_COMPLETION_BATCH",
+                "16",
+                completion_batch("ZERORX_COMPLETION_BATCH", "16").map(drop),
+            ),
+            (
+                "ZERORX_COMPLETION_BATCH",
+                "0,50us",
+                completion_batch("ZERORX_COMPLETION_BATCH", "0,50us").map(drop),
+            ),
+            (
+                "ZERORX_COMPLETION_BATCH",
+                "16,0ms",
+                completion_batch("ZERORX_COMPLETION_BATCH", "16,0ms").map(drop),
+            ),
             (
                 "ZERORX_THREADS",
                 "two",

@@ -66,6 +66,13 @@ impl Builder {
             "ZERORX_RECEIVE_MODE" => self.receive_mode = tuning::receive_mode(variable, value)?,
             "ZERORX_WAKE" => self.wake = tuning::wake(variable, value)?,
             "ZERORX_BUSY_POLL" => self.busy_poll = tuning::busy_poll(variable, value)?,
+            "ZERORX_INCREMENTAL_BUFFERS" => {
+                self.incremental = tuning::auto_switch(variable, value)?
+            }
+            "ZERORX_RECV_BUNDLES" => self.recv_bundles = tuning::switch(variable, value)?,
+            "ZERORX_COMPLETION_BATCH" => {
+                self.wait_batch = tuning::completion_batch(variable, value)?
+            }
             _ => {}
         }
         Ok(())
@@ -95,6 +102,26 @@ impl Builder {
                     WakeMode::MsgRing => "msg-ring",
                 }
                 .to_owned(),
+            ),
+            "ZERORX_INCREMENTAL_BUFFERS" => (
+                "incremental_buffers",
+                match self.incremental {
+                    None => "auto",
+                    Some(true) => "on",
+                    Some(false) => "off",
+                }
+                .to_owned(),
+            ),
+            "ZERORX_RECV_BUNDLES" => (
+                "recv_bundles",
+                if self.recv_bundles { "on" } else { "off" }.to_owned(),
+            ),
+            "ZERORX_COMPLETION_BATCH" => (
+                "completion_batch",
+                self.wait_batch.map_or_else(
+                    || "off".to_owned(),
+                    |(n, d)| format!("{n},{d:?}"),
+                ),
             ),
             _ => (
                 "busy_poll",

@@ -222,6 +222,7 @@ impl Builder {
     /// connections share one buffer. Default: on where the kernel has it. Forcing it on
     /// where the kernel lacks it makes `build()` fail with the kernel's error.
     pub fn incremental_buffers(&mut self, on: bool) -> &mut Self {
+        self.explicit.push("ZERORX_INCREMENTAL_BUFFERS");
         self.incremental = Some(on);
         self
     }
@@ -230,6 +231,7 @@ impl Builder {
     /// completion covers several buffers. Ignored with incremental buffers, which
     /// already fill one buffer with many receives. Off by default.
     pub fn recv_bundles(&mut self, on: bool) -> &mut Self {
+        self.explicit.push("ZERORX_RECV_BUNDLES");
         self.recv_bundles = on;
         self
     }
@@ -239,6 +241,7 @@ impl Builder {
     /// Linux 6.12): fewer wake-ups under moderate load, at up to `max_delay` of added
     /// latency. Off by default; `build()` fails on kernels without it.
     pub fn completion_batch(&mut self, events: u32, max_delay: Duration) -> &mut Self {
+        self.explicit.push("ZERORX_COMPLETION_BATCH");
         self.wait_batch = Some((events, max_delay));
         self
     }
@@ -380,8 +383,23 @@ mod tests {
                 ("ZERORX_POOL_SIZE", "8M"),
                 ("ZERORX_BUSY_POLL", "50us,prefer"),
                 ("ZERORX_RECEIVE_MODE", " "),
+                ("ZERORX_INCREMENTAL_BUFFERS", "off"),
+                ("ZERORX_RECV_BUNDLES", "on"),
+                ("ZERORX_COMPLETION_BATCH", "16,50us"),
             ]))
             .expect("valid");
+        assert_eq!(
+            source_of(&t, "incremental_buffers"),
+            ("off", Source::Environment)
+        );
+        assert_eq!(source_of(&t, "recv_bundles"), ("on", Source::Environment));
+        assert_eq!(
+            source_of(&t, "completion_batch"),
+            ("16,50µs", Source::Environment)
+        );
+        assert_eq!(resolved.incremental, Some(false));
+        assert!(resolved.recv_bundles);
+        assert_eq!(resolved.wait_batch, Some((16, Duration::from_micros(50))));
         assert_eq!(t.len(), tuning::VARIABLES.len());
         assert_eq!(source_of(&t, "threads"), ("2", Source::Code));
         assert_eq!(source_of(&t, "wake"), ("msg-ring", Source::Environment));
@@ -408,6 +426,14 @@ mod tests {
             (&[("ZERORX_POOL_SIZE", "lots")][..], "ZERORX_POOL_SIZE"),
             (&[("ZERORX_THREADS", "0")][..], "ZERORX_THREADS"),
             (&[("ZERORX_CHUNK_SIZE", "8G")][..], "ZERORX_CHUNK_SIZE"),
+            (
+                &[("ZERORX_COMPLETION_BATCH", "16")][..],
+                "ZERORX_COMPLETION_BATCH",
+            ),
+            (
+                &[("ZERORX_INCREMENTAL_BUFFERS", "yes")][..],
+                "ZERORX_INCREMENTAL_BUFFERS",
+            ),
             (
                 &[("ZERORX_RECEIVE_MODE", "zerocopy")][..],
                 "ZERORX_RECEIVE_MODE",

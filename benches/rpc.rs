@@ -13,6 +13,7 @@ use rpc_peers::{load, report, servers, tnonblocking, volo};
 use servers::{Kind, Server, Setup};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 use zerorx_cli::bench::AddArgs;
 use zerorx_thrift::{encode_message, DecodeLimits, MessageReader, MessageType, Protocol, Returns};
@@ -33,11 +34,17 @@ usage: cargo bench -p zerorx-bench --bench rpc -- [options]
                       gets one worker per connection instead)
   --client-threads N  load generator threads (default 1)
   --servers LIST      comma-separated subset of zerorx,tokio,thrift-crate,tnonblocking,volo
-                      (default all five), plus frame-echo on request: a reference
-                      server doing no Thrift work (echoes each frame as its reply)
+                      (default all five), plus on request frame-echo (a reference
+                      server doing no Thrift work: echoes each frame as its reply) and
+                      zerorx-alt (see --alt-exe)
   --workloads LIST    comma-separated subset of 64B,64KiB (default both)
   --zerorx-args ARGS  extra `zerorx serve` options for the zerorx server, space-separated
                       (e.g. \"--chunk-kib 128 --pool-kib 2048\")
+  --alt-exe PATH      the benchmark binary the zerorx-alt server comes from (another
+                      build, e.g. the baseline of a change; default this one); name
+                      zerorx-alt in --servers to measure it against zerorx in the same
+                      rounds (its ratios print as a peer's)
+  --alt-env 'VAR=VAL ...'  the ZERORX_* environment of the zerorx-alt server
   --json FILE         also write every cell, the ratios and the goals as JSON
   --profile           sample each server with perf during every measured window and
                       print where its CPU goes per request (see benches/src/profile.rs)
@@ -57,6 +64,8 @@ struct Options {
     /// Payload sizes to run (`echo-64B`, `echo-64KiB`).
     payloads: Vec<usize>,
     zerorx_args: Vec<String>,
+    alt_exe: Option<PathBuf>,
+    alt_env: Vec<(String, String)>,
     json: Option<String>,
     profile: bool,
 }
@@ -74,6 +83,8 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
         servers: Kind::ALL.to_vec(),
         payloads: vec![64, 64 * 1024],
         zerorx_args: Vec::new(),
+        alt_exe: None,
+        alt_env: Vec::new(),
         json: None,
         profile: false,
     };
@@ -129,6 +140,26 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
             }
             "--zerorx-args" => {
                 o.zerorx_args = value()?.split_whitespace().map(str::to_owned).collect();
+            }
+            "--alt-exe" => {
+                let p = PathBuf::from(value()?);
+                if !p.is_file() {
+                    return Err(format!("--alt-exe: {} is not a file", p.display()));
+                }
+                o.alt_exe = Some(p);
+            }
+            "--alt-env" => {
+                o.alt_env = value()?
+                    .split_whitespace()
+                    .map(|pair| {
+                        pair.split_once('=')
+                            .filter(|(k, _)| k.starts_with("ZERORX_"))
+                            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                            .ok_or_else(|| {
+                                format!("--alt-env: expected ZERORX_NAME=VALUE, got {pair:?}")
+                            })
+                    })
+                    .collect::<Result<_, _>>()?;
             }
             "--json" => o.json = Some(value()?),
             "--profile" => o.profile = true,
@@ -232,6 +263,8 @@ fn run(args: &[String]) -> i32 {
         volo,
         log_dir: tnonblocking::work_dir().join("logs"),
         zerorx_args: o.zerorx_args.clone(),
+        alt_exe: o.alt_exe.clone(),
+        alt_env: o.alt_env.clone(),
     };
     let wls = workloads(&o);
     println!(

@@ -27,6 +27,10 @@ pub enum Kind {
     /// The reference: frames echoed with no Thrift work (`zerorx_bench::frame_echo`).
     /// Not in [`Kind::ALL`]: it answers `echo` only.
     FrameEcho,
+    /// `zerorx serve` again, from `--alt-exe` (another build of this benchmark, such
+    /// as the baseline of a change) and/or with `--alt-env`: a change or a runtime
+    /// lever measured against `zerorx` in the same rounds. Not in [`Kind::ALL`].
+    ZerorxAlt,
 }
 
 impl Kind {
@@ -39,13 +43,14 @@ impl Kind {
         Kind::Volo,
     ];
     /// Every server `--servers` accepts.
-    const KNOWN: [Kind; 6] = [
+    const KNOWN: [Kind; 7] = [
         Kind::Zerorx,
         Kind::Tokio,
         Kind::ThriftCrate,
         Kind::TNonblocking,
         Kind::Volo,
         Kind::FrameEcho,
+        Kind::ZerorxAlt,
     ];
 
     /// The name used on the command line and in reports.
@@ -57,6 +62,7 @@ impl Kind {
             Kind::TNonblocking => "tnonblocking",
             Kind::Volo => "volo",
             Kind::FrameEcho => "frame-echo",
+            Kind::ZerorxAlt => "zerorx-alt",
         }
     }
 
@@ -80,8 +86,12 @@ pub struct Setup {
     pub volo: Option<PathBuf>,
     /// Where servers' stderr goes (`KIND.log`).
     pub log_dir: PathBuf,
-    /// Extra `zerorx serve` options (e.g. `--chunk-kib 128`).
+    /// Extra `zerorx serve` options (e.g. `--chunk-kib 128`), for zerorx-alt too.
     pub zerorx_args: Vec<String>,
+    /// The benchmark binary zerorx-alt runs (`None`: this one).
+    pub alt_exe: Option<PathBuf>,
+    /// The environment zerorx-alt runs with.
+    pub alt_env: Vec<(String, String)>,
 }
 
 /// A running server.
@@ -119,12 +129,22 @@ impl Server {
                 c
             }
             _ => {
-                let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+                let exe = match (kind, &setup.alt_exe) {
+                    (Kind::ZerorxAlt, Some(alt)) => alt.clone(),
+                    _ => std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+                };
                 let mut c = Command::new(exe);
-                c.args(["--serve", kind.name(), "--port", &port.to_string()]);
+                let serve = match kind {
+                    Kind::ZerorxAlt => Kind::Zerorx,
+                    k => k,
+                };
+                c.args(["--serve", serve.name(), "--port", &port.to_string()]);
                 c.args(["--threads", &threads.to_string()]);
-                if kind == Kind::Zerorx {
+                if serve == Kind::Zerorx {
                     c.args(&setup.zerorx_args);
+                }
+                if kind == Kind::ZerorxAlt {
+                    c.envs(setup.alt_env.iter().map(|(k, v)| (k, v)));
                 }
                 c
             }
@@ -283,7 +303,9 @@ pub fn serve_child(args: &[String]) -> i32 {
         }
         Kind::Tokio => super::tokio_server::serve(addr, threads).map_err(|e| e.to_string()),
         Kind::ThriftCrate => super::thrift_crate_server::serve(addr).map_err(|e| e.to_string()),
-        Kind::TNonblocking | Kind::Volo => Err(format!("{} is its own binary", kind.name())),
+        Kind::TNonblocking | Kind::Volo | Kind::ZerorxAlt => {
+            Err(format!("{} is started as another binary", kind.name()))
+        }
         Kind::FrameEcho => {
             zerorx_bench::frame_echo::serve(addr, threads).map_err(|e| e.to_string())
         }

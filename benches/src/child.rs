@@ -33,7 +33,11 @@ impl ServerProcess {
     /// until it listens.
     pub fn start(kind: ServerKind, cfg: &ServerConfig) -> io::Result<ServerProcess> {
         let exe = std::env::current_exe()?;
-        let mut child = Command::new(exe)
+        let mut cmd = Command::new(exe);
+        if kind == ServerKind::ZerorxAlt {
+            cmd.envs(cfg.alt_env.iter().map(|(k, v)| (k, v)));
+        }
+        let mut child = cmd
             .arg(SERVE_FLAG)
             .arg(kind.name())
             .arg(format!("--pool-buffers={}", cfg.pool_buffers))

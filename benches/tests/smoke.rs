@@ -1,7 +1,8 @@
 //! Runs the echo, wake, HTTP and TLS benchmarks once, briefly (`--smoke`), so they cannot
 //! rot: every server must answer every request of every workload correctly, and every
 //! wake-up round trip must complete. No speed is asserted. The echo benchmark runs a
-//! second time with `--profile` (perf sampling each server's window).
+//! second time with `--profile` (perf sampling each server's window), and a third
+//! with the `zerorx-alt` server (`--alt-env`).
 //!
 //! This test binary is also the server child the echo and HTTP benchmarks start (they
 //! re-execute themselves with `--serve KIND` and `--serve-http KIND`), hence
@@ -33,7 +34,22 @@ fn main() {
         .map(String::from)
         .to_vec(),
     );
-    let all = [echo, wake, http, tls, profile];
+    // A lever measured against zerorx in the same rounds (zerorx-alt, --alt-env).
+    let alt = zerorx_bench::echo::main_with_args(
+        [
+            program.as_str(),
+            "--smoke",
+            "--servers",
+            "zerorx,zerorx-alt",
+            "--alt-env",
+            "ZERORX_INCREMENTAL_BUFFERS=off",
+            "--workloads",
+            "W2",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    let all = [echo, wake, http, tls, profile, alt];
     let failed = all.iter().filter(|&&rc| rc != 0).count();
     println!("\nsmoke: {} passed, {failed} failed", all.len() - failed);
     std::process::exit(i32::from(failed > 0));

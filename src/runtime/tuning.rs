@@ -198,10 +198,7 @@ pub(crate) fn auto_switch(variable: &str, value: &str) -> io::Result<Option<bool
 
 /// `off`, or `EVENTS,DURATION`: wait for up to EVENTS completions, at most DURATION
 /// after the first.
-pub(crate) fn completion_batch(
-    variable: &str,
-    value: &str,
-) -> io::Result<Option<(u32, Duration)>> {
+pub(crate) fn completion_batch(variable: &str, value: &str) -> io::Result<Option<(u32, Duration)>> {
     let v = value.trim();
     if v.eq_ignore_ascii_case("off") {
         return Ok(None);

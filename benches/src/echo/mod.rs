@@ -421,7 +421,24 @@ mod tests {
         assert_eq!((o.max_steal, o.retries), (5.0, 2));
         let o = Options::parse(&args(&["--max-steal", "12.5", "--retries=0"])).expect("steal");
         assert_eq!((o.max_steal, o.retries), (12.5, 0));
+        let o = Options::parse(&args(&[
+            "--servers",
+            "zerorx,zerorx-alt",
+            "--alt-env",
+            "ZERORX_COMPLETION_BATCH=16,50us ZERORX_RECV_BUNDLES=on",
+        ]))
+        .expect("alt");
+        assert_eq!(o.servers, vec![ServerKind::Zerorx, ServerKind::ZerorxAlt]);
+        assert_eq!(
+            o.server.alt_env,
+            vec![
+                ("ZERORX_COMPLETION_BATCH".to_owned(), "16,50us".to_owned()),
+                ("ZERORX_RECV_BUNDLES".to_owned(), "on".to_owned())
+            ]
+        );
         for bad in [
+            &["--alt-env", "PATH=/bin"][..],
+            &["--alt-env", "ZERORX_WAKE"],
             &["--max-steal", "-1"][..],
             &["--max-steal", "101"],
             &["--max-steal", "lots"],

@@ -16,7 +16,8 @@ cargo bench -p zerorx-bench --bench echo -- [options]
   --warmup S         warm-up per cell (default 0.5)
   --quick            3 rounds, 1 s cells, 0.3 s warm-up, 2000 idle connections
   --smoke            1 round, 0.2 s cells; checks only that every server answered correctly
-  --servers LIST     comma-separated: zerorx,zerorx-mt,tokio-ct,tokio-mt,monoio (default all)
+  --servers LIST     comma-separated: zerorx,zerorx-mt,tokio-ct,tokio-mt,monoio (default all),
+                     zerorx-alt (see --alt-env)
   --workloads LIST   comma-separated: W1,W2,W2-1k,W3 (or W3-50,W3-90),W4,W5,W6,W6-64,W7,W8 (default all)
   --idle-conns N     W7 idle connections (default 10000)
   --open-rate R      W3's full rate in req/s (W3-50 runs at half, W3-90 at 90 %); default:
@@ -29,6 +30,9 @@ cargo bench -p zerorx-bench --bench echo -- [options]
   --retries N        at most N such re-measurements per cell (default 2)
   --pool-buffers N   zerorx receive pool buffers per worker (default 64)
   --pool-buffer-size B  zerorx receive pool buffer size (default 65536)
+  --alt-env 'VAR=VAL ...'  the ZERORX_* environment of the zerorx-alt server (the
+                     1-worker zerorx server again, run only when --servers names it):
+                     a runtime lever measured against zerorx in the same rounds
   --json FILE        also write the whole run (cells, summary) as JSON
   --profile          sample each server with perf in every measured window and print
                      where its CPU per operation goes (see benches/src/profile.rs)
@@ -222,6 +226,20 @@ impl Options {
                     o.server.pool_buffer_size = v
                         .parse()
                         .map_err(|_| format!("--pool-buffer-size: bad size {v:?}"))?;
+                }
+                "--alt-env" => {
+                    let v = value()?;
+                    o.server.alt_env = v
+                        .split_whitespace()
+                        .map(|pair| {
+                            pair.split_once('=')
+                                .filter(|(k, _)| k.starts_with("ZERORX_"))
+                                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                                .ok_or_else(|| {
+                                    format!("--alt-env: expected ZERORX_NAME=VALUE, got {pair:?}")
+                                })
+                        })
+                        .collect::<Result<_, _>>()?;
                 }
                 "--json" => o.json = Some(PathBuf::from(value()?)),
                 "--profile" => {

@@ -26,6 +26,10 @@ pub enum ServerKind {
     TokioMt,
     /// monoio on io_uring, one thread: an owned 64 KiB buffer per connection.
     Monoio,
+    /// The 1-worker zerorx server again, with the `ZERORX_*` environment `--alt-env`
+    /// gives it: a lever measured against `zerorx` in the same rounds. Only run when
+    /// `--servers` names it.
+    ZerorxAlt,
 }
 
 impl ServerKind {
@@ -46,12 +50,16 @@ impl ServerKind {
             ServerKind::TokioCt => "tokio-ct",
             ServerKind::TokioMt => "tokio-mt",
             ServerKind::Monoio => "monoio",
+            ServerKind::ZerorxAlt => "zerorx-alt",
         }
     }
 
     /// Parses a [`name`](Self::name).
     pub fn parse(s: &str) -> Option<ServerKind> {
-        ServerKind::ALL.into_iter().find(|k| k.name() == s)
+        ServerKind::ALL
+            .into_iter()
+            .chain([ServerKind::ZerorxAlt])
+            .find(|k| k.name() == s)
     }
 
     /// The peer this server's ratios are taken against: the tokio runtime with the same
@@ -78,6 +86,8 @@ pub struct ServerConfig {
     pub pool_buffer_size: u32,
     /// The child exits by itself after this many seconds, whatever happens.
     pub life_secs: u64,
+    /// The environment the `zerorx-alt` server runs with (`ZERORX_*` settings).
+    pub alt_env: Vec<(String, String)>,
 }
 
 impl Default for ServerConfig {
@@ -87,6 +97,7 @@ impl Default for ServerConfig {
             pool_buffers: pool.buffers,
             pool_buffer_size: pool.buffer_size,
             life_secs: 600,
+            alt_env: Vec::new(),
         }
     }
 }
@@ -136,7 +147,7 @@ pub type Ready = Box<dyn FnOnce(SocketAddr, StatsFn)>;
 /// Runs `kind` on this thread until the process exits. Returns only on failure.
 pub fn run(kind: ServerKind, cfg: &ServerConfig, ready: Ready) -> io::Result<()> {
     match kind {
-        ServerKind::Zerorx => zerorx_echo::serve(1, cfg, ready),
+        ServerKind::Zerorx | ServerKind::ZerorxAlt => zerorx_echo::serve(1, cfg, ready),
         ServerKind::ZerorxMt => zerorx_echo::serve(2, cfg, ready),
         ServerKind::TokioCt => tokio_echo::serve(false, ready),
         ServerKind::TokioMt => tokio_echo::serve(true, ready),
@@ -199,6 +210,12 @@ mod tests {
             assert_eq!(ServerKind::parse(k.name()), Some(k));
         }
         assert_eq!(ServerKind::parse("nginx"), None);
+        assert_eq!(
+            ServerKind::parse("zerorx-alt"),
+            Some(ServerKind::ZerorxAlt),
+            "accepted, though not in ALL (not run by default)"
+        );
+        assert!(!ServerKind::ALL.contains(&ServerKind::ZerorxAlt));
     }
 
     #[test]

@@ -118,10 +118,8 @@ impl Builder {
             ),
             "ZERORX_COMPLETION_BATCH" => (
                 "completion_batch",
-                self.wait_batch.map_or_else(
-                    || "off".to_owned(),
-                    |(n, d)| format!("{n},{d:?}"),
-                ),
+                self.wait_batch
+                    .map_or_else(|| "off".to_owned(), |(n, d)| format!("{n},{d:?}")),
             ),
             _ => (
                 "busy_poll",

@@ -13,14 +13,19 @@ use std::io::IoSlice;
 /// (with more than one segment) and [`Buf::copy_to_bytes`] across a segment boundary
 /// copy.
 ///
-/// Segments that came from [`TcpStream::recv`](crate::net::TcpStream::recv) keep their
+/// ChainSegments that came from [`TcpStream::recv`](crate::net::TcpStream::recv) keep their
 /// receive-pool chunk busy until the last view of it is dropped, so data kept for long
 /// (caches, queues) should be copied out (`into_contiguous` on a one-segment chain does
 /// not copy: use `Bytes::copy_from_slice` for that).
 #[derive(Clone, Default)]
 pub struct BytesChain {
-    /// Never holds an empty segment, so `chunk()` is non-empty while bytes remain.
-    segs: VecDeque<Bytes>,
+    /// The first segment, inline: most frames lie in one receive buffer, and a chain
+    /// of one segment then allocates nothing (a `VecDeque` of one cost a malloc and a
+    /// free per request, measured in issue 22). Empty only when the chain is.
+    first: Bytes,
+    /// The segments after `first`, never holding an empty one, so `chunk()` is
+    /// non-empty while bytes remain.
+    rest: VecDeque<Bytes>,
     len: usize,
 }
 
@@ -32,10 +37,20 @@ impl BytesChain {
 
     /// Appends a segment (empty segments are dropped).
     pub fn push(&mut self, b: Bytes) {
-        if !b.is_empty() {
-            self.len += b.len();
-            self.segs.push_back(b);
+        if b.is_empty() {
+            return;
         }
+        self.len += b.len();
+        if self.first.is_empty() {
+            self.first = b;
+        } else {
+            self.rest.push_back(b);
+        }
+    }
+
+    /// Drops the (emptied) first segment and moves the next one up.
+    fn pop_first(&mut self) {
+        self.first = self.rest.pop_front().unwrap_or_default();
     }
 
     /// Total bytes in all segments.
@@ -49,25 +64,27 @@ impl BytesChain {
     }
 
     /// The segments in order, none of them empty.
-    pub fn segments(&self) -> impl ExactSizeIterator<Item = &Bytes> + '_ {
-        self.segs.iter()
+    pub fn segments(&self) -> ChainSegments<'_> {
+        ChainSegments {
+            first: (!self.first.is_empty()).then_some(&self.first),
+            rest: self.rest.iter(),
+        }
     }
 
     /// True with 0 or 1 segment: the bytes are one slice of memory.
     pub fn is_contiguous(&self) -> bool {
-        self.segs.len() <= 1
+        self.rest.is_empty()
     }
 
     /// The bytes as one [`Bytes`]: no copy when contiguous (the segment itself, still
     /// pointing into the receive buffer); otherwise one copy into a buffer recycled per
     /// thread (it returns to the dropping thread's free list with the last view, so
     /// large frames do not fault fresh pages in every time).
-    pub fn into_contiguous(mut self) -> Bytes {
-        match self.segs.len() {
-            0 => Bytes::new(),
-            1 => self.segs.pop_front().unwrap_or_default(),
-            _ => super::assembly::concat(&self.segs, self.len),
+    pub fn into_contiguous(self) -> Bytes {
+        if self.rest.is_empty() {
+            return self.first;
         }
+        super::assembly::concat(self.segments(), self.len)
     }
 
     /// Takes the first `n` bytes as a new chain, without copying: whole segments move,
@@ -84,15 +101,12 @@ impl BytesChain {
         let mut head = BytesChain::new();
         while head.len < n {
             let want = n - head.len;
-            let Some(front) = self.segs.front_mut() else {
-                break;
-            };
-            if front.len() <= want {
-                if let Some(seg) = self.segs.pop_front() {
-                    head.push(seg);
-                }
+            if self.first.len() <= want {
+                let seg = std::mem::take(&mut self.first);
+                self.pop_first();
+                head.push(seg);
             } else {
-                head.push(front.split_to(want));
+                head.push(self.first.split_to(want));
             }
         }
         self.len -= head.len;
@@ -103,7 +117,7 @@ impl BytesChain {
     /// them and returns how many were copied (a peek, e.g. at a length prefix).
     pub fn copy_prefix(&self, out: &mut [u8]) -> usize {
         let mut done = 0;
-        for s in &self.segs {
+        for s in self.segments() {
             if done == out.len() {
                 break;
             }
@@ -114,6 +128,27 @@ impl BytesChain {
         done
     }
 }
+
+/// The segments of a [`BytesChain`], in order.
+pub struct ChainSegments<'a> {
+    first: Option<&'a Bytes>,
+    rest: std::collections::vec_deque::Iter<'a, Bytes>,
+}
+
+impl<'a> Iterator for ChainSegments<'a> {
+    type Item = &'a Bytes;
+
+    fn next(&mut self) -> Option<&'a Bytes> {
+        self.first.take().or_else(|| self.rest.next())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = usize::from(self.first.is_some()) + self.rest.len();
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for ChainSegments<'_> {}
 
 impl From<Bytes> for BytesChain {
     fn from(b: Bytes) -> Self {
@@ -129,12 +164,12 @@ impl Buf for BytesChain {
     }
 
     fn chunk(&self) -> &[u8] {
-        self.segs.front().map_or(&[], |s| &s[..])
+        &self.first
     }
 
     fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
         let mut n = 0;
-        for (slot, seg) in dst.iter_mut().zip(&self.segs) {
+        for (slot, seg) in dst.iter_mut().zip(self.segments()) {
             *slot = IoSlice::new(seg);
             n += 1;
         }
@@ -152,14 +187,11 @@ impl Buf for BytesChain {
         );
         self.len -= cnt;
         while cnt > 0 {
-            let Some(front) = self.segs.front_mut() else {
-                break;
-            };
-            if front.len() <= cnt {
-                cnt -= front.len();
-                self.segs.pop_front();
+            if self.first.len() <= cnt {
+                cnt -= self.first.len();
+                self.pop_first();
             } else {
-                front.advance(cnt);
+                self.first.advance(cnt);
                 cnt = 0;
             }
         }
@@ -175,20 +207,17 @@ impl Buf for BytesChain {
             "BytesChain::copy_to_bytes({len}) past the {} remaining bytes",
             self.len
         );
-        match self.segs.front_mut() {
-            Some(front) if front.len() >= len => {
-                let out = front.split_to(len);
-                if front.is_empty() {
-                    self.segs.pop_front();
-                }
-                self.len -= len;
-                out
+        if self.first.len() >= len {
+            let out = self.first.split_to(len);
+            if self.first.is_empty() {
+                self.pop_first();
             }
-            _ => self
-                .split_to(len)
-                .map(BytesChain::into_contiguous)
-                .unwrap_or_default(),
+            self.len -= len;
+            return out;
         }
+        self.split_to(len)
+            .map(BytesChain::into_contiguous)
+            .unwrap_or_default()
     }
 }
 
@@ -196,7 +225,7 @@ impl fmt::Debug for BytesChain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BytesChain")
             .field("len", &self.len)
-            .field("segments", &self.segs.len())
+            .field("segments", &self.segments().len())
             .finish()
     }
 }

@@ -19,7 +19,7 @@ mod udp;
 
 pub use crate::ops::poll::Readable;
 pub use crate::ops::send_buf::SendBuf;
-pub use chain::BytesChain;
+pub use chain::{BytesChain, ChainSegments};
 #[cfg(any(feature = "hyper", feature = "tokio-io"))]
 pub(crate) use compat::poll_copy_out;
 pub use compat::Compat;

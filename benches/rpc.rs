@@ -148,19 +148,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
                 }
                 o.alt_exe = Some(p);
             }
-            "--alt-env" => {
-                o.alt_env = value()?
-                    .split_whitespace()
-                    .map(|pair| {
-                        pair.split_once('=')
-                            .filter(|(k, _)| k.starts_with("ZERORX_"))
-                            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                            .ok_or_else(|| {
-                                format!("--alt-env: expected ZERORX_NAME=VALUE, got {pair:?}")
-                            })
-                    })
-                    .collect::<Result<_, _>>()?;
-            }
+            "--alt-env" => o.alt_env = zerorx_bench::parse_alt_env(&value()?)?,
             "--json" => o.json = Some(value()?),
             "--profile" => o.profile = true,
             other => return Err(format!("unknown option {other}")),

@@ -22,3 +22,17 @@ pub mod servers;
 pub mod tls;
 pub mod wake;
 pub mod workloads;
+
+/// Parses `--alt-env`'s value, `ZERORX_NAME=VALUE` pairs separated by spaces: the
+/// environment a benchmark's `zerorx-alt` server runs with.
+pub fn parse_alt_env(value: &str) -> Result<Vec<(String, String)>, String> {
+    value
+        .split_whitespace()
+        .map(|pair| {
+            pair.split_once('=')
+                .filter(|(k, _)| k.starts_with("ZERORX_"))
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .ok_or_else(|| format!("--alt-env: expected ZERORX_NAME=VALUE, got {pair:?}"))
+        })
+        .collect()
+}

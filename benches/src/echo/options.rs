@@ -227,20 +227,7 @@ impl Options {
                         .parse()
                         .map_err(|_| format!("--pool-buffer-size: bad size {v:?}"))?;
                 }
-                "--alt-env" => {
-                    let v = value()?;
-                    o.server.alt_env = v
-                        .split_whitespace()
-                        .map(|pair| {
-                            pair.split_once('=')
-                                .filter(|(k, _)| k.starts_with("ZERORX_"))
-                                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                                .ok_or_else(|| {
-                                    format!("--alt-env: expected ZERORX_NAME=VALUE, got {pair:?}")
-                                })
-                        })
-                        .collect::<Result<_, _>>()?;
-                }
+                "--alt-env" => o.server.alt_env = crate::parse_alt_env(&value()?)?,
                 "--json" => o.json = Some(PathBuf::from(value()?)),
                 "--profile" => {
                     crate::profile::check_available()?;

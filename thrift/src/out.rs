@@ -322,6 +322,35 @@ mod tests {
     }
 
     #[test]
+    fn segments_are_one_without_a_vec_and_many_in_order() {
+        let mut o = OutBuf::framed();
+        o.put_slice(b"abc");
+        let Segments::One(one) = o.finish_segments(100).expect("fits") else {
+            panic!("a small message is one segment");
+        };
+        assert_eq!(&one[..], b"\0\0\0\x03abc");
+        let big = Bytes::from(vec![7u8; SHARE_MIN]);
+        let mut o = OutBuf::new();
+        o.put_slice(b"head");
+        o.put_bytes(&big);
+        o.put_slice(b"tail");
+        let Segments::Many(v) = o.finish_segments(usize::MAX).expect("fits") else {
+            panic!("a referenced value makes several segments");
+        };
+        assert_eq!(v.len(), 3);
+        let mut queue = vec![Bytes::from_static(b"queued")];
+        Segments::Many(v).append_to(&mut queue);
+        Segments::One(Bytes::from_static(b"last")).append_to(&mut queue);
+        let lens: Vec<usize> = queue.iter().map(Bytes::len).collect();
+        assert_eq!(lens, [6, 4, SHARE_MIN, 4, 4]);
+        assert_eq!(
+            queue[2].as_ptr(),
+            big.as_ptr(),
+            "the big value is referenced"
+        );
+    }
+
+    #[test]
     fn over_limit_and_recorded_errors_are_reported() {
         let mut o = OutBuf::framed();
         o.put_slice(&[0; 10]);

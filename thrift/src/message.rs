@@ -46,9 +46,7 @@ pub fn encode_message<T: MessageBody + ?Sized>(
     } else {
         Framing::None
     };
-    let mut out = OutBuf::with_framing(framing, seqid);
-    write_message(&mut out, protocol, name, kind, seqid, body);
-    out.finish(max_frame)
+    encode_framed(framing, protocol, max_frame, name, kind, seqid, body).map(Segments::into_vec)
 }
 
 /// [`encode_message`] with any framing, THeader included.

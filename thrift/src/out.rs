@@ -62,6 +62,14 @@ impl Segments {
             Segments::Many(mut v) => out.append(&mut v),
         }
     }
+
+    /// The segments as a `Vec` (the public encoding functions' form).
+    pub(crate) fn into_vec(self) -> Vec<Bytes> {
+        match self {
+            Segments::One(b) => vec![b],
+            Segments::Many(v) => v,
+        }
+    }
 }
 
 /// How an encoded message is delimited on the wire: the prefix
@@ -202,10 +210,7 @@ impl OutBuf {
     /// `Bytes` values were referenced). A framed message gets its length prefix here;
     /// it must not exceed `max_frame` bytes (prefix excluded).
     pub fn finish(self, max_frame: usize) -> Result<Vec<Bytes>, EncodeError> {
-        Ok(match self.finish_segments(max_frame)? {
-            Segments::One(b) => vec![b],
-            Segments::Many(v) => v,
-        })
+        self.finish_segments(max_frame).map(Segments::into_vec)
     }
 
     /// [`finish`](Self::finish) without a `Vec` for the common single segment.

@@ -412,11 +412,11 @@ pub(crate) struct WorkerCtx {
     pub(crate) drain: Rc<LocalSignal>,
     /// Notified whenever a connection ends.
     pub(crate) conn_closed: Rc<LocalSignal>,
-    /// The methods, keyed by names this worker owns: a reply's name is a clone of the
-    /// key (no copy, and no reference count shared with other workers).
-    /// With each method, the name its replies carry: the registered name, or for a
-    /// multiplexed `Service:method` just `method` (as Apache's TMultiplexedProcessor
-    /// answers and its clients expect), sliced out once here.
+    /// The methods, keyed by names this worker owns, each with the name its replies
+    /// carry, a view of the key (no copy, and no reference count shared with other
+    /// workers): the registered name, or for a multiplexed `Service:method` just
+    /// `method` (as Apache's TMultiplexedProcessor answers and its clients expect),
+    /// sliced out once here.
     /// Fx-hashed: SipHash cost 2 % of a small request's CPU, and the table is fixed
     /// after start (a peer's names only probe it, so there is nothing to flood).
     pub(crate) methods: rustc_hash::FxHashMap<Bytes, (Bytes, Arc<dyn Method>)>,

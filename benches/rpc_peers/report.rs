@@ -355,21 +355,16 @@ pub fn attribution(cells: &[Cell], workloads: &[String], servers: &[&'static str
                     per_req.push(c.server_cpu_pct / 100.0 / c.req_per_s.max(1e-9) * 1e6);
                 }
             }
-            let Some(total) = Spread::of(&per_req).map(|s| s.median) else {
+            let Some(split) = Spread::of(&per_req).and_then(|s| merged.split(s.median)) else {
                 continue;
             };
+            let total = split.floor + split.own;
             out += &format!("  {srv:<13}");
-            let mut floor = 0.0;
-            for c in Category::ALL {
-                let us = total * merged.share(c);
-                if c.is_shared_floor() {
-                    floor += us;
-                }
+            for (_, us) in split.per_category {
                 out += &format!(" {us:>12.2}");
             }
-            let own = total - floor;
-            own_of.push((srv, own));
-            out += &format!(" {total:>9.2} {floor:>9.2} {own:>9.2}\n");
+            own_of.push((srv, split.own));
+            out += &format!(" {total:>9.2} {:>9.2} {:>9.2}\n", split.floor, split.own);
             tops.push((srv, total, merged));
         }
         for (srv, total, merged) in &tops {

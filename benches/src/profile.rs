@@ -251,6 +251,29 @@ impl Attribution {
         }
     }
 
+    /// `total_us` (a measured CPU time per operation) split by this attribution's
+    /// shares: µs per category in [`Category::ALL`] order, the shared floor and the
+    /// runtime's own cost. `None` without samples (perf caught none of a very short
+    /// window): no split rather than all of it called own.
+    pub fn split(&self, total_us: f64) -> Option<Split> {
+        if self.total() == 0 {
+            return None;
+        }
+        let mut floor = 0.0;
+        let per_category = Category::ALL.map(|c| {
+            let us = total_us * self.share(c);
+            if c.is_shared_floor() {
+                floor += us;
+            }
+            (c, us)
+        });
+        Some(Split {
+            per_category,
+            floor,
+            own: total_us - floor,
+        })
+    }
+
     /// The `n` leaf symbols with the most own-cost samples, with their share (0..=1)
     /// of all samples.
     pub fn top_own(&self, n: usize) -> Vec<(&str, f64)> {
@@ -266,6 +289,17 @@ impl Attribution {
             .map(|(s, k)| (s, k as f64 / total))
             .collect()
     }
+}
+
+/// A CPU time per operation split by [`Attribution::split`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Split {
+    /// µs per category, in [`Category::ALL`] order.
+    pub per_category: [(Category, f64); 7],
+    /// Copies + TCP/IP + other kernel: what every runtime pays.
+    pub floor: f64,
+    /// The rest: the runtime's own cost.
+    pub own: f64,
 }
 
 /// Attributes the text `perf script -F comm,tid,ip,sym,dso` printed for a
@@ -467,6 +501,25 @@ tokio 2 \n\tffffffff81000005 schedule ([kernel.kallsyms])\n\t          101829 sy
             "the scheduler, up to user space"
         );
         assert!((a.share(Category::User) - 1.0 / 7.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_time_splits_by_the_shares_into_floor_and_own() {
+        let split = attribute(SCRIPT).split(7.0).expect("samples");
+        assert!(split
+            .per_category
+            .iter()
+            .all(|(_, us)| (us - 1.0).abs() < 1e-9));
+        assert!(
+            (split.floor - 3.0).abs() < 1e-9,
+            "copies, tcp/ip, other kernel"
+        );
+        assert!((split.own - 4.0).abs() < 1e-9);
+        assert_eq!(
+            Attribution::default().split(5.0),
+            None,
+            "no samples, no split"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use super::Workload;
 use crate::child::ServerProcess;
 use crate::client::{Engine, EngineResult, IdleConns, Pause, Plan, Probe, Role};
 use crate::procfs::{self, MachineCpu, MachineSplit};
-use crate::profile::{Attribution, Category, Recording};
+use crate::profile::{Attribution, Recording};
 use crate::servers::ServerStats;
 use std::collections::BTreeMap;
 use std::io;
@@ -204,20 +204,18 @@ impl ServerProbe<'_> {
                 put(key, d / ops);
             }
         }
-        if let Some(a) = &self.attribution {
-            // Per completed operation of the workload (requests, connections, or
-            // stream chunks), like `cpu_us_per_*`.
-            let us = cpu * 1e6 / ops;
-            let mut floor = 0.0;
-            for c in Category::ALL {
-                let part = us * a.share(c);
-                if c.is_shared_floor() {
-                    floor += part;
-                }
-                put(&format!("cpu_{}_us_per_op", c.key()), part);
+        // Per completed operation of the workload (requests, connections, or stream
+        // chunks), like `cpu_us_per_*`.
+        let split = self
+            .attribution
+            .as_ref()
+            .and_then(|a| a.split(cpu * 1e6 / ops));
+        if let Some(split) = split {
+            for (c, us) in split.per_category {
+                put(&format!("cpu_{}_us_per_op", c.key()), us);
             }
-            put("floor_us_per_op", floor);
-            put("own_us_per_op", us - floor);
+            put("floor_us_per_op", split.floor);
+            put("own_us_per_op", split.own);
         }
         let per = |n: u64| if n > 0 { cpu * 1e6 / n as f64 } else { 0.0 };
         match w {

@@ -31,6 +31,8 @@ pub(crate) struct WorkerMetrics {
     pub(crate) recv_steering_fallbacks: AtomicU64,
     pub(crate) recv_handovers: AtomicU64,
     pub(crate) accept_reset: AtomicU64,
+    pub(crate) recv_overflows: AtomicU64,
+    pub(crate) recv_memory_refusals: AtomicU64,
 }
 
 /// Number of [`RearmCounts`] fields.
@@ -125,6 +127,8 @@ impl WorkerMetrics {
             recv_steering_fallbacks: self.recv_steering_fallbacks.load(Relaxed),
             recv_handovers: self.recv_handovers.load(Relaxed),
             accept_reset: self.accept_reset.load(Relaxed),
+            recv_overflows: self.recv_overflows.load(Relaxed),
+            recv_memory_refusals: self.recv_memory_refusals.load(Relaxed),
         }
     }
 }
@@ -179,4 +183,10 @@ pub struct WorkerMetricsSnapshot {
     /// Connections reset by their peer while they waited in the accept queue: closed
     /// by [`TcpListener::accept`](crate::net::TcpListener::accept) instead of returned.
     pub accept_reset: u64,
+    /// Stream receives made into ordinary memory because the pool was dry while the
+    /// application held its buffers (see [`Builder::receive_memory_limit`](crate::Builder::receive_memory_limit)).
+    pub recv_overflows: u64,
+    /// Stream receives that failed with `OutOfMemory` after waiting at the receive
+    /// memory limit (the pools held and the overflow allowance used up).
+    pub recv_memory_refusals: u64,
 }

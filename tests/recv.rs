@@ -101,8 +101,18 @@ fn pooled_echo_across_workers_verifies_every_byte() {
 #[test]
 fn enobufs_rearms_after_buffers_return_from_another_thread() {
     let _g = common::fd_lock();
-    // 4 buffers of 1 KiB: holding all four starves the receive.
-    let rt = rt_with_pool(1, WakeMode::EventFd, 4, 1024);
+    // 4 buffers of 1 KiB: holding all four starves the receive, which may not receive
+    // into ordinary memory beside them (a limit of the pool's size).
+    let rt = Runtime::builder()
+        .threads(1)
+        .copy_pool(Some(CopyPoolConfig {
+            buffers: 4,
+            buffer_size: 1024,
+            ..CopyPoolConfig::default()
+        }))
+        .receive_memory_limit(4 * 1024)
+        .build()
+        .expect("runtime");
     let h = rt.handle().clone();
     rt.block_on(async move {
         let (c, s) = common::connected_pair().await;
@@ -303,12 +313,14 @@ fn echo_verifies_every_byte_with_each_receive_lever() {
 /// buffers; with the default limit the receive stops at its share of the pool instead
 /// and the pool never runs dry. Either way no byte is lost, and memory stays bounded:
 /// never more pool memory out than the pool has (the rest waits in the kernel's socket
-/// buffer, and TCP stops the sender).
+/// buffer, and TCP stops the sender). The receive memory limit is the pool's, so no
+/// receive goes to ordinary memory meanwhile (tests/pool_pressure.rs has those).
 fn slow_reader(incremental: bool, unlimited: bool) {
     let mut b = Runtime::builder();
     b.threads(1)
         .pool_size(8 * 4096)
         .chunk_size(4096)
+        .receive_memory_limit(8 * 4096)
         .incremental_buffers(incremental);
     if unlimited {
         b.recv_hold_limit(0);

@@ -7,6 +7,7 @@ pub(crate) mod accept;
 mod close;
 pub(crate) mod connect;
 mod handover;
+mod overflow_recv;
 pub(crate) mod poll;
 pub(crate) mod recv;
 pub(crate) mod recv_msg;

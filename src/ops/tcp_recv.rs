@@ -14,6 +14,7 @@
 //! - **copy**: multishot `recv` into the worker's provided-buffer pool.
 
 use super::handover::HandoverRx;
+use super::overflow_recv::{Got, Overflow};
 use crate::driver::peek_waker::is_peek;
 use crate::driver::Completion;
 use crate::metrics::{add_owned, rearm_index};
@@ -122,12 +123,14 @@ enum Wait {
     ZcChunks,
 }
 
-/// What a stream receives through right now: its own armed receive, or the owner
-/// worker's (handover). One or the other, so they share the room (the handover
-/// goes in a spare value of the armed receive's tag).
+/// What a stream receives through right now: its own armed receive, the owner
+/// worker's (handover), or plain receives into ordinary memory while its pool is held
+/// (boxed: rare). One at a time, so they share the room (the others go in spare
+/// values of the armed receive's tag) and bytes arrive in order.
 enum Source {
     Armed(Armed),
     Handover(HandoverRx),
+    Overflow(Box<Overflow>),
 }
 
 /// One stream's receive state. Every connection keeps one for its whole life: keep it
@@ -318,10 +321,49 @@ impl Receiver {
                     return h.poll_recv(cx);
                 }
             }
+            if let Some(Source::Overflow(o)) = self.source.as_mut() {
+                match o.poll_recv(&core, cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Err(e)) => {
+                        self.source = None;
+                        return Poll::Ready(Err(e));
+                    }
+                    Poll::Ready(Ok(Got::Data(buf))) => return Poll::Ready(Ok(Some(buf))),
+                    Poll::Ready(Ok(Got::Eof)) => {
+                        self.source = None;
+                        self.eof = true;
+                        continue;
+                    }
+                    Poll::Ready(Ok(Got::Nothing)) => {}
+                }
+                // Nothing in flight: back to the pool once it has buffers again, else
+                // one more receive into ordinary memory, or the wait at the limit.
+                let wait = self.wait.unwrap_or(Wait::CopyBuffers);
+                if Self::wait_over(&core, wait, self.armed_mark, cx) {
+                    self.source = None;
+                    self.wait = None;
+                } else if is_peek(cx.waker()) {
+                    return Poll::Pending;
+                } else {
+                    match o.start_or_wait(&core, fd, cx) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(Ok(())) => continue,
+                        Poll::Ready(Err(e)) => {
+                            self.source = None;
+                            return Poll::Ready(Err(e));
+                        }
+                    }
+                }
+            }
             if self.source.is_none() {
                 if let Some(wait) = self.wait {
                     if !Self::wait_over(&core, wait, self.armed_mark, cx) {
-                        return Poll::Pending;
+                        if is_peek(cx.waker()) {
+                            return Poll::Pending;
+                        }
+                        // The pool is held: receive without it meanwhile.
+                        self.source = Some(Source::Overflow(Box::default()));
+                        continue;
                     }
                     self.wait = None;
                 }

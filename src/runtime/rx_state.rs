@@ -3,6 +3,12 @@
 //! readers holding buffers while they wait. The fields are private: the receive paths
 //! (`ops::tcp_recv`, `net::udp`, the pressure of `runtime::pressure`) ask through
 //! methods, and the worker maintains the state once per loop turn ([`RxState::maintain`]).
+//!
+//! A pool can run dry for good when the application keeps what it received (a store
+//! keeping decoded fields, replies queued behind slow peers): no return would ever wake
+//! the receives waiting for one. So a waiting stream receives into ordinary memory
+//! instead, within the worker's receive memory limit ([`RecvMemory`]); the room that
+//! memory frees wakes the receives that waited at the limit.
 
 use super::pressure::Holders;
 use super::worker::WorkerShared;
@@ -14,6 +20,7 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::Waker;
+use std::time::{Duration, Instant};
 use zcrx::{CopyPool, CopyPoolConfig, StatsHandle};
 
 /// What a worker receives with and who waits for it.
@@ -49,6 +56,12 @@ pub(crate) struct RxState {
     zc_waiters: RefCell<Vec<Waker>>,
     /// Readers holding receive buffers while they wait, woken when the pools run low.
     holders: Rc<Holders>,
+    /// The receive memory limit, and the part of it overflow receives may use.
+    memory: RecvMemory,
+    /// Receives waiting at the memory limit, woken when overflow memory is freed.
+    room_waiters: RefCell<Vec<Waker>>,
+    /// When the pinning warning was last logged.
+    pinned_warned: Cell<Option<Instant>>,
     /// The steering fall-back was logged once on this worker.
     steering_warned: Cell<bool>,
 }
@@ -57,7 +70,22 @@ pub(crate) struct RxState {
 pub(crate) struct RxLimits {
     pub(crate) bundles: bool,
     pub(crate) hold_limit: u32,
+    pub(crate) memory: RecvMemory,
 }
+
+/// A worker's receive memory ([`Builder::receive_memory_limit`](crate::Builder::receive_memory_limit)).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RecvMemory {
+    /// The whole limit: pools and overflow.
+    pub(crate) limit: u64,
+    /// What overflow receives may hold beside the pools.
+    pub(crate) overflow: u64,
+    /// How long a receive waits at the limit before it fails.
+    pub(crate) wait: Duration,
+}
+
+/// Least time between two warnings about pinned pools on one worker.
+const PINNED_WARNING_EVERY: Duration = Duration::from_secs(10);
 
 impl RxState {
     pub(crate) fn new(
@@ -82,6 +110,9 @@ impl RxState {
             copy_waiters: RefCell::new(Vec::new()),
             zc_waiters: RefCell::new(Vec::new()),
             holders: Rc::default(),
+            memory: limits.memory,
+            room_waiters: RefCell::new(Vec::new()),
+            pinned_warned: Cell::new(None),
             steering_warned: Cell::new(false),
         }
     }
@@ -164,6 +195,96 @@ impl RxState {
         self.zc_waiters.borrow_mut().push(waker.clone());
     }
 
+    /// Bytes the next overflow receive may take (0: none now): a pool buffer's worth,
+    /// or what is left of the overflow allowance. Overflow memory is accounted with
+    /// the copy pool, so a worker without one has none.
+    pub(crate) fn overflow_room(&self) -> usize {
+        let Some(pool) = &self.pool else {
+            return 0;
+        };
+        let left = self.memory.overflow.saturating_sub(pool.overflow_held());
+        left.min(pool.buffer_size() as u64) as usize
+    }
+
+    /// Wraps the bytes an overflow receive got (see [`overflow_room`](Self::overflow_room)).
+    pub(crate) fn overflow_buf(&self, data: Vec<u8>) -> Option<zcrx::RxBuf> {
+        self.pool.as_ref()?.overflow_buf(data)
+    }
+
+    /// How long a receive waits at the memory limit before it fails.
+    pub(crate) fn memory_wait(&self) -> Duration {
+        self.memory.wait
+    }
+
+    /// Registers a receive waiting at the memory limit: woken when overflow memory is
+    /// freed (as well as by the pool's returns it waits for).
+    pub(crate) fn wait_for_room(&self, waker: &Waker) {
+        let mut waiters = self.room_waiters.borrow_mut();
+        if !waiters.iter().any(|w| w.will_wake(waker)) {
+            waiters.push(waker.clone());
+        }
+    }
+
+    /// What the pools and overflow receives hold, for the pinning warning and the
+    /// error at the limit.
+    pub(crate) fn describe_pinning(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(pool) = &self.pool {
+            let s = pool.stats();
+            parts.push(format!(
+                "the copy pool's {} buffers of {} bytes are held by the application ({} \
+                 handles, {} returns pending)",
+                s.chunks_total,
+                pool.buffer_size(),
+                s.in_use,
+                s.returns_pending
+            ));
+        }
+        if let Some(zc) = self.zc_stats() {
+            let s = zc.snapshot();
+            parts.push(format!(
+                "the zero-copy pool has {} of {} chunks out",
+                s.in_use + s.returns_pending,
+                s.chunks_total
+            ));
+        }
+        let held = self.pool.as_ref().map_or(0, |p| p.overflow_held());
+        format!(
+            "{}; receives into ordinary memory hold {held} of the {} bytes the receive \
+             memory limit ({} bytes per worker: Builder::receive_memory_limit, \
+             ZERORX_RECV_MEMORY_LIMIT) leaves beside the pools",
+            parts.join("; "),
+            self.memory.overflow,
+            self.memory.limit
+        )
+    }
+
+    /// Logs, at most once per ten seconds per worker, that receives found the pools
+    /// held by the application and went to ordinary memory (or, `at_limit`, could not).
+    pub(crate) fn warn_pinned(&self, worker: usize, at_limit: bool) {
+        let now = Instant::now();
+        if self
+            .pinned_warned
+            .get()
+            .is_some_and(|t| now.duration_since(t) < PINNED_WARNING_EVERY)
+        {
+            return;
+        }
+        self.pinned_warned.set(Some(now));
+        let what = if at_limit {
+            "receives wait at the receive memory limit and fail after Builder::receive_memory_wait"
+        } else {
+            "streams receive into ordinary memory meanwhile"
+        };
+        tracing::warn!(
+            worker,
+            "the receive pool ran dry while the application holds its buffers: {}. {what}. \
+             Received buffers (RxBuf, and Bytes or decoded fields sliced from them) kept \
+             past a request pin their whole chunk; copy what you keep (detach it)",
+            self.describe_pinning()
+        );
+    }
+
     /// Registers a datagram receive that found the datagram pool empty.
     pub(crate) fn wait_for_datagrams(&self, waker: &Waker) {
         self.udp_waiters.borrow_mut().push(waker.clone());
@@ -175,6 +296,7 @@ impl RxState {
         self.copy_waiters.try_borrow().map_or(0, |w| w.len())
             + self.zc_waiters.try_borrow().map_or(0, |w| w.len())
             + self.udp_waiters.try_borrow().map_or(0, |w| w.len())
+            + self.room_waiters.try_borrow().map_or(0, |w| w.len())
     }
 
     /// The datagram pool, registered with the worker's ring on first use.
@@ -281,6 +403,10 @@ impl RxState {
             }
         }
         self.holders.take_if_low(self, wakers);
+        // Freed overflow memory lets receives waiting at the limit go on.
+        if !self.room_waiters.borrow().is_empty() && self.overflow_room() > 0 {
+            wakers.append(&mut self.room_waiters.borrow_mut());
+        }
     }
 
     /// Lets go of every waiting receive (shutdown); with `leaked` ops, which may still
@@ -290,6 +416,7 @@ impl RxState {
         self.copy_waiters.borrow_mut().clear();
         self.zc_waiters.borrow_mut().clear();
         self.udp_waiters.borrow_mut().clear();
+        self.room_waiters.borrow_mut().clear();
         if leaked {
             if let Some(pool) = &self.pool {
                 std::mem::forget(pool.clone());

@@ -54,7 +54,7 @@ impl fmt::Display for Setting {
 }
 
 /// Every variable, the setting it sets and what it accepts.
-pub const VARIABLES: [(&str, &str, &str); 11] = [
+pub const VARIABLES: [(&str, &str, &str); 12] = [
     (
         "ZERORX_THREADS",
         "threads",
@@ -97,6 +97,11 @@ pub const VARIABLES: [(&str, &str, &str); 11] = [
         "ZERORX_COMPLETION_BATCH",
         "completion_batch",
         "off, or EVENTS,DURATION (16,50us)",
+    ),
+    (
+        "ZERORX_RECV_MEMORY_LIMIT",
+        "receive_memory_limit",
+        "bytes, with an optional K, M or G (64M)",
     ),
 ];
 

@@ -5,7 +5,7 @@
 use super::context;
 use super::handle::Handle;
 use super::receive_plan::ReceiveRole;
-use super::rx_state::{register_copy_pool, RxLimits, RxState};
+use super::rx_state::{register_copy_pool, RecvMemory, RxLimits, RxState};
 pub(crate) use super::zero_copy::ZcWorker;
 use super::zero_copy::{ZcLinks, ZcSetup};
 use crate::driver::ring::RingConfig;
@@ -34,6 +34,8 @@ pub(crate) struct WorkerConfig {
     pub(crate) recv_bundles: bool,
     /// Pool bytes a stream's receive may hold untaken before it stops (`0`: no limit).
     pub(crate) recv_hold_limit: u32,
+    /// The receive memory limit and what overflow receives may use of it.
+    pub(crate) recv_memory: RecvMemory,
     /// Zero-copy target and pool size (zero-copy modes).
     pub(crate) zc: Option<ZcSetup>,
     /// The pool UDP sockets receive datagrams into, registered at first use.
@@ -179,6 +181,7 @@ impl Core {
             RxLimits {
                 bundles: cfg.recv_bundles,
                 hold_limit: cfg.recv_hold_limit,
+                memory: cfg.recv_memory,
             },
         );
         Ok(Core {

@@ -62,6 +62,12 @@ impl Framer {
                 let take = need.min(self.cur.len());
                 carry.buf.extend_from_slice(&self.cur[..take]);
                 self.cur.advance(take);
+                if self.cur.is_empty() {
+                    // An advanced-to-the-end `Bytes` still owns its chunk: a framer
+                    // waiting for the rest of a frame would pin a pool buffer (with
+                    // incremental buffers, a whole 64 KiB one per connection).
+                    self.cur = Bytes::new();
+                }
                 if carry.buf.len() < carry.target() {
                     return Ok(None);
                 }
@@ -197,6 +203,43 @@ mod tests {
                 max: 999
             }
         );
+    }
+
+    /// A chunk that only continues a frame is copied and let go at once: the framer
+    /// holds no received buffer while it waits for the rest.
+    #[test]
+    fn a_chunk_copied_into_an_unfinished_frame_is_released() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        struct Chunk(Vec<u8>, Arc<AtomicUsize>);
+        impl AsRef<[u8]> for Chunk {
+            fn as_ref(&self) -> &[u8] {
+                &self.0
+            }
+        }
+        impl Drop for Chunk {
+            fn drop(&mut self) {
+                self.1.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let bytes = stream_of(1, 1000);
+        let released = Arc::new(AtomicUsize::new(0));
+        let mut f = Framer::new(1 << 20);
+        for (i, part) in [&bytes[..100], &bytes[100..600], &bytes[600..900]]
+            .into_iter()
+            .enumerate()
+        {
+            f.push(Bytes::from_owner(Chunk(part.to_vec(), released.clone())));
+            assert!(f.next_frame().expect("ok").is_none());
+            assert_eq!(released.load(Ordering::SeqCst), i + 1, "chunk {i} is held");
+        }
+        f.push(Bytes::from_owner(Chunk(
+            bytes[900..].to_vec(),
+            released.clone(),
+        )));
+        let frame = f.next_frame().expect("ok").expect("the whole frame");
+        assert!(frame.crc_ok() && frame.assembled);
+        assert_eq!(released.load(Ordering::SeqCst), 4);
     }
 
     #[test]

@@ -427,6 +427,20 @@ impl CopyPool {
         s.chunks_total.load(Relaxed).saturating_sub(out) as usize
     }
 
+    /// Wraps bytes received into ordinary memory `data` (a plain `recv` made because
+    /// this pool was dry while the application held its buffers) in an [`RxBuf`]: the
+    /// same handle as a pooled buffer, counted in this pool's `overflow_*` figures and
+    /// freed (not returned) when the last handle drops. Returns `None` for empty data.
+    pub fn overflow_buf(&self, data: Vec<u8>) -> Option<RxBuf> {
+        (!data.is_empty()).then(|| RxBuf::overflow(self.core.clone(), data))
+    }
+
+    /// Bytes of ordinary memory that overflow receives hold now (see
+    /// [`overflow_buf`](Self::overflow_buf)); one load.
+    pub fn overflow_held(&self) -> u64 {
+        self.core.stats.overflow_held.load(Relaxed)
+    }
+
     /// Installs the callback run when a buffer is dropped off the owner thread (to wake
     /// the owner). Only the first call takes effect; returns whether this one did.
     pub fn set_return_notifier(&self, notify: ReturnNotifier) -> bool {

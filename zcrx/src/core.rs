@@ -221,6 +221,25 @@ impl PoolCore {
         }
     }
 
+    /// Counts `len` bytes received into ordinary memory beside the pool
+    /// ([`RxBuf::overflow`](crate::RxBuf)).
+    pub(crate) fn overflow_taken(&self, len: u64) {
+        self.stats.overflow_receives.fetch_add(1, Ordering::Relaxed);
+        self.stats.overflow_bytes.fetch_add(len, Ordering::Relaxed);
+        self.stats.overflow_held.fetch_add(len, Ordering::Relaxed);
+    }
+
+    /// Counts overflow bytes freed, on any thread; off the owner thread the owner is
+    /// woken, since receives waiting for room under a memory limit may go on now.
+    pub(crate) fn overflow_released(&self, len: u64) {
+        self.stats.overflow_held.fetch_sub(len, Ordering::Relaxed);
+        if owner::current() != self.owner {
+            if let Some(notify) = self.notifier.get() {
+                notify();
+            }
+        }
+    }
+
     /// Owner thread, once per loop turn: takes back buffers dropped elsewhere and
     /// publishes every queued return with one release store. Returns how many remote
     /// returns were taken back; `None` off the owner thread.

@@ -23,11 +23,18 @@ use std::sync::Arc;
 /// # }
 /// ```
 pub struct RxBuf {
+    /// Into a pool's area, or (with [`OVERFLOW`] in `token`) a heap allocation of
+    /// exactly `len` bytes that this handle owns.
     ptr: NonNull<u8>,
     len: u32,
     token: u64,
     core: Arc<PoolCore>,
 }
+
+/// Tag of a handle whose bytes were received into ordinary memory while its pool was
+/// dry ([`RxBuf::overflow`]). Pool tokens never carry it: buffer ids are 16-bit and
+/// zero-copy tokens hold an area id below `ZCRX_MAX_AREAS` (1024) from bit 48 up.
+const OVERFLOW: u64 = 1 << 63;
 
 // SAFETY: the bytes are read-only for the handle's whole life and the memory is kept
 // alive by the Arc; returning goes through `PoolCore::give_back`, which is thread-safe.
@@ -53,6 +60,34 @@ impl RxBuf {
         }
     }
 
+    /// Bytes the kernel received into ordinary memory (a plain `recv` into `data`)
+    /// because `core`'s pool was dry while the application held its chunks. The handle
+    /// behaves as a pooled one; it frees the memory when dropped, and `core` counts
+    /// the bytes as held meanwhile ([`PoolStatsSnapshot::overflow_held`]).
+    ///
+    /// [`PoolStatsSnapshot::overflow_held`]: crate::PoolStatsSnapshot::overflow_held
+    pub(crate) fn overflow(core: Arc<PoolCore>, mut data: Vec<u8>) -> RxBuf {
+        data.truncate(u32::MAX as usize);
+        // Exactly `len` bytes, so the allocation can be rebuilt from the handle alone
+        // (shrinking a heap block is done in place by the allocator).
+        let data: Box<[u8]> = data.into_boxed_slice();
+        let len = data.len() as u32;
+        core.overflow_taken(len as u64);
+        let ptr = NonNull::from(Box::leak(data)).cast::<u8>();
+        RxBuf {
+            ptr,
+            len,
+            token: OVERFLOW,
+            core,
+        }
+    }
+
+    /// Whether these bytes were received into ordinary memory while the pool was dry,
+    /// rather than into one of its chunks.
+    pub fn is_overflow(&self) -> bool {
+        self.token & OVERFLOW != 0
+    }
+
     /// Number of bytes received.
     pub fn len(&self) -> usize {
         self.len as usize
@@ -72,6 +107,9 @@ impl RxBuf {
     /// Offset of these bytes from the start of the pool area that holds them (for
     /// diagnostics and tests that check where the kernel placed data).
     pub fn area_offset(&self) -> usize {
+        if self.is_overflow() {
+            return 0;
+        }
         let p = self.ptr.as_ptr() as usize;
         self.core
             .area_holding(p)
@@ -83,6 +121,11 @@ impl Deref for RxBuf {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
+        if self.is_overflow() {
+            // SAFETY: `overflow` leaked a boxed slice of exactly `len` bytes, freed only
+            // by this handle's drop.
+            return unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len as usize) };
+        }
         // SAFETY: `new`'s contract: a reaped completion's range inside the live area,
         // not returned to the kernel before this handle drops.
         unsafe { crate::shm::received_bytes(self.ptr.as_ptr(), self.len as usize) }
@@ -97,6 +140,14 @@ impl AsRef<[u8]> for RxBuf {
 
 impl Drop for RxBuf {
     fn drop(&mut self) {
+        if self.is_overflow() {
+            let slice = std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len as usize);
+            // SAFETY: `overflow` made this pointer from a boxed slice of `len` bytes, and
+            // only this drop turns it back into one.
+            drop(unsafe { Box::from_raw(slice) });
+            self.core.overflow_released(self.len as u64);
+            return;
+        }
         self.core.give_back(Return {
             token: self.token,
             len: self.len,
@@ -108,6 +159,7 @@ impl fmt::Debug for RxBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RxBuf")
             .field("len", &self.len)
+            .field("overflow", &self.is_overflow())
             .field("area_offset", &self.area_offset())
             .finish()
     }

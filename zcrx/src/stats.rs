@@ -30,6 +30,9 @@ pub struct PoolStats {
     pub(crate) copy_events: AtomicU64,
     pub(crate) event_arm_errors: AtomicU64,
     pub(crate) areas_added: AtomicU64,
+    pub(crate) overflow_receives: AtomicU64,
+    pub(crate) overflow_bytes: AtomicU64,
+    pub(crate) overflow_held: AtomicU64,
 }
 
 /// A point-in-time copy of [`PoolStats`].
@@ -92,6 +95,13 @@ pub struct PoolStatsSnapshot {
     /// The kernel's own count of copied bytes (as `kernel_copy_count`). It leaves out
     /// bytes copied from a packet's linear head, so it can be below `copied_bytes`.
     pub kernel_copy_bytes: u64,
+    /// Receives made into ordinary memory because the pool was dry while the
+    /// application held its chunks ([`RxBuf::is_overflow`](crate::RxBuf::is_overflow)).
+    pub overflow_receives: u64,
+    /// Bytes those receives got.
+    pub overflow_bytes: u64,
+    /// Bytes of ordinary memory such receives hold now (freed as their handles drop).
+    pub overflow_held: u64,
 }
 
 impl PoolStats {
@@ -122,6 +132,9 @@ impl PoolStats {
             areas_added: self.areas_added.load(Relaxed),
             kernel_copy_count: 0,
             kernel_copy_bytes: 0,
+            overflow_receives: self.overflow_receives.load(Relaxed),
+            overflow_bytes: self.overflow_bytes.load(Relaxed),
+            overflow_held: self.overflow_held.load(Relaxed),
         }
     }
 

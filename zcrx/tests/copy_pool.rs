@@ -540,3 +540,59 @@ fn completions_that_are_not_this_pools_buffers_are_refused() {
     assert_eq!(pool.stats().in_use, 0);
     drop(ring);
 }
+
+#[test]
+fn overflow_buffers_are_counted_until_dropped_on_any_thread_and_wake_the_owner() {
+    let ring = IoUring::new(8).expect("io_uring");
+    let cfg = CopyPoolConfig {
+        buffers: 2,
+        buffer_size: 4096,
+        ..Default::default()
+    };
+    // SAFETY: the ring is dropped before the pool.
+    let pool = unsafe { CopyPool::register(&ring.submitter(), &cfg) }.expect("pool");
+    let woken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let w = woken.clone();
+    pool.set_return_notifier(std::sync::Arc::new(move || {
+        w.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }));
+    assert!(
+        pool.overflow_buf(Vec::new()).is_none(),
+        "no handle for no bytes"
+    );
+
+    let mut data = Vec::with_capacity(65536);
+    data.extend((0..1000u32).map(|i| i as u8));
+    let buf = pool.overflow_buf(data).expect("bytes");
+    assert!(buf.is_overflow());
+    assert_eq!(buf.len(), 1000);
+    assert!(buf.iter().enumerate().all(|(i, &b)| b == i as u8));
+    let kept = pool.overflow_buf(vec![7; 10]).expect("bytes");
+    let s = pool.stats();
+    assert_eq!(
+        (s.overflow_receives, s.overflow_bytes, s.overflow_held),
+        (2, 1010, 1010)
+    );
+    assert_eq!(s.in_use, 0, "overflow bytes hold no pool chunk");
+    assert_eq!(pool.available(), 2);
+
+    // Sliced as Bytes and dropped on another thread: freed, and the owner told.
+    let bytes = buf.into_bytes().slice(10..20);
+    assert_eq!(&bytes[..], &(10..20u8).collect::<Vec<_>>()[..]);
+    std::thread::spawn(move || drop(bytes))
+        .join()
+        .expect("thread");
+    assert_eq!(pool.overflow_held(), 10);
+    assert_eq!(woken.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // Dropped on the owner thread: freed without waking it.
+    drop(kept);
+    assert_eq!(pool.overflow_held(), 0);
+    assert_eq!(woken.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(
+        pool.stats().returned_to_kernel,
+        0,
+        "nothing went to the ring"
+    );
+    drop(ring);
+}

@@ -73,6 +73,12 @@ impl Builder {
             "ZERORX_COMPLETION_BATCH" => {
                 self.wait_batch = tuning::completion_batch(variable, value)?
             }
+            "ZERORX_RECV_MEMORY_LIMIT" => {
+                self.recv_memory_limit = Some(
+                    usize::try_from(tuning::size(variable, value)?)
+                        .map_err(|_| tuning::bad(variable, value))?,
+                )
+            }
             _ => {}
         }
         Ok(())
@@ -120,6 +126,18 @@ impl Builder {
                 "completion_batch",
                 self.wait_batch
                     .map_or_else(|| "off".to_owned(), |(n, d)| format!("{n},{d:?}")),
+            ),
+            "ZERORX_RECV_MEMORY_LIMIT" => (
+                "receive_memory_limit",
+                self.recv_memory_limit.map_or_else(
+                    || {
+                        format!(
+                            "{} (2 × pool_size, at least 64M)",
+                            self.default_memory_limit()
+                        )
+                    },
+                    |n| n.to_string(),
+                ),
             ),
             _ => (
                 "busy_poll",

@@ -34,6 +34,8 @@ pub struct Builder {
     zero_copy_sharing: ZeroCopySharing,
     udp_pool: Option<CopyPoolConfig>,
     recv_hold_limit: Option<u32>,
+    recv_memory_limit: Option<usize>,
+    recv_memory_wait: Duration,
     /// The tunable settings the code set explicitly (by `ZERORX_*` name): those the
     /// environment may not change.
     explicit: Vec<&'static str>,
@@ -99,6 +101,8 @@ impl Default for Builder {
             zero_copy_sharing: ZeroCopySharing::Auto,
             udp_pool: Some(DEFAULT_UDP_POOL),
             recv_hold_limit: None,
+            recv_memory_limit: None,
+            recv_memory_wait: Duration::from_secs(2),
             explicit: Vec::new(),
         }
     }
@@ -283,6 +287,41 @@ impl Builder {
     pub fn recv_hold_limit(&mut self, bytes: u32) -> &mut Self {
         self.recv_hold_limit = Some(bytes);
         self
+    }
+
+    /// The most memory one worker's receives may hold (default: twice
+    /// [`pool_size`](Self::pool_size), at least 64 MiB): its pools (the copy pool and
+    /// the first area of a zero-copy pool it owns) and the ordinary memory it receives
+    /// into while the application holds the pools' buffers.
+    ///
+    /// Received buffers that the application keeps (a decoded field it stores, a frame
+    /// queued behind a slow peer) keep their pool chunks from the kernel. When a
+    /// stream's receive finds the pool dry, it does not wait for buffers that may never
+    /// come back: it receives into a heap buffer instead (the same [`RxBuf`](zcrx::RxBuf),
+    /// freed when dropped; counted in [`WorkerMetricsSnapshot::recv_overflows`](crate::WorkerMetricsSnapshot::recv_overflows)
+    /// and the pool's `overflow_*` figures; a warning names the pinning). Once that
+    /// memory reaches the limit, the receive waits for buffers or room for
+    /// [`receive_memory_wait`](Self::receive_memory_wait) and then fails with
+    /// `OutOfMemory` naming the limit, so the connection ends with a reason instead of
+    /// hanging. A limit below the pools makes [`build`](Self::build) fail; a limit
+    /// equal to them receives only into the pools.
+    pub fn receive_memory_limit(&mut self, bytes: usize) -> &mut Self {
+        self.explicit.push("ZERORX_RECV_MEMORY_LIMIT");
+        self.recv_memory_limit = Some(bytes);
+        self
+    }
+
+    /// How long a receive waits at the [receive memory
+    /// limit](Self::receive_memory_limit) for buffers or room to come back before it
+    /// fails with `OutOfMemory` (default 2 s).
+    pub fn receive_memory_wait(&mut self, wait: Duration) -> &mut Self {
+        self.recv_memory_wait = wait;
+        self
+    }
+
+    /// The default [`receive_memory_limit`](Self::receive_memory_limit).
+    fn default_memory_limit(&self) -> usize {
+        self.pool_bytes.saturating_mul(2).max(64 << 20)
     }
 
     /// Sets each worker's copy pool exactly, overriding [`pool_size`](Self::pool_size)

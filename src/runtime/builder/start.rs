@@ -8,6 +8,7 @@ use crate::runtime::receive_mode::{
     self, KernelProbe, ReceiveMode, ReceiveModeReport, ResolvedMode,
 };
 use crate::runtime::receive_plan::ReceiveRole;
+use crate::runtime::rx_state::RecvMemory;
 use crate::runtime::tuning::Setting;
 use crate::runtime::worker::WorkerConfig;
 use crate::runtime::worker::{run_background, Core, WorkerShared};
@@ -62,6 +63,7 @@ impl Builder {
             role: ReceiveRole::Copy,
             recv_bundles: self.recv_bundles,
             recv_hold_limit: 0,
+            recv_memory: RecvMemory::default(),
             zc: None,
             udp_pool: self.udp_pool.clone().map(|c| CopyPoolConfig {
                 incremental: false,
@@ -77,6 +79,7 @@ impl Builder {
         cfg.recv_hold_limit = self.recv_hold_limit.unwrap_or_else(|| {
             default_hold_limit(cfg.pool.as_ref(), self.pool_bytes, self.chunk_size)
         });
+        cfg.recv_memory = self.recv_memory(cfg.pool.as_ref(), report.target.is_some())?;
         cfg.zc = report.target.clone().map(|target| ZcSetup {
             target,
             area_bytes: self.pool_bytes,
@@ -102,6 +105,32 @@ impl Builder {
         let r = rt.handle().receive_mode();
         tracing::info!(mode = %r.mode, reason = %r.reason, "zerorx receive mode");
         Ok(rt)
+    }
+
+    /// Each worker's receive memory: the limit, and what of it overflow receives may
+    /// use beside the pools (`pool`, and a zero-copy area of `pool_size` if `zero_copy`).
+    fn recv_memory(
+        &self,
+        pool: Option<&CopyPoolConfig>,
+        zero_copy: bool,
+    ) -> io::Result<RecvMemory> {
+        let copy = pool.map_or(0, |p| p.buffers as u64 * p.buffer_size as u64);
+        let zc = if zero_copy { self.pool_bytes as u64 } else { 0 };
+        let pools = copy + zc;
+        let limit = self
+            .recv_memory_limit
+            .unwrap_or_else(|| self.default_memory_limit()) as u64;
+        if limit < pools {
+            return Err(invalid(format!(
+                "receive_memory_limit ({limit} bytes) is below the receive pools it must hold \
+                 ({pools} bytes: copy pool {copy}, zero-copy area {zc})"
+            )));
+        }
+        Ok(RecvMemory {
+            limit,
+            overflow: limit - pools,
+            wait: self.recv_memory_wait,
+        })
     }
 
     /// Starts `threads` workers with the resolved receive mode.

@@ -77,6 +77,8 @@ fn pool(kind: &str, stats: &StatsHandle) -> PoolDump {
         user: s.in_use,
         returns_pending: s.returns_pending,
         high_water: s.high_water,
+        overflow_held: s.overflow_held,
+        overflow_receives: s.overflow_receives,
     }
 }
 

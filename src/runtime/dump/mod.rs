@@ -183,4 +183,11 @@ pub struct PoolDump {
     pub returns_pending: u64,
     /// The most the application held at once.
     pub high_water: u64,
+    /// Bytes of ordinary memory that receives made while the pool was held hold now
+    /// (see [`Builder::receive_memory_limit`](crate::Builder::receive_memory_limit)).
+    #[serde(default)]
+    pub overflow_held: u64,
+    /// Receives made into ordinary memory so far.
+    #[serde(default)]
+    pub overflow_receives: u64,
 }

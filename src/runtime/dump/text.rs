@@ -98,12 +98,21 @@ impl Display for WorkerDump {
             self.receives_waiting_for_buffers
         )?;
         for p in &self.pools {
-            writeln!(
+            write!(
                 f,
                 "  {} pool: {} chunks: kernel {}, application {}, returns pending {} \
                  (application high water {})",
                 p.kind, p.chunks, p.kernel, p.user, p.returns_pending, p.high_water
             )?;
+            if p.overflow_receives > 0 {
+                write!(
+                    f,
+                    "; held by the application, so {} receives went to ordinary memory \
+                     ({} bytes held now)",
+                    p.overflow_receives, p.overflow_held
+                )?;
+            }
+            writeln!(f)?;
         }
         writeln!(f, "  ops in flight: {}", self.ops.len())?;
         for (i, op) in self.ops.iter().enumerate() {

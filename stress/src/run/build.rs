@@ -131,6 +131,15 @@ pub(super) fn build_report(p: &RunPlan, c: Collected) -> Report {
             rule: "exact".into(),
             ok: held == 0,
         });
+        // Nor any ordinary memory the receives took while the pools were held.
+        let overflow = s.overflow_held();
+        checks.push(ServerCheck {
+            what: "bytes received beside the pools still held after the run".into(),
+            expected: 0,
+            observed: overflow,
+            rule: "exact".into(),
+            ok: overflow == 0,
+        });
     }
     if let Some(n) = external_fired {
         let exact = !closes.inexact;
@@ -180,9 +189,11 @@ pub(super) fn build_report(p: &RunPlan, c: Collected) -> Report {
             .filter_map(|w| w.pool.map(|p| p.enobufs))
             .sum();
         if enobufs > 0 {
+            let overflows: u64 = s.workers.iter().map(|w| w.runtime.recv_overflows).sum();
             notes.push(format!(
-                "the server's receive pool ran dry {enobufs} times (receives waited for buffers; \
-                 try --pool-buffers / --pool-buffer-size)"
+                "the server's receive pool ran dry {enobufs} times while its buffers were held \
+                 ({overflows} receives went to ordinary memory meanwhile; try --pool-buffers / \
+                 --pool-buffer-size)"
             ));
         }
         ServerSection {

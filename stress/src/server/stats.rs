@@ -114,6 +114,12 @@ pub struct RuntimeFigures {
     /// Streams whose receives another worker serves and hands over.
     #[serde(default)]
     pub recv_handovers: u64,
+    /// Receives made into ordinary memory while the pool's buffers were held.
+    #[serde(default)]
+    pub recv_overflows: u64,
+    /// Receives that failed at the receive memory limit.
+    #[serde(default)]
+    pub recv_memory_refusals: u64,
 }
 
 /// Receive re-arms by reason (`zerorx::RearmCounts`).
@@ -153,6 +159,8 @@ impl From<zerorx::WorkerMetricsSnapshot> for RuntimeFigures {
             },
             recv_steering_fallbacks: m.recv_steering_fallbacks,
             recv_handovers: m.recv_handovers,
+            recv_overflows: m.recv_overflows,
+            recv_memory_refusals: m.recv_memory_refusals,
         }
     }
 }
@@ -194,6 +202,9 @@ pub struct PoolFigures {
     /// `ZCRX_EVENT_ALLOC_FAIL` events: the NIC found the area dry.
     #[serde(default)]
     pub alloc_fail_events: u64,
+    /// Bytes of ordinary memory that receives made while the pool was held hold now.
+    #[serde(default)]
+    pub overflow_held: u64,
 }
 
 impl From<zcrx::PoolStatsSnapshot> for PoolFigures {
@@ -214,6 +225,7 @@ impl From<zcrx::PoolStatsSnapshot> for PoolFigures {
             kernel_copy_bytes: p.kernel_copy_bytes,
             copy_events: p.copy_events,
             alloc_fail_events: p.alloc_fail_events,
+            overflow_held: p.overflow_held,
         }
     }
 }
@@ -282,6 +294,16 @@ impl ServerSnapshot {
             .flat_map(|w| [w.pool, w.zc_pool])
             .flatten()
             .map(|p| p.in_use + p.returns_pending)
+            .sum()
+    }
+
+    /// Bytes of ordinary memory that receives made while the pools were held still
+    /// hold (they are freed, not returned).
+    pub fn overflow_held(&self) -> u64 {
+        self.workers
+            .iter()
+            .filter_map(|w| w.pool)
+            .map(|p| p.overflow_held)
             .sum()
     }
 }

@@ -1,10 +1,12 @@
-//! ThriftTest (the cross-language test's service) and the codegen tests' IDL,
+//! ThriftTest (the cross-language test's service), the codegen tests' IDL and the store
+//! example's,
 //! generated the way a user's build script does it.
 
 fn main() {
     for (idl, out) in [
         ("idl/ThriftTest.thrift", "thrift_test.rs"),
         ("idl/coverage.thrift", "coverage.rs"),
+        ("idl/store.thrift", "store.rs"),
     ] {
         if let Err(e) = zerorx_thrift_build::Builder::new()
             .file(idl)

@@ -12,8 +12,8 @@ use zerorx_thrift::bytes::Bytes;
 use zerorx_thrift::transport::Transport;
 use zerorx_thrift::{
     encode_message, ApplicationException, ApplicationExceptionKind, CallError, ClientConfig,
-    ClientError, DecodeError, DecodeLimits, HandlerError, MessageReader, MessageType, Protocol,
-    Server, ThriftDecode, ThriftEncode, Utf8Bytes, Uuid,
+    ClientError, DecodeError, DecodeLimits, Detach, HandlerError, MessageReader, MessageType,
+    Protocol, Server, ThriftDecode, ThriftEncode, Utf8Bytes, Uuid,
 };
 use zerorx_thrift_test::generated::coverage::{
     self, store::FindException, Choice, Everything, Failed, Node, Store, StoreClient, StoreServer,
@@ -192,6 +192,42 @@ fn a_union_is_exactly_one_field() {
                 set: 0
             })
         );
+    }
+}
+
+/// A received frame: its memory says when it is freed, as a receive chunk would.
+struct Frame(Bytes, Arc<AtomicI32>);
+
+impl AsRef<[u8]> for Frame {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn detached_generated_values_equal_the_decoded_ones_and_hold_no_frame() {
+    for p in PROTOCOLS {
+        let freed = Arc::new(AtomicI32::new(0));
+        let frame = |v: &dyn Fn(Protocol) -> Bytes| Bytes::from_owner(Frame(v(p), freed.clone()));
+        let e: Everything = decode(p, frame(&|p| encode(p, &everything()))).unwrap();
+        let c: Choice = decode(p, frame(&|p| encode(p, &Choice::Text("text".into())))).unwrap();
+        assert_eq!(freed.load(Ordering::SeqCst), 0, "decoded fields are slices");
+        let (e, c) = (e.detach(), c.detach());
+        assert_eq!(
+            freed.load(Ordering::SeqCst),
+            2,
+            "detached: both frames freed"
+        );
+        assert_eq!(e, everything(), "{p:?}");
+        assert_eq!(c, Choice::Text("text".into()));
+        assert_eq!(Level::HIGH.detach(), Level::HIGH);
+        assert_eq!(chain(3).detach(), chain(3));
     }
 }
 

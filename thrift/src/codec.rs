@@ -101,7 +101,7 @@ impl ThriftDecode for String {
 
 /// A Thrift `string` without a copy: [`Bytes`] checked to be UTF-8.
 #[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Utf8Bytes(Bytes);
+pub struct Utf8Bytes(pub(crate) Bytes);
 
 impl Utf8Bytes {
     /// Wraps `bytes` if they are UTF-8.

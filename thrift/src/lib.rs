@@ -73,6 +73,7 @@
 
 pub mod client;
 mod codec;
+mod detach;
 mod error;
 mod exception;
 mod message;
@@ -95,6 +96,7 @@ pub use codec::{
     read_field, read_struct, required, write_field, ThriftDecode, ThriftEncode, ThriftType,
     Utf8Bytes, Uuid,
 };
+pub use detach::Detach;
 pub use error::{DecodeError, EncodeError};
 pub use exception::{ApplicationException, ApplicationExceptionKind};
 pub use message::{encode_message, write_message, MessageBody, MessageReader};

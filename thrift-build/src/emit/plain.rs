@@ -72,6 +72,7 @@ pub(crate) fn enumeration<'a>(d: &Defs<'a>, file: usize, e: &'a Enum) -> Result<
          ::std::option::Option::None => write!(f, \"{name}({{}})\", self.0),\n\
          }} }} }}\n\
          impl ::zerorx_thrift::ThriftType for {name} {{ const TTYPE: ::zerorx_thrift::TType = ::zerorx_thrift::TType::I32; }}\n\
+         impl ::zerorx_thrift::Detach for {name} {{ fn detach(self) -> Self {{ self }} }}\n\
          impl ::zerorx_thrift::ThriftEncode for {name} {{\n\
          fn encode<W: ::zerorx_thrift::ProtocolWrite>(&self, w: &mut W) {{ w.write_i32(self.0) }} }}\n\
          impl ::zerorx_thrift::ThriftDecode for {name} {{\n\

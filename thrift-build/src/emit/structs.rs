@@ -145,6 +145,7 @@ pub(crate) fn struct_like<'a>(
     }
 
     out += &thrift_type(rust_name);
+    out += &detach_struct(rust_name, &fs);
     // Encoding.
     writeln!(
         out,
@@ -252,6 +253,24 @@ fn exception_impls(rust_name: &str, fs: &[FieldCode]) -> String {
     )
 }
 
+/// `impl Detach` for a struct: each field detached.
+fn detach_struct(rust_name: &str, fs: &[FieldCode]) -> String {
+    let mut out = format!(
+        "impl ::zerorx_thrift::Detach for {rust_name} {{\n\
+         fn detach(self) -> Self {{ Self {{\n"
+    );
+    for f in fs {
+        writeln!(
+            out,
+            "{0}: ::zerorx_thrift::Detach::detach(self.{0}),",
+            f.name
+        )
+        .unwrap();
+    }
+    out += "} } }\n";
+    out
+}
+
 /// `impl ThriftType` for a struct-like.
 pub(crate) fn thrift_type(rust_name: &str) -> String {
     format!(
@@ -289,6 +308,21 @@ pub(crate) fn union<'a>(
     }
     out += "}\n";
     out += &thrift_type(&rust_name);
+    writeln!(
+        out,
+        "impl ::zerorx_thrift::Detach for {rust_name} {{\n\
+         fn detach(self) -> Self {{\nmatch self {{"
+    )
+    .unwrap();
+    for f in &fs {
+        writeln!(
+            out,
+            "{rust_name}::{0}(v) => {rust_name}::{0}(::zerorx_thrift::Detach::detach(v)),",
+            names::type_name(&f.idl.name)
+        )
+        .unwrap();
+    }
+    out += "} } }\n";
     writeln!(
         out,
         "impl ::zerorx_thrift::ThriftEncode for {rust_name} {{\n\

@@ -324,7 +324,12 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
 fn count_read_error(w: &WorkerCtx, e: &ReadError) {
     let s = &w.stats;
     match e {
-        ReadError::Io(_) => bump(&s.io_errors, 1),
+        ReadError::Io(e) => {
+            bump(&s.io_errors, 1);
+            if e.kind() == std::io::ErrorKind::OutOfMemory {
+                bump(&s.receive_memory_closes, 1);
+            }
+        }
         ReadError::TooLarge { .. } => bump(&s.frames_too_large, 1),
         ReadError::Truncated => bump(&s.truncated, 1),
         ReadError::Protocol(_) => bump(&s.protocol_errors, 1),

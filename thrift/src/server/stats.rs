@@ -77,6 +77,11 @@ counters! {
     write_timeouts,
     /// Connections ended by a socket error.
     io_errors,
+    /// Connections closed because the worker's receive memory limit was reached: its
+    /// pools held by what handlers keep (decoded fields not detached) and the memory
+    /// beside them used up (zerorx's `Builder::receive_memory_limit`). Among
+    /// `io_errors`; the runtime logs what holds the memory.
+    receive_memory_closes,
     /// Times a connection stopped reading because it had `max_in_flight` calls.
     in_flight_waits,
     /// Requests assembled from several receive buffers (copied once).

@@ -96,9 +96,17 @@ fn a_reader_keeping_everything_receives_everything(incremental: bool) {
         // The dump says where the memory went.
         let dump = h.dump().to_string();
         assert!(dump.contains("went to ordinary memory"), "{dump}");
+        assert!(
+            dump.contains("dry and held by the application for"),
+            "{dump}"
+        );
         drop(kept);
         let st = h.pool_stats()[0].expect("pool");
         assert_eq!((st.overflow_held, st.in_use), (0, 0), "{st:?}");
+        // Once the buffers are back, the pools are no longer reported held.
+        zerorx::sleep(Duration::from_millis(10)).await;
+        let dump = h.dump();
+        assert_eq!(dump.workers[0].pools_held_ms, None, "{dump}");
     });
 }
 

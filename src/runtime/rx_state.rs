@@ -62,6 +62,9 @@ pub(crate) struct RxState {
     room_waiters: RefCell<Vec<Waker>>,
     /// When the pinning warning was last logged.
     pinned_warned: Cell<Option<Instant>>,
+    /// Since when receives have gone to ordinary memory (the pools held), until the
+    /// copy pool is no longer low.
+    held_since: Cell<Option<Instant>>,
     /// The steering fall-back was logged once on this worker.
     steering_warned: Cell<bool>,
 }
@@ -113,6 +116,7 @@ impl RxState {
             memory: limits.memory,
             room_waiters: RefCell::new(Vec::new()),
             pinned_warned: Cell::new(None),
+            held_since: Cell::new(None),
             steering_warned: Cell::new(false),
         }
     }
@@ -259,10 +263,18 @@ impl RxState {
         )
     }
 
+    /// Since when the pools have been held (receives going to ordinary memory).
+    pub(crate) fn held_since(&self) -> Option<Instant> {
+        self.held_since.get()
+    }
+
     /// Logs, at most once per ten seconds per worker, that receives found the pools
     /// held by the application and went to ordinary memory (or, `at_limit`, could not).
     pub(crate) fn warn_pinned(&self, worker: usize, at_limit: bool) {
         let now = Instant::now();
+        if self.held_since.get().is_none() {
+            self.held_since.set(Some(now));
+        }
         if self
             .pinned_warned
             .get()
@@ -403,6 +415,10 @@ impl RxState {
             }
         }
         self.holders.take_if_low(self, wakers);
+        if self.held_since.get().is_some() && super::pressure::of(self).is_some_and(|p| !p.is_low())
+        {
+            self.held_since.set(None);
+        }
         // Freed overflow memory lets receives waiting at the limit go on.
         if !self.room_waiters.borrow().is_empty() && self.overflow_room() > 0 {
             wakers.append(&mut self.room_waiters.borrow_mut());

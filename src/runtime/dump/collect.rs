@@ -128,6 +128,7 @@ impl Core {
             index: shared.index,
             pools: pools(shared),
             receives_waiting_for_buffers: self.rx.waiting(),
+            pools_held_ms: self.rx.held_since().map(|t| t.elapsed().as_millis() as u64),
             ..WorkerDump::default()
         };
         let mut notes = Vec::new();

@@ -91,6 +91,11 @@ pub struct WorkerDump {
     pub pools: Vec<PoolDump>,
     /// Receives parked until a pool gives buffers back (copy, zero-copy, datagram).
     pub receives_waiting_for_buffers: usize,
+    /// How long (ms) the worker's pools have been dry with the application holding
+    /// their buffers, so that streams receive into ordinary memory; `None` while they
+    /// are not.
+    #[serde(default)]
+    pub pools_held_ms: Option<u64>,
 }
 
 /// A ring: the user side's view and the kernel's (`/proc/self/fdinfo`).

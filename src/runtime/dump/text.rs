@@ -97,6 +97,13 @@ impl Display for WorkerDump {
             "; receives waiting for buffers: {}",
             self.receives_waiting_for_buffers
         )?;
+        if let Some(ms) = self.pools_held_ms {
+            writeln!(
+                f,
+                "  receive pools dry and held by the application for {ms} ms: streams \
+                 receive into ordinary memory"
+            )?;
+        }
         for p in &self.pools {
             write!(
                 f,

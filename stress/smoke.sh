@@ -29,6 +29,20 @@ done
 echo "-- zerorx-stress --soak 60s"
 "$bin" --soak 60s --connections 8 --fault-hold 300ms --burst-conns 40 --json "$out/soak.json"
 
+# The receive pool under pressure, in release (whose timing finds what debug's hides):
+# stream and churn with bursts at the default size (128 connections × 60 KiB, more than
+# a worker's 4 MiB pool) and every other fault at 20/s, then a soak at the default
+# connection count. These lost requests and left connections stuck before the
+# runtime stopped waiting for buffers the application held (docs/operations.md).
+cargo build --quiet --release -p zerorx-stress
+rel="$target_dir/release/zerorx-stress"
+for scenario in stream churn; do
+  echo "-- zerorx-stress (release) --scenario ${scenario} --faults all:20/s"
+  "$rel" --scenario "$scenario" --duration 5s --faults all:20/s --json "$out/$scenario-release.json"
+done
+echo "-- zerorx-stress (release) --soak 60s"
+"$rel" --soak 60s --json "$out/soak-release.json"
+
 # Hostile load: 10,000 slowloris and 16 never-reading connections beside the rpc load;
 # the server's memory stays under its bound and its timeouts reclaim everything.
 echo "-- zerorx-stress --hostile"

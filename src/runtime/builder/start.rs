@@ -108,14 +108,18 @@ impl Builder {
     }
 
     /// Each worker's receive memory: the limit, and what of it overflow receives may
-    /// use beside the pools (`pool`, and a zero-copy area of `pool_size` if `zero_copy`).
+    /// use beside the pools (`pool`, and with `zero_copy` an area of `pool_size`, or as
+    /// much as its growth ceiling lets it reach: growth is within the same limit).
     fn recv_memory(
         &self,
         pool: Option<&CopyPoolConfig>,
         zero_copy: bool,
     ) -> io::Result<RecvMemory> {
         let copy = pool.map_or(0, |p| p.buffers as u64 * p.buffer_size as u64);
-        let zc = if zero_copy { self.pool_bytes as u64 } else { 0 };
+        let zc = match zero_copy {
+            false => 0,
+            true => self.zc_pool_ceiling.unwrap_or(0).max(self.pool_bytes) as u64,
+        };
         let pools = copy + zc;
         let limit = self
             .recv_memory_limit
@@ -123,7 +127,8 @@ impl Builder {
         if limit < pools {
             return Err(invalid(format!(
                 "receive_memory_limit ({limit} bytes) is below the receive pools it must hold \
-                 ({pools} bytes: copy pool {copy}, zero-copy area {zc})"
+                 ({pools} bytes: copy pool {copy}, zero-copy area {zc} up to its growth \
+                 ceiling)"
             )));
         }
         Ok(RecvMemory {

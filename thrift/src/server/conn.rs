@@ -300,6 +300,11 @@ async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -
             Event::Message(Err(e)) => {
                 count_read_error(w, &e);
                 return match e {
+                    // The worker's receive memory is used up, the socket is fine: the
+                    // calls already received are answered before the close.
+                    ReadError::Io(e) if e.kind() == std::io::ErrorKind::OutOfMemory => {
+                        End::Graceful
+                    }
                     ReadError::Io(_) => End::Abort,
                     _ => End::Graceful,
                 };

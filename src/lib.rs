@@ -24,6 +24,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+pub(crate) mod blocking;
 pub mod doctor;
 pub(crate) mod driver;
 pub(crate) mod executor;
@@ -40,7 +41,7 @@ pub(crate) mod wake;
 
 pub use executor::{spawn, yield_now, JoinError, JoinHandle};
 pub use metrics::{RearmCounts, WorkerMetricsSnapshot};
-pub use runtime::{Builder, Handle, ReceiveMode, Runtime};
+pub use runtime::{spawn_blocking, Builder, Handle, ReceiveMode, Runtime};
 pub use time::{sleep, sleep_until, timeout};
 pub use wake::WakeMode;
 pub use zcrx;

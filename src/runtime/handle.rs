@@ -4,6 +4,7 @@
 use super::context;
 use super::receive_mode::ReceiveModeReport;
 use super::worker::WorkerShared;
+use crate::blocking::BlockingPool;
 use crate::driver::RingFlags;
 use crate::executor::{self, JoinHandle};
 use crate::metrics::WorkerMetricsSnapshot;
@@ -21,6 +22,8 @@ pub(crate) struct Shared {
     tuning: Vec<super::tuning::Setting>,
     shutdown: AtomicBool,
     deadline: Mutex<Option<Instant>>,
+    /// The threads for blocking work, shared by the workers.
+    pub(crate) blocking: BlockingPool,
 }
 
 /// A cheap, cloneable reference to a runtime, usable from any thread.
@@ -35,6 +38,7 @@ impl Handle {
         wake_mode: WakeMode,
         receive: ReceiveModeReport,
         tuning: Vec<super::tuning::Setting>,
+        blocking: BlockingPool,
     ) -> Handle {
         Handle {
             inner: Arc::new(Shared {
@@ -45,6 +49,7 @@ impl Handle {
                 receive,
                 shutdown: AtomicBool::new(false),
                 deadline: Mutex::new(None),
+                blocking,
             }),
         }
     }
@@ -277,6 +282,7 @@ impl Handle {
             workers,
             nic_queues,
             nic_note,
+            blocking: super::dump::BlockingDump::from_state(self.inner.blocking.state()),
         }
     }
 

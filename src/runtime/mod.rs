@@ -5,6 +5,7 @@
 //! [`Builder::build`]. `threads(n)` adds `n - 1` background workers. A `Runtime` is
 //! therefore tied to the thread that built it (`!Send`); its [`Handle`] is not.
 
+mod blocking;
 mod builder;
 pub(crate) mod context;
 mod dump;
@@ -24,10 +25,11 @@ pub(crate) mod worker;
 pub(crate) mod zero_copy;
 
 pub use crate::driver::RingFlags;
+pub use blocking::spawn_blocking;
 pub use builder::{Builder, ZeroCopySharing};
 pub use dump::{
-    DumpSignal, NicQueueDump, OpDump, PoolDump, ProcessState, RingDump, RuntimeDump, TaskDump,
-    TimersDump, WorkerDump,
+    BlockingDump, BlockingJobDump, DumpSignal, NicQueueDump, OpDump, PoolDump, ProcessState,
+    RingDump, RuntimeDump, TaskDump, TimersDump, WorkerDump,
 };
 pub use handle::Handle;
 pub use receive_mode::{

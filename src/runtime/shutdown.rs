@@ -17,8 +17,9 @@ fn panic_message(p: &(dyn Any + Send)) -> &str {
 impl Runtime {
     /// Stops every worker: their tasks are dropped, in-flight ops cancelled, and
     /// completions drained until no op is left or `timeout` passes; then the rings are
-    /// closed. Errors name the workers that failed, panicked, or had to leak ops still
-    /// in the kernel when the timeout expired.
+    /// closed; blocking jobs still running get what is left of `timeout`. Errors name
+    /// the workers that failed, panicked, or had to leak ops still in the kernel when
+    /// the timeout expired, and the blocking jobs abandoned (running or never started).
     pub fn shutdown(mut self, timeout: Duration) -> io::Result<()> {
         self.shutdown_inner(timeout)
     }
@@ -47,6 +48,12 @@ impl Runtime {
                 Ok(Err(e)) => errors.push(format!("worker {index} failed: {e}")),
                 Err(p) => errors.push(format!("worker {index} panicked: {}", panic_message(&*p))),
             }
+        }
+        // Blocking jobs get what is left of the time; those still running then are
+        // left to finish on their own threads, and named.
+        let abandoned = self.handle.inner.blocking.shutdown(deadline);
+        if !abandoned.is_empty() {
+            errors.push(abandoned.to_string());
         }
         for m in self.handle.metrics() {
             if m.leaked_ops > 0 && m.worker != 0 {

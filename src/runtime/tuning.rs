@@ -54,7 +54,7 @@ impl fmt::Display for Setting {
 }
 
 /// Every variable, the setting it sets and what it accepts.
-pub const VARIABLES: [(&str, &str, &str); 12] = [
+pub const VARIABLES: [(&str, &str, &str); 14] = [
     (
         "ZERORX_THREADS",
         "threads",
@@ -102,6 +102,16 @@ pub const VARIABLES: [(&str, &str, &str); 12] = [
         "ZERORX_RECV_MEMORY_LIMIT",
         "receive_memory_limit",
         "bytes, with an optional K, M or G (64M)",
+    ),
+    (
+        "ZERORX_MAX_BLOCKING_THREADS",
+        "max_blocking_threads",
+        "a whole number of threads, at least 1",
+    ),
+    (
+        "ZERORX_BLOCKING_KEEP_ALIVE",
+        "blocking_keep_alive",
+        "a duration (500ms, 10s)",
     ),
 ];
 
@@ -182,6 +192,11 @@ fn duration(text: &str) -> Option<Duration> {
         _ => return None,
     };
     (!d.is_zero()).then_some(d)
+}
+
+/// A duration such as `500ms` or `10s`, more than zero.
+pub(crate) fn positive_duration(variable: &str, value: &str) -> io::Result<Duration> {
+    duration(value).ok_or_else(|| bad(variable, value))
 }
 
 /// `on` or `off` (also `true`/`false`, `1`/`0`).

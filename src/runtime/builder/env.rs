@@ -73,6 +73,15 @@ impl Builder {
             "ZERORX_COMPLETION_BATCH" => {
                 self.wait_batch = tuning::completion_batch(variable, value)?
             }
+            "ZERORX_MAX_BLOCKING_THREADS" => {
+                self.max_blocking_threads = usize::try_from(tuning::number(variable, value)?)
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| tuning::bad(variable, value))?
+            }
+            "ZERORX_BLOCKING_KEEP_ALIVE" => {
+                self.blocking_keep_alive = tuning::positive_duration(variable, value)?
+            }
             "ZERORX_RECV_MEMORY_LIMIT" => {
                 self.recv_memory_limit = Some(
                     usize::try_from(tuning::size(variable, value)?)
@@ -126,6 +135,14 @@ impl Builder {
                 "completion_batch",
                 self.wait_batch
                     .map_or_else(|| "off".to_owned(), |(n, d)| format!("{n},{d:?}")),
+            ),
+            "ZERORX_MAX_BLOCKING_THREADS" => (
+                "max_blocking_threads",
+                self.max_blocking_threads.to_string(),
+            ),
+            "ZERORX_BLOCKING_KEEP_ALIVE" => (
+                "blocking_keep_alive",
+                format!("{:?}", self.blocking_keep_alive),
             ),
             "ZERORX_RECV_MEMORY_LIMIT" => (
                 "receive_memory_limit",

@@ -36,6 +36,8 @@ pub struct Builder {
     recv_hold_limit: Option<u32>,
     recv_memory_limit: Option<usize>,
     recv_memory_wait: Duration,
+    max_blocking_threads: usize,
+    blocking_keep_alive: Duration,
     /// The tunable settings the code set explicitly (by `ZERORX_*` name): those the
     /// environment may not change.
     explicit: Vec<&'static str>,
@@ -67,6 +69,9 @@ enum CopyPoolChoice {
 /// Bytes of receive pool per worker by default: 4 MiB stays warm in cache, which
 /// measured ~10 % less CPU per byte on loopback than a 64 MiB pool.
 const DEFAULT_POOL_BYTES: usize = 4 << 20;
+/// Threads of the blocking pool at most, by default: blocking jobs mostly wait (on a
+/// disk, a database, a lock), so many may run at once without many cores.
+const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
 /// Bytes per pool buffer / chunk by default.
 const DEFAULT_CHUNK_SIZE: u32 = 64 * 1024;
 /// Datagram pool of each worker, registered when a UDP socket first receives from it:
@@ -103,6 +108,8 @@ impl Default for Builder {
             recv_hold_limit: None,
             recv_memory_limit: None,
             recv_memory_wait: Duration::from_secs(2),
+            max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
+            blocking_keep_alive: Duration::from_secs(10),
             explicit: Vec::new(),
         }
     }
@@ -319,6 +326,31 @@ impl Builder {
         self
     }
 
+    /// The most threads the runtime's blocking pool runs at once (default 512); jobs
+    /// of [`spawn_blocking`](crate::spawn_blocking) beyond them wait in its queue. One
+    /// pool serves all workers; threads start as jobs need them.
+    pub fn max_blocking_threads(&mut self, n: usize) -> &mut Self {
+        self.explicit.push("ZERORX_MAX_BLOCKING_THREADS");
+        self.max_blocking_threads = n;
+        self
+    }
+
+    /// How long a blocking-pool thread with nothing to do waits for a job before it
+    /// leaves (default 10 s).
+    pub fn blocking_keep_alive(&mut self, idle: Duration) -> &mut Self {
+        self.explicit.push("ZERORX_BLOCKING_KEEP_ALIVE");
+        self.blocking_keep_alive = idle;
+        self
+    }
+
+    /// The blocking pool's limits.
+    pub(crate) fn blocking_config(&self) -> crate::blocking::BlockingConfig {
+        crate::blocking::BlockingConfig {
+            max_threads: self.max_blocking_threads,
+            keep_alive: self.blocking_keep_alive,
+        }
+    }
+
     /// The default [`receive_memory_limit`](Self::receive_memory_limit).
     fn default_memory_limit(&self) -> usize {
         self.pool_bytes.saturating_mul(2).max(64 << 20)
@@ -425,8 +457,25 @@ mod tests {
                 ("ZERORX_INCREMENTAL_BUFFERS", "off"),
                 ("ZERORX_RECV_BUNDLES", "on"),
                 ("ZERORX_COMPLETION_BATCH", "16,50us"),
+                ("ZERORX_RECV_MEMORY_LIMIT", "128M"),
+                ("ZERORX_MAX_BLOCKING_THREADS", "8"),
+                ("ZERORX_BLOCKING_KEEP_ALIVE", "500ms"),
             ]))
             .expect("valid");
+        assert_eq!(
+            source_of(&t, "receive_memory_limit"),
+            ("134217728", Source::Environment)
+        );
+        assert_eq!(resolved.recv_memory_limit, Some(128 << 20));
+        assert_eq!(
+            source_of(&t, "max_blocking_threads"),
+            ("8", Source::Environment)
+        );
+        assert_eq!(
+            source_of(&t, "blocking_keep_alive"),
+            ("500ms", Source::Environment)
+        );
+        assert_eq!(resolved.blocking_keep_alive, Duration::from_millis(500));
         assert_eq!(
             source_of(&t, "incremental_buffers"),
             ("off", Source::Environment)
@@ -476,6 +525,18 @@ mod tests {
             (
                 &[("ZERORX_RECEIVE_MODE", "zerocopy")][..],
                 "ZERORX_RECEIVE_MODE",
+            ),
+            (
+                &[("ZERORX_RECV_MEMORY_LIMIT", "plenty")][..],
+                "ZERORX_RECV_MEMORY_LIMIT",
+            ),
+            (
+                &[("ZERORX_MAX_BLOCKING_THREADS", "0")][..],
+                "ZERORX_MAX_BLOCKING_THREADS",
+            ),
+            (
+                &[("ZERORX_BLOCKING_KEEP_ALIVE", "soon")][..],
+                "ZERORX_BLOCKING_KEEP_ALIVE",
             ),
         ] {
             let pairs: &'static [(&'static str, &'static str)] = pairs;

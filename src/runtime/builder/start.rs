@@ -30,6 +30,12 @@ impl Builder {
         if threads == 0 {
             return Err(invalid("threads must be at least 1".into()));
         }
+        if self.max_blocking_threads == 0 || self.blocking_keep_alive.is_zero() {
+            return Err(invalid(format!(
+                "max_blocking_threads ({}) and blocking_keep_alive ({:?}) must be more than 0",
+                self.max_blocking_threads, self.blocking_keep_alive
+            )));
+        }
         if self.ring_entries == 0 || self.ring_entries > 32768 {
             return Err(invalid(format!(
                 "ring_entries must be in 1..=32768, got {}",
@@ -152,7 +158,8 @@ impl Builder {
         let workers = (0..threads)
             .map(|i| Ok(Arc::new(WorkerShared::new(i, Unparker::new(self.wake)?))))
             .collect::<io::Result<Vec<_>>>()?;
-        let handle = Handle::new(workers.clone(), self.wake, receive, tuning);
+        let blocking = crate::blocking::BlockingPool::new(self.blocking_config());
+        let handle = Handle::new(workers.clone(), self.wake, receive, tuning, blocking);
         // Each importer gets its owner's export over a channel of its own.
         let mut links: Vec<ZcLinks> = (0..threads).map(|_| ZcLinks::default()).collect();
         for (i, role) in roles.iter().enumerate() {

@@ -8,11 +8,13 @@
 //! of each ring and the process's fds come from `/proc` ([`kernel`]). Costs nothing
 //! until asked for, besides a coarse stamp per op (see the driver's `inspect`).
 
+mod blocking;
 pub(crate) mod collect;
 pub(crate) mod kernel;
 mod signal;
 mod text;
 
+pub use blocking::{BlockingDump, BlockingJobDump};
 pub use signal::DumpSignal;
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +35,9 @@ pub struct RuntimeDump {
     /// Why there are no NIC queues to show (copy mode, device-less instances).
     #[serde(default)]
     pub nic_note: Option<String>,
+    /// The blocking pool: its threads, running and queued jobs.
+    #[serde(default)]
+    pub blocking: BlockingDump,
 }
 
 /// A NIC receive queue a zero-copy pool is bound to, from the kernel's side.

@@ -20,6 +20,7 @@ impl Display for RuntimeDump {
         if let Some(note) = &self.nic_note {
             writeln!(f, "NIC queues: {note}")?;
         }
+        write!(f, "{}", self.blocking)?;
         for q in &self.nic_queues {
             write!(f, "NIC queue {}:{}", q.interface, q.queue)?;
             match q.napi_id {

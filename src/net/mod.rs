@@ -11,6 +11,7 @@ mod frame;
 #[cfg(test)]
 mod handover_tests;
 mod recv_stream;
+mod resolve;
 mod tcp_listener;
 mod tcp_stream;
 #[cfg(feature = "tokio-io")]
@@ -25,6 +26,7 @@ pub(crate) use compat::poll_copy_out;
 pub use compat::Compat;
 pub use frame::{CopyStats, FrameReader};
 pub use recv_stream::RecvStream;
+pub use resolve::ToSocketAddrs;
 pub use tcp_listener::TcpListener;
 pub use tcp_stream::TcpStream;
 pub use udp::{Datagram, UdpSocket};

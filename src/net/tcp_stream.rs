@@ -80,9 +80,52 @@ impl TcpStream {
         ))
     }
 
-    /// Connects to `addr`. Dropping the future cancels the connect; the socket is
-    /// closed once the kernel has let go of it.
-    pub async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+    /// Connects to `peer`: an address, a list of addresses, or a `"host:port"` name,
+    /// resolved on the runtime's blocking pool (see [`ToSocketAddrs`](super::ToSocketAddrs)).
+    /// Several addresses are tried in order until one connects; when none does, the
+    /// error (of the last one's kind) names the host and every address tried. One
+    /// address given as such fails with the connect's own error. Dropping the future
+    /// cancels the connect; the socket is closed once the kernel has let go of it.
+    ///
+    /// ```no_run
+    /// # async fn f() -> std::io::Result<()> {
+    /// let db = zerorx::net::TcpStream::connect("db.internal:9090").await?;
+    /// let local = zerorx::net::TcpStream::connect("127.0.0.1:9090".parse::<std::net::SocketAddr>().unwrap()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(peer: impl super::ToSocketAddrs) -> io::Result<TcpStream> {
+        let super::resolve::Resolved {
+            addrs,
+            shown,
+            named,
+        } = super::resolve::resolve(peer).await?;
+        let mut failures = Vec::new();
+        for addr in &addrs {
+            match Self::connect_addr(*addr).await {
+                Ok(s) => return Ok(s),
+                Err(e) => failures.push((*addr, e)),
+            }
+        }
+        match failures.pop() {
+            Some((_, e)) if !named && addrs.len() == 1 => Err(e),
+            Some((last, e)) => {
+                let mut tried: Vec<String> =
+                    failures.iter().map(|(a, e)| format!("{a}: {e}")).collect();
+                tried.push(format!("{last}: {e}"));
+                Err(io::Error::new(
+                    e.kind(),
+                    format!("connecting to {shown}: {}", tried.join("; ")),
+                ))
+            }
+            None => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "connect: no address given",
+            )),
+        }
+    }
+
+    /// Connects to one address.
+    async fn connect_addr(addr: SocketAddr) -> io::Result<TcpStream> {
         let socket = new_socket(&addr, Type::STREAM, Protocol::TCP)?;
         let fd = SocketFd::shared(OwnedFd::from(socket));
         let (c, _op) = Op::submit(Connect {
@@ -94,9 +137,13 @@ impl TcpStream {
         Ok(TcpStream::from_shared(fd))
     }
 
-    /// [`connect`](Self::connect) bounded by `timeout` (`ErrorKind::TimedOut`).
-    pub async fn connect_timeout(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
-        crate::time::timeout(timeout, Self::connect(addr)).await?
+    /// [`connect`](Self::connect) (resolution included) bounded by `timeout`
+    /// (`ErrorKind::TimedOut`).
+    pub async fn connect_timeout(
+        peer: impl super::ToSocketAddrs,
+        timeout: Duration,
+    ) -> io::Result<TcpStream> {
+        crate::time::timeout(timeout, Self::connect(peer)).await?
     }
 
     /// Sends all of `buf`, looping over short sends. `buf` is [`Bytes`] or a received

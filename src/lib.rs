@@ -34,6 +34,7 @@ pub(crate) mod metrics;
 pub mod net;
 pub(crate) mod ops;
 pub mod runtime;
+pub mod signal;
 pub mod time;
 #[cfg(feature = "rustls")]
 pub mod tls;

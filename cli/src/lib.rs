@@ -6,7 +6,7 @@
 //! - [`bench`](mod@bench): the service's types, handlers ([`bench::register`]), typed client
 //!   ([`bench::BenchClient`]) and `zerorx serve` ([`bench::serve`]).
 //! - [`doctor_args`]: the command line's grammar and `--require`.
-//! - [`signals`]: termination signals taken with `sigwait` (also used by the
+//! - [`signals`]: termination signals over `zerorx::signal` (also used by the
 //!   cross-language test server).
 
 pub mod bench;

@@ -1,43 +1,29 @@
-//! Termination signals taken with `sigwait`, for servers that drain before they exit.
+//! Termination signals for servers that drain before they exit, over
+//! [`zerorx::signal`]: listen first (before the server says it is ready), then act on
+//! the first delivery from a task on the worker that awaits it.
 
 use std::io;
+use zerorx::signal::{signal, Signal, SignalKind};
 
-/// Signals blocked on the calling thread (and every thread it starts afterwards), so
-/// they wait to be taken with [`wait`](Self::wait) instead of killing the process.
-/// Call it first in `main`, before any thread starts.
-#[derive(Clone, Copy)]
-pub struct Blocked(libc::sigset_t);
+/// Starts listening for `kinds`; deliveries from now on are kept until [`on_first`]
+/// takes them. Once listened for, these signals no longer terminate the process by
+/// themselves.
+pub fn listen(kinds: &[SignalKind]) -> io::Result<Vec<Signal>> {
+    kinds.iter().map(|&k| signal(k)).collect()
+}
 
-impl Blocked {
-    /// Blocks `signals`.
-    pub fn block(signals: &[libc::c_int]) -> io::Result<Blocked> {
-        // SAFETY: `sigset_t` is plain data; sigemptyset initialises it.
-        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `set` is a valid sigset_t owned by this frame.
-        unsafe {
-            libc::sigemptyset(&mut set);
-            for &s in signals {
-                libc::sigaddset(&mut set, s);
+/// Runs `then` once, with the kind of the first of `signals` delivered, from tasks on
+/// the current worker (call it inside `Runtime::block_on` or a task).
+pub fn on_first(signals: Vec<Signal>, then: impl FnOnce(SignalKind) + 'static) {
+    let then = std::rc::Rc::new(std::cell::Cell::new(Some(then)));
+    for mut s in signals {
+        let then = then.clone();
+        zerorx::spawn(async move {
+            if s.recv().await.is_ok() {
+                if let Some(f) = then.take() {
+                    f(s.kind());
+                }
             }
-        }
-        // SAFETY: `set` is initialised; the old mask is not needed.
-        let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-        if rc != 0 {
-            return Err(io::Error::from_raw_os_error(rc));
-        }
-        Ok(Blocked(set))
-    }
-
-    /// Waits for one of the signals and returns it.
-    pub fn wait(&self) -> io::Result<libc::c_int> {
-        let mut sig: libc::c_int = 0;
-        // SAFETY: the set's signals are blocked in every thread of the process (masks
-        // are inherited from the thread that blocked them first); `sig` is a valid out
-        // pointer.
-        let rc = unsafe { libc::sigwait(&self.0, &mut sig) };
-        if rc != 0 {
-            return Err(io::Error::from_raw_os_error(rc));
-        }
-        Ok(sig)
+        });
     }
 }

@@ -6,6 +6,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
+use zerorx::signal::SignalKind;
 use zerorx::Runtime;
 use zerorx_thrift::server::{ProtocolChoice, Server, TransportChoice};
 
@@ -169,7 +170,6 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
 /// Runs `zerorx serve` until a termination signal; prints the address when ready and
 /// the counters at the end.
 pub fn run(args: &ServeArgs) -> io::Result<()> {
-    let signals = crate::signals::Blocked::block(&[libc::SIGINT, libc::SIGTERM])?;
     let dump_signal = zerorx::runtime::DumpSignal::block()?;
     let mut builder = Runtime::builder();
     if let Some(n) = args.threads {
@@ -188,19 +188,19 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
         .transport(args.transport)
         .start(rt.handle())?;
     dump_signal.start(rt.handle().clone(), args.dump_file.clone())?;
+    // Listening before the address is printed: a supervisor may signal at once.
+    let stop = crate::signals::listen(&[SignalKind::interrupt(), SignalKind::terminate()])?;
     println!("listening on {}", server.local_addr());
     let shutdown = server.shutdown_handle();
     let stats = server.stats_handle();
     let grace = args.grace;
-    std::thread::Builder::new()
-        .name("zerorx-serve-signals".into())
-        .spawn(move || {
-            if let Ok(sig) = signals.wait() {
-                eprintln!("zerorx serve: signal {sig}, draining");
-            }
+    let res = rt.block_on(async move {
+        crate::signals::on_first(stop, move |kind| {
+            eprintln!("zerorx serve: signal {}, draining", kind.as_raw());
             shutdown.shutdown(grace);
-        })?;
-    let res = rt.block_on(server.stopped());
+        });
+        server.stopped().await
+    });
     for (name, value) in stats.snapshot().fields() {
         eprintln!("{name:>22} {value}");
     }

@@ -6,6 +6,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
+use zerorx::signal::SignalKind;
 use zerorx_thrift::server::{ProtocolChoice, TransportChoice};
 use zerorx_thrift::{DecodeLimits, Server, ServerBuilder};
 use zerorx_thrift_test::flags::{Flags, Wire, USAGE};
@@ -72,8 +73,6 @@ fn builder(flags: &Flags) -> ServerBuilder {
 }
 
 fn serve(flags: &Flags) -> std::io::Result<()> {
-    let signals =
-        zerorx_cli::signals::Blocked::block(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
     let rt = zerorx::Runtime::builder().threads(flags.workers).build()?;
     // Both address families, as Apache's servers listen (clients given `localhost`
     // may try ::1 first); IPv4 alone where IPv6 is off.
@@ -84,14 +83,18 @@ fn serve(flags: &Flags) -> std::io::Result<()> {
             .addr(SocketAddr::from((Ipv4Addr::UNSPECIFIED, flags.port)))
             .start(rt.handle())?,
     };
+    // Listening before the address is printed: the cross-test runner sends SIGHUP
+    // as soon as its client is done.
+    let stop = zerorx_cli::signals::listen(&[
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ])?;
     println!("listening on {}", server.local_addr());
     let shutdown = server.shutdown_handle();
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            let _ = signals.wait();
-            shutdown.shutdown(Duration::from_millis(500));
-        })?;
-    rt.block_on(server.stopped())?;
+    rt.block_on(async move {
+        zerorx_cli::signals::on_first(stop, move |_| shutdown.shutdown(Duration::from_millis(500)));
+        server.stopped().await
+    })?;
     rt.shutdown(Duration::from_secs(1))
 }

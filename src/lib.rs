@@ -4,7 +4,10 @@
 //! - [`runtime`]: receive modes, tuning, the state dump ([`Handle::dump`]).
 //! - [`net`]: TCP/UDP sockets; [`net::FrameReader`] cuts length-prefixed frames out of
 //!   the received buffers as [`net::BytesChain`]s (no copy), [`net::RecvStream`] is a
-//!   `Stream` of buffers and [`net::Compat`] speaks futures-io `AsyncRead`/`AsyncWrite`.
+//!   `Stream` of buffers and [`net::Compat`] speaks futures-io `AsyncRead`/`AsyncWrite`;
+//!   [`net::TcpStream::connect`] takes names too.
+//! - [`spawn_blocking`]: blocking work on the runtime's bounded thread pool.
+//! - [`signal`]: `ctrl_c()` and signal streams on any worker's ring.
 //!
 //! Each worker thread owns one ring, a local task queue and a timer heap; tasks never
 //! migrate. See `DESIGN.md` for the op lifecycle and who owns what memory.

@@ -49,6 +49,22 @@ pub use runtime::{spawn_blocking, Builder, Handle, ReceiveMode, Runtime};
 pub use time::{sleep, sleep_until, timeout};
 pub use wake::WakeMode;
 pub use zcrx;
+/// Runs `async fn main` on a zerorx runtime: `#[zerorx::main]`, or with arguments
+/// `#[zerorx::main(threads = 2, receive_mode = "copy")]` (any `ZERORX_RECEIVE_MODE`
+/// text). The environment's `ZERORX_*` settings apply to what the arguments leave unset.
+///
+/// ```no_run
+/// #[zerorx::main(threads = 2)]
+/// async fn main() -> std::io::Result<()> {
+///     let listener = zerorx::net::TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+///     println!("listening on {}", listener.local_addr()?);
+///     Ok(())
+/// }
+/// ```
+pub use zerorx_macros::main;
+/// Runs an `async fn` test on a runtime of its own, one worker unless `threads = N`:
+/// `#[zerorx::test]`, `#[zerorx::test(threads = 2, receive_mode = "copy")]`.
+pub use zerorx_macros::test;
 
 /// The driver's op interface, for the `spawn_bench` example that times raw ops
 /// through the ring. Not a stable API: it changes with the driver.

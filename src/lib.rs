@@ -8,6 +8,7 @@
 //!   [`net::TcpStream::connect`] takes names too.
 //! - [`spawn_blocking`]: blocking work on the runtime's bounded thread pool.
 //! - [`signal`]: `ctrl_c()` and signal streams on any worker's ring.
+//! - [`fs`]: files over the ring.
 //!
 //! Each worker thread owns one ring, a local task queue and a timer heap; tasks never
 //! migrate. See `DESIGN.md` for the op lifecycle and who owns what memory.
@@ -31,6 +32,7 @@ pub(crate) mod blocking;
 pub mod doctor;
 pub(crate) mod driver;
 pub(crate) mod executor;
+pub mod fs;
 #[cfg(feature = "hyper")]
 pub mod hyper;
 pub(crate) mod metrics;

@@ -6,6 +6,7 @@
 pub(crate) mod accept;
 mod close;
 pub(crate) mod connect;
+pub(crate) mod file;
 mod handover;
 mod overflow_recv;
 pub(crate) mod poll;

@@ -1,0 +1,185 @@
+//! `zerorx::fs` against the real kernel: bytes written come back at every offset,
+//! sequential reads and writes move the position, directories are made, listed,
+//! renamed and removed, and bad input gets an error naming the path and the cause.
+
+mod common;
+
+use bytes::{Bytes, BytesMut};
+use common::Rng;
+use std::io::ErrorKind;
+use std::path::PathBuf;
+use zerorx::fs::{self, File};
+
+/// A fresh directory under the system's temporary one, removed at the end.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let p = std::env::temp_dir().join(format!("zerorx-fs-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        Scratch(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn rt() -> zerorx::Runtime {
+    common::rt(2, zerorx::WakeMode::EventFd)
+}
+
+#[test]
+fn bytes_written_come_back_whole_and_at_every_offset() {
+    let dir = Scratch::new("rw");
+    let path = dir.0.join("data");
+    rt().block_on(async move {
+        let mut rng = Rng(3);
+        let data = Bytes::from((0..3 << 20).map(|_| rng.next() as u8).collect::<Vec<_>>());
+        fs::write(&path, data.clone()).await.expect("write");
+        assert_eq!(fs::read(&path).await.expect("read"), data);
+        let f = File::open(&path).await.expect("open");
+        assert_eq!(f.metadata().await.expect("statx").len(), data.len() as u64);
+        for offset in [0u64, 1, 4095, 4096, 1 << 20, (3 << 20) - 10] {
+            let got = f.read_exact_at(10, offset).await.expect("inside the file");
+            assert_eq!(&got[..], &data[offset as usize..offset as usize + 10]);
+        }
+        // Sequential reads move the position.
+        let (n, first) = f.read(BytesMut::with_capacity(100)).await.expect("read");
+        let (m, second) = f.read(BytesMut::with_capacity(100)).await.expect("read");
+        assert_eq!((n, m), (100, 100));
+        assert_eq!([&first[..], &second[..]].concat(), &data[..200]);
+        // At the end: 0 bytes, not an error.
+        let (n, _) = f
+            .read_at(BytesMut::with_capacity(10), data.len() as u64)
+            .await
+            .expect("eof");
+        assert_eq!(n, 0);
+    });
+}
+
+#[test]
+fn append_sync_and_options() {
+    let dir = Scratch::new("append");
+    let path = dir.0.join("log");
+    rt().block_on(async move {
+        let f = File::options()
+            .append(true)
+            .create(true)
+            .open(&path)
+            .await
+            .expect("open");
+        for i in 0..5u8 {
+            f.write_all(Bytes::from(vec![i; 3])).await.expect("append");
+        }
+        f.sync_data().await.expect("fdatasync");
+        f.sync_all().await.expect("fsync");
+        assert_eq!(
+            fs::read(&path).await.expect("read"),
+            (0..5u8).flat_map(|i| [i; 3]).collect::<Vec<_>>()
+        );
+        let err = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .await
+            .expect_err("exists");
+        assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+        assert!(
+            err.to_string().contains(&path.display().to_string()),
+            "{err}"
+        );
+        let err = File::options()
+            .create(true)
+            .open(&path)
+            .await
+            .expect_err("no write");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        let m = fs::metadata(&path).await.expect("statx");
+        assert!(m.is_file() && !m.is_dir() && m.len() == 15, "{m:?}");
+    });
+}
+
+#[test]
+fn directories_are_made_listed_renamed_and_removed() {
+    let dir = Scratch::new("dirs");
+    let base = dir.0.clone();
+    rt().block_on(async move {
+        let deep = base.join("a/b/c");
+        fs::create_dir_all(&deep).await.expect("create_dir_all");
+        fs::create_dir_all(&deep)
+            .await
+            .expect("again: already there is fine");
+        assert!(fs::metadata(&deep).await.expect("statx").is_dir());
+        fs::write(deep.join("x"), &b"1"[..]).await.expect("write");
+        fs::write(deep.join("y"), &b"2"[..]).await.expect("write");
+        let mut names = fs::read_dir(&deep).await.expect("read_dir");
+        names.sort();
+        assert_eq!(names, vec![deep.join("x"), deep.join("y")]);
+        fs::rename(deep.join("x"), deep.join("z"))
+            .await
+            .expect("rename");
+        assert_eq!(fs::read(deep.join("z")).await.expect("read"), b"1");
+        fs::remove_file(deep.join("z")).await.expect("remove");
+        fs::remove_file(deep.join("y")).await.expect("remove");
+        fs::remove_dir(&deep).await.expect("rmdir");
+        let err = fs::metadata(&deep).await.expect_err("gone");
+        assert_eq!(err.kind(), ErrorKind::NotFound);
+    });
+}
+
+#[test]
+fn bad_input_is_an_error_naming_the_path_and_the_cause() {
+    let dir = Scratch::new("errors");
+    let base = dir.0.clone();
+    rt().block_on(async move {
+        let missing = base.join("missing");
+        let err = File::open(&missing).await.expect_err("missing");
+        assert_eq!(err.kind(), ErrorKind::NotFound);
+        assert!(
+            err.to_string().contains(&missing.display().to_string()),
+            "{err}"
+        );
+
+        // A directory opens (as with std) but cannot be read as a file.
+        let d = File::open(&base)
+            .await
+            .expect("a directory opens read-only");
+        let err = d
+            .read_at(BytesMut::with_capacity(10), 0)
+            .await
+            .expect_err("a directory");
+        assert_eq!(err.raw_os_error(), None, "wrapped with the path");
+        assert!(err.to_string().contains("Is a directory"), "{err}");
+        assert!(
+            err.to_string().contains(&base.display().to_string()),
+            "{err}"
+        );
+
+        // Past the end: how much there was.
+        fs::write(base.join("short"), &b"abc"[..])
+            .await
+            .expect("write");
+        let f = File::open(base.join("short")).await.expect("open");
+        let err = f.read_exact_at(10, 1).await.expect_err("past the end");
+        assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
+        assert!(err.to_string().contains("after 2 of them"), "{err}");
+
+        let err = fs::read_dir(base.join("nope"))
+            .await
+            .expect_err("missing dir");
+        assert_eq!(err.kind(), ErrorKind::NotFound);
+        let err = fs::remove_dir(&base).await.expect_err("not empty");
+        assert!(
+            err.to_string().contains(&base.display().to_string()),
+            "{err}"
+        );
+        let err = File::open("bad\0path").await.expect_err("NUL");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        let err = f.read_at(BytesMut::new(), 0).await.expect_err("no room");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    });
+}

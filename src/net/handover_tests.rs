@@ -69,9 +69,11 @@ fn receives_run_on_the_owner_and_buffers_come_over() {
     assert_eq!(m[1].recv_handovers, 1);
     let pools = rt.handle().pool_stats();
     let owner = pools[0].expect("owner pool");
+    // Into the owner's pool, or beside it while its buffers were all out in the
+    // handover queue (then into ordinary memory on the owner).
     assert!(
-        owner.bytes >= 300_000,
-        "received into the owner's pool: {owner:?}"
+        owner.bytes + owner.overflow_bytes >= 300_000,
+        "received on the owner: {owner:?}"
     );
     assert!(
         owner.remote_returns > 0,

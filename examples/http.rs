@@ -103,7 +103,7 @@ async fn serve_connection(stream: TcpStream, worker: usize) {
     };
     if let Err(e) = served {
         if !peer_went_away(&e) {
-            eprintln!("http: worker {worker}: {e}");
+            eprintln!("http: worker {worker}: {e} ({e:?})");
         }
     }
 }
@@ -120,7 +120,11 @@ fn peer_went_away(e: &hyper::Error) -> bool {
         }
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind::*;
-            if matches!(io.kind(), ConnectionReset | BrokenPipe | UnexpectedEof) {
+            // NotConnected: the peer was gone before the server shut its side down.
+            if matches!(
+                io.kind(),
+                ConnectionReset | BrokenPipe | UnexpectedEof | NotConnected
+            ) {
                 return true;
             }
         }

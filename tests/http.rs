@@ -167,7 +167,8 @@ fn curl_keeps_the_connection_alive_and_reads_chunked_responses() {
             .contains("transfer-encoding: chunked"),
         "{headers}"
     );
-    assert!(s.stop().is_empty());
+    let err = s.stop();
+    assert!(err.is_empty(), "{err}");
 }
 
 #[test]
@@ -193,7 +194,8 @@ fn curl_uploads_large_bodies_and_gets_every_byte_back() {
     ]);
     assert_eq!(String::from_utf8_lossy(&sum), sum_line(&data));
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(s.stop().is_empty());
+    let err = s.stop();
+    assert!(err.is_empty(), "{err}");
 }
 
 #[test]
@@ -221,7 +223,8 @@ fn curl_speaks_h2c_with_prior_knowledge() {
     ]);
     assert_eq!(String::from_utf8_lossy(&sum), sum_line(&data));
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(s.stop().is_empty());
+    let err = s.stop();
+    assert!(err.is_empty(), "{err}");
 }
 
 #[test]
@@ -256,7 +259,8 @@ fn pipelined_requests_are_answered_in_order() {
         .expect("the sum, second");
     assert!(first.contains("chunk 0\n"), "{all}");
     assert!(rest.contains("no route for /nope"), "{all}");
-    assert!(s.stop().is_empty());
+    let err = s.stop();
+    assert!(err.is_empty(), "{err}");
 }
 
 #[test]
@@ -320,7 +324,8 @@ fn hyper_client_on_zerorx_keeps_alive_over_http1() {
         drop(send);
         conn.await.expect("task").expect("connection ends cleanly");
     });
-    assert!(s.stop().is_empty());
+    let err = s.stop();
+    assert!(err.is_empty(), "{err}");
 }
 
 #[test]
@@ -360,5 +365,6 @@ fn hyper_client_on_zerorx_runs_concurrent_http2_streams() {
         drop(send);
         conn.await.expect("task").expect("connection ends cleanly");
     });
-    assert!(s.stop().is_empty());
+    let err = s.stop();
+    assert!(err.is_empty(), "{err}");
 }

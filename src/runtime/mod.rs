@@ -26,8 +26,9 @@ pub(crate) mod zero_copy;
 pub use crate::driver::RingFlags;
 pub use builder::{Builder, ZeroCopySharing};
 pub use dump::{
-    DumpSignal, NicQueueDump, OpDump, PoolDump, ProcessState, RingDump, RuntimeDump, TaskDump,
-    TimersDump, WorkerDump,
+    DumpSignal, DumpStatus, FdinfoField, FdinfoValue, IoUringOp, NicNote, NicQueueDump, OpDump,
+    OpState, PagePoolDump, PoolDump, PoolKind, ProcessState, RingDump, RingFlag, RuntimeDump,
+    SocketAddrs, TaskDump, TaskId, TimersDump, WorkerDump, WorkerPart,
 };
 pub use handle::Handle;
 pub use receive_mode::{

@@ -127,10 +127,10 @@ fn thrift_faults_are_counted_by_the_rpc_server() {
         .and_then(|s| s.rpc.as_ref())
         .expect("rpc counters");
     assert_eq!(
-        rpc.get("protocol_errors"),
+        rpc.counters.protocol_errors,
         done(FaultKind::Malformed) + done(FaultKind::Corrupt)
     );
-    assert_eq!(rpc.get("frames_too_large"), done(FaultKind::Oversized));
+    assert_eq!(rpc.counters.frames_too_large, done(FaultKind::Oversized));
     for c in &r.server_checks {
         assert!(c.ok && c.rule == "exact", "{c:?}");
     }

@@ -166,37 +166,37 @@ pub fn rpc_checks(
     );
     check(
         "Thrift protocol errors",
-        r.get("protocol_errors"),
+        r.counters.protocol_errors,
         done(Malformed) + done(Corrupt),
         tried(Malformed) + tried(Corrupt),
         false,
     );
     check(
         "frames over the limit",
-        r.get("frames_too_large"),
+        r.counters.frames_too_large,
         done(Oversized),
         tried(Oversized),
         false,
     );
     check(
         "connections reset by the harness",
-        r.get("truncated")
-            + r.get("io_errors")
-            + r.get("write_timeouts")
-            + r.get("accept_errors")
-            + r.get("accept_reset"),
+        r.counters.truncated
+            + r.counters.io_errors
+            + r.counters.write_timeouts
+            + r.counters.accept_errors
+            + r.counters.accept_reset,
         done(Reset) + done(SlowRead),
         tried(Reset) + tried(SlowRead),
         false,
     );
     check(
         "unknown methods, bad args, handler errors",
-        r.get("unknown_method")
-            + r.get("bad_args")
-            + r.get("invalid_message_type")
-            + r.get("handler_errors")
-            + r.get("handler_panics")
-            + r.get("reply_too_large"),
+        r.counters.unknown_method
+            + r.counters.bad_args
+            + r.counters.invalid_message_type
+            + r.counters.handler_errors
+            + r.counters.handler_panics
+            + r.counters.reply_too_large,
         0,
         0,
         true,
@@ -204,7 +204,7 @@ pub fn rpc_checks(
     if exact {
         check(
             "connections accepted or reset before accept",
-            r.get("connections_accepted") + r.get("accept_errors") + r.get("accept_reset"),
+            r.counters.connections_accepted + r.counters.accept_errors + r.counters.accept_reset,
             closes.connects,
             0,
             true,

@@ -184,7 +184,7 @@ fn stream_and_churn_pass_and_their_reports_compare() {
         "churn opened {}",
         rb.connections.opened
     );
-    assert_eq!(rb.scenario, "churn");
+    assert_eq!(rb.scenario, zerorx_stress::cli::Scenario::Churn);
 
     let out = harness(
         &[
@@ -342,7 +342,7 @@ fn the_default_rpc_run_checks_every_call_and_the_servers_counts() {
         out.stderr
     );
     let r = load(&json);
-    assert_eq!(r.scenario, "rpc");
+    assert_eq!(r.scenario, zerorx_stress::cli::Scenario::Rpc);
     assert!(
         r.requests.ok > 0 && r.requests.oneway > 0,
         "{:?}",
@@ -358,7 +358,9 @@ fn the_default_rpc_run_checks_every_call_and_the_servers_counts() {
     assert_eq!(rpc.counters.requests, r.requests.sent);
     assert_eq!(rpc.counters.replies, r.requests.ok);
     assert!(
-        r.server_checks.iter().all(|c| c.ok && c.rule == "exact"),
+        r.server_checks
+            .iter()
+            .all(|c| c.ok && c.rule == zerorx_stress::report::checks::CheckRule::Exact),
         "{:?}",
         r.server_checks
     );
@@ -438,7 +440,7 @@ fn a_fabric_run_checks_every_message_and_reports_it() {
         out.stdout
     );
     let r = load(&json);
-    assert_eq!(r.scenario, "fabric");
+    assert_eq!(r.scenario, zerorx_stress::cli::Scenario::Fabric);
     assert!(r.verdict.pass, "{:?}", r.verdict);
     assert!(
         r.requests.ok > 0 && r.requests.ok == r.requests.sent,

@@ -15,11 +15,52 @@ pub struct ServerCheck {
     pub expected: u64,
     /// What the server counted.
     pub observed: u64,
-    /// `exact`: must be equal; `at most`: the server may count fewer (the harness
-    /// could not tell exactly, e.g. after failed connections).
-    pub rule: String,
+    /// How `observed` must compare with `expected`.
+    pub rule: CheckRule,
     /// Whether the rule holds.
     pub ok: bool,
+}
+
+/// How a server's count must compare with the harness's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CheckRule {
+    /// Equal.
+    #[default]
+    #[serde(rename = "exact")]
+    Exact,
+    /// No more: the server may count fewer (the harness could not tell exactly,
+    /// e.g. after failed connections).
+    #[serde(rename = "at most")]
+    AtMost,
+}
+
+impl CheckRule {
+    /// `Exact` when the harness knows exactly, else `AtMost`.
+    pub fn of(exact: bool) -> CheckRule {
+        if exact {
+            CheckRule::Exact
+        } else {
+            CheckRule::AtMost
+        }
+    }
+
+    /// Whether `observed` keeps the rule against `expected`.
+    pub fn holds(self, observed: u64, expected: u64) -> bool {
+        match self {
+            CheckRule::Exact => observed == expected,
+            CheckRule::AtMost => observed <= expected,
+        }
+    }
+}
+
+impl std::fmt::Display for CheckRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `pad`, so the report's columns can set a width.
+        f.pad(match self {
+            CheckRule::Exact => "exact",
+            CheckRule::AtMost => "at most",
+        })
+    }
 }
 
 /// What the harness knows about the connections it closed itself.
@@ -60,17 +101,14 @@ pub fn server_checks(
     let exact = !closes.inexact;
     let mut out = Vec::new();
     let mut check = |what: &str, observed: u64, expected: u64, upper: u64| {
-        let (rule, ok) = if exact {
-            ("exact", observed == expected)
-        } else {
-            ("at most", observed <= upper)
-        };
+        let rule = CheckRule::of(exact);
+        let shown = if exact { expected } else { upper };
         out.push(ServerCheck {
             what: what.to_owned(),
-            expected: if exact { expected } else { upper },
+            expected: shown,
             observed,
-            rule: rule.to_owned(),
-            ok,
+            rule,
+            ok: rule.holds(observed, shown),
         });
     };
     use FaultKind::*;
@@ -143,17 +181,18 @@ pub fn rpc_checks(
     let exact = !closes.inexact;
     let mut out = Vec::new();
     let mut check = |what: &str, observed: u64, expected: u64, upper: u64, always_exact: bool| {
-        let (rule, ok, shown) = if exact || always_exact {
-            ("exact", observed == expected, expected)
+        let rule = CheckRule::of(exact || always_exact);
+        let shown = if rule == CheckRule::Exact {
+            expected
         } else {
-            ("at most", observed <= upper, upper)
+            upper
         };
         out.push(ServerCheck {
             what: what.to_owned(),
             expected: shown,
             observed,
-            rule: rule.to_owned(),
-            ok,
+            rule,
+            ok: rule.holds(observed, shown),
         });
     };
     use FaultKind::*;
@@ -278,7 +317,7 @@ mod tests {
         };
         let checks = server_checks(&t, &closes, &[(FaultKind::Malformed, counts(2, 0))], 0);
         assert!(
-            checks.iter().all(|c| c.ok && c.rule == "at most"),
+            checks.iter().all(|c| c.ok && c.rule == CheckRule::AtMost),
             "{checks:#?}"
         );
         assert!(!checks.iter().any(|c| c.what.contains("cleanly")));

@@ -74,7 +74,7 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
             r.target.server_threads.unwrap_or(0),
             r.target.addr
         )
-    } else if r.scenario == "fabric" {
+    } else if r.scenario == crate::cli::Scenario::Fabric {
         r.target.addr.clone()
     } else {
         format!("server at {}", r.target.addr)

@@ -5,13 +5,14 @@ use super::{
     RssTrend, ServerSample, SoakCheck, SoakInterval, SoakMeasure, SoakReport, FD_SLACK, ROTATION,
     RSS_SLACK, TASK_SLACK,
 };
+use crate::faults::FaultSpec;
 use std::time::Duration;
 
 /// The checks and the verdict over `intervals`.
 pub(super) fn judge(
     total: Duration,
     interval: Duration,
-    faults: String,
+    faults: Vec<FaultSpec>,
     intervals: Vec<SoakInterval>,
 ) -> SoakReport {
     // The first full rotation warms pools, caches and allocator arenas.
@@ -238,7 +239,7 @@ mod tests {
         let r = judge(
             Duration::from_secs(90),
             Duration::from_secs(10),
-            "all:20/s".into(),
+            crate::faults::parse_list("all:20/s").unwrap(),
             ivs,
         );
         assert!(r.pass, "{}", render(&r));
@@ -268,7 +269,7 @@ mod tests {
         let r = judge(
             Duration::from_secs(60),
             Duration::from_secs(10),
-            "x".into(),
+            Vec::new(),
             fds,
         );
         assert!(!r.pass);
@@ -287,7 +288,7 @@ mod tests {
         let r = judge(
             Duration::from_secs(90),
             Duration::from_secs(10),
-            "x".into(),
+            Vec::new(),
             rss,
         );
         assert!(
@@ -313,7 +314,7 @@ mod tests {
         let r = judge(
             Duration::from_secs(60),
             Duration::from_secs(10),
-            "x".into(),
+            Vec::new(),
             held,
         );
         assert!(
@@ -335,7 +336,7 @@ mod tests {
         let r = judge(
             Duration::from_secs(60),
             Duration::from_secs(10),
-            "x".into(),
+            Vec::new(),
             ivs,
         );
         let json = serde_json::to_value(&r).expect("json");
@@ -370,7 +371,7 @@ mod tests {
         let r = judge(
             Duration::from_secs(120),
             Duration::from_secs(10),
-            "x".into(),
+            Vec::new(),
             ivs,
         );
         assert!(r.pass, "{}", render(&r));
@@ -387,7 +388,7 @@ mod tests {
         let r = judge(
             Duration::from_secs(30),
             Duration::from_secs(10),
-            "x".into(),
+            Vec::new(),
             ivs,
         );
         assert!(!r.pass);

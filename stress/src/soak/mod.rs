@@ -9,6 +9,7 @@
 
 use crate::cli::{RunArgs, Scenario};
 use crate::embedded::EmbeddedServer;
+use crate::faults::{parse_list, FaultSpec};
 use crate::quiesce::{self, ServerState};
 use crate::run::{plan, run, server_args, RunError};
 use serde::{Deserialize, Serialize};
@@ -166,8 +167,8 @@ pub struct SoakReport {
     pub duration_s: f64,
     /// Interval length, in seconds.
     pub interval_s: f64,
-    /// The faults every interval injected (the `--faults` spec).
-    pub faults: String,
+    /// The faults every interval injected, each with its rate.
+    pub faults: Vec<FaultSpec>,
     /// Every interval, in order.
     pub intervals: Vec<SoakInterval>,
     /// The interval whose samples are the baseline (0-based).
@@ -265,6 +266,7 @@ pub fn soak(a: &RunArgs) -> Result<SoakReport, RunError> {
         .faults
         .clone()
         .unwrap_or_else(|| format!("all:{}/s", a.soak_fault_rate));
+    let fault_list = parse_list(&faults).map_err(RunError::Usage)?;
     let n = (total.as_secs_f64() / a.soak_interval.as_secs_f64())
         .round()
         .max(1.0) as usize;
@@ -310,5 +312,5 @@ pub fn soak(a: &RunArgs) -> Result<SoakReport, RunError> {
         intervals.push(interval);
     }
     drop(servers);
-    Ok(judge(total, a.soak_interval, faults, intervals))
+    Ok(judge(total, a.soak_interval, fault_list, intervals))
 }

@@ -41,7 +41,7 @@ pub fn render(r: &SoakReport) -> String {
         r.duration_s,
         r.intervals.len(),
         r.interval_s,
-        r.faults
+        crate::faults::spec_text(&r.faults)
     );
     let servers: Vec<String> = r
         .intervals

@@ -75,8 +75,8 @@ pub struct Listening {
 pub enum ControlLine {
     /// The server is ready.
     Listening(Listening),
-    /// The answer to a `stats` command.
-    Stats(ServerSnapshot),
+    /// The answer to a `stats` command (boxed: it is by far the largest line).
+    Stats(Box<ServerSnapshot>),
     /// The answer to a `dump` command.
     Dump(zerorx::runtime::RuntimeDump),
 }
@@ -289,7 +289,7 @@ fn control(snap: &dyn Fn() -> ServerSnapshot, handle: &Handle, stop: &AtomicBool
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         match line.trim() {
-            "stats" if print_line(&ControlLine::Stats(snap())).is_err() => break,
+            "stats" if print_line(&ControlLine::Stats(Box::new(snap()))).is_err() => break,
             "dump" if print_line(&ControlLine::Dump(handle.dump())).is_err() => break,
             "quit" => break,
             _ => {}

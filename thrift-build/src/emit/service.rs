@@ -121,11 +121,20 @@ fn method<'a>(d: &Defs<'a>, file: usize, f: &'a Function) -> Result<Method<'a>, 
                 )))
             }
         };
+        let id = i16::try_from(t.id).map_err(|_| {
+            Error::new(format!(
+                "{}: exception `{}` of method `{}` has id {}, outside i16",
+                d.where_(file),
+                t.name.as_str(),
+                f.name.as_str(),
+                t.id
+            ))
+        })?;
         throws.push(Thrown {
             variant: ident(&names::type_name(&t.name)),
             ty: d.rust_type(file, &t.ty.0)?,
             def,
-            id: Literal::i16_unsuffixed(t.id as i16),
+            id: Literal::i16_unsuffixed(id),
             idl: format!("{}: {}", t.id, t.name.as_str()),
         });
     }

@@ -37,7 +37,8 @@ struct FieldCode<'a> {
 }
 
 impl FieldCode<'_> {
-    /// The field id, as the match arm and `write_field` take it.
+    /// The field id, as the match arm and `write_field` take it (`fields` refused an
+    /// id outside i16).
     fn id(&self) -> Literal {
         Literal::i16_unsuffixed(self.idl.id as i16)
     }

@@ -6,6 +6,18 @@
 //! Why by hand: hyper's runtime traits are three small traits with no adapter crate
 //! for a completion-based runtime; `hyper-util`'s adapters are tokio's.
 //!
+//! A hyper sleep is one allocation (the box hyper's `Timer` returns) holding a zerorx
+//! [`Sleep`](crate::time::Sleep) as it is, and a reset moves that sleep's deadline in
+//! place, as `hyper-util`'s tokio timer does: hyper resets a connection's header-read
+//! and keep-alive timers on every request, and a reset used to be a new sleep. There
+//! is no thread guard around it (there was a `SendWrapper`, a second box): hyper asks
+//! for `Send + Sync` sleeps, and zerorx's `Sleep` is both by design (futures given to
+//! `Handle::spawn_on` sleep). It is registered with the worker that polls it; dropped
+//! or reset on another thread it leaves its timer on the first worker, which fires
+//! into a waker nobody waits on; polled off any worker it panics, saying so. None of
+//! that is unsound, so the guard bought nothing but an allocation. hyper keeps a
+//! connection's timers with the connection, on its worker, anyway.
+//!
 //! ```no_run
 //! use http_body_util::Full;
 //! use hyper::body::Bytes;
@@ -31,7 +43,6 @@
 
 use crate::net::{poll_copy_out, Compat, TcpStream};
 use futures_io::{AsyncBufRead, AsyncWrite};
-use send_wrapper::SendWrapper;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -147,22 +158,19 @@ where
     }
 }
 
-/// zerorx timers for hyper.
-///
-/// hyper asks for `Send + Sync` sleeps; a zerorx timer belongs to its worker, so each
-/// is wrapped in a `SendWrapper`, which panics if it is polled or dropped on another
-/// thread. hyper keeps a connection's timers with the connection, on its worker.
+/// zerorx timers for hyper: each sleep one allocation, each reset none.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HyperTimer;
 
 /// A zerorx [`Sleep`](crate::time::Sleep) as hyper's `rt::Sleep`.
-struct TimerSleep(SendWrapper<Pin<Box<crate::time::Sleep>>>);
+struct TimerSleep(crate::time::Sleep);
 
 impl Future for TimerSleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.0.as_mut().poll(cx)
+        // `Sleep` is `Unpin`: it keeps its timer by key, not by address.
+        Pin::new(&mut self.0).poll(cx)
     }
 }
 
@@ -170,14 +178,18 @@ impl ::hyper::rt::Sleep for TimerSleep {}
 
 impl ::hyper::rt::Timer for HyperTimer {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn ::hyper::rt::Sleep>> {
-        Box::pin(TimerSleep(SendWrapper::new(Box::pin(crate::time::sleep(
-            duration,
-        )))))
+        Box::pin(TimerSleep(crate::time::sleep(duration)))
     }
 
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn ::hyper::rt::Sleep>> {
-        Box::pin(TimerSleep(SendWrapper::new(Box::pin(
-            crate::time::sleep_until(deadline),
-        ))))
+        Box::pin(TimerSleep(crate::time::sleep_until(deadline)))
+    }
+
+    fn reset(&self, sleep: &mut Pin<Box<dyn ::hyper::rt::Sleep>>, new_deadline: Instant) {
+        match sleep.as_mut().downcast_mut_pin::<TimerSleep>() {
+            Some(mine) => mine.get_mut().0.reset(new_deadline),
+            // Another timer's sleep: replaced, as hyper's default reset does.
+            None => *sleep = self.sleep_until(new_deadline),
+        }
     }
 }

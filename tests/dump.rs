@@ -6,7 +6,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 use zerorx::net::TcpListener;
-use zerorx::runtime::{RuntimeDump, WorkerDump};
+use zerorx::runtime::{
+    DumpStatus, FdinfoValue, IoUringOp, NicNote, OpState, PoolKind, RuntimeDump, WorkerDump,
+};
 use zerorx::Runtime;
 
 /// Two workers; on worker 1 a connection task waiting in `recv` for a client that
@@ -64,7 +66,12 @@ fn a_stalled_connection_is_named_with_the_op_it_waits_on() {
     let (dump, client, fd) = stalled_connection_dump();
     assert_eq!(dump.workers.len(), 2);
     for w in &dump.workers {
-        assert_eq!(w.missing, None, "worker {} answered: {dump}", w.index);
+        assert_eq!(
+            w.status,
+            DumpStatus::Answered,
+            "worker {} answered: {dump}",
+            w.index
+        );
     }
     let w1 = worker(&dump, 1);
     let (i, recv) = w1
@@ -73,18 +80,18 @@ fn a_stalled_connection_is_named_with_the_op_it_waits_on() {
         .enumerate()
         .find(|(_, o)| o.fd == Some(fd))
         .unwrap_or_else(|| panic!("an op on fd {fd}: {dump}"));
-    assert_eq!(recv.opcode, "RECV", "{dump}");
+    assert_eq!(recv.opcode, IoUringOp::Recv, "{dump}");
     assert!(recv.multishot, "{dump}");
-    assert_eq!(recv.state, "streaming", "{dump}");
-    let socket = recv.socket.as_deref().expect("socket addresses");
-    assert!(socket.ends_with(&format!("-> {client}")), "{socket}");
+    assert_eq!(recv.state, OpState::Streaming, "{dump}");
+    let socket = recv.socket.expect("socket addresses");
+    assert_eq!(socket.peer, Some(client), "{socket}");
     assert!(recv.age_ms >= 200, "submitted ≥ 300 ms ago: {dump}");
-    let task = recv.task.as_deref().expect("a task waits on it");
-    assert!(task.starts_with("w1#"), "{task}");
+    let task = recv.task.expect("a task waits on it");
+    assert_eq!(task.worker, 1, "{task}");
     let waiting = w1
         .waiting
         .iter()
-        .find(|t| t.name == task)
+        .find(|t| t.id == task)
         .unwrap_or_else(|| panic!("{task} among the waiting tasks: {dump}"));
     assert_eq!(waiting.ops, vec![i]);
     assert!(waiting.timers_ms.is_empty());
@@ -123,24 +130,26 @@ fn a_stalled_connection_is_named_with_the_op_it_waits_on() {
         );
         assert!(ring.loop_turns > 0);
         assert!(
-            ring.kernel.iter().any(|(k, _)| k == "CqTail"),
+            ring.kernel
+                .iter()
+                .any(|f| f.key == "CqTail" && matches!(f.value, FdinfoValue::Number(_))),
             "fdinfo read: {ring:?}"
         );
         assert!(!w.pools.is_empty(), "the copy pool: {w:?}");
         let p = &w.pools[0];
-        assert_eq!(p.kind, "copy");
+        assert_eq!(p.kind, PoolKind::Copy);
         assert_eq!(p.kernel + p.user + p.returns_pending, p.chunks, "{p:?}");
     }
     assert!(dump.process.sockets >= 2, "{:?}", dump.process);
     assert_eq!(dump.nic_queues, Vec::new());
-    assert_eq!(
-        dump.nic_note.as_deref(),
-        Some("no ZCRX queue bound (copy mode)")
-    );
+    assert_eq!(dump.nic_note, Some(NicNote::CopyMode));
 
     // Text and JSON carry the same facts.
     let text = dump.to_string();
-    assert!(text.contains(socket), "{text}");
+    assert!(
+        text.contains(&format!("{} -> {client}", socket.local)),
+        "{text}"
+    );
     assert!(
         text.contains("NIC queues: no ZCRX queue bound (copy mode)"),
         "{text}"
@@ -149,6 +158,50 @@ fn a_stalled_connection_is_named_with_the_op_it_waits_on() {
     let json = serde_json::to_string(&dump).expect("json");
     let back: RuntimeDump = serde_json::from_str(&json).expect("parse");
     assert_eq!(back, dump);
+}
+
+/// What a tool reading the JSON finds: values it can match on, not words it has to
+/// parse (an op's code and state, its socket's addresses, the task by worker and key,
+/// the pool's kind, the kernel's counts as numbers, each worker's status).
+#[test]
+fn the_json_dump_has_typed_fields() {
+    let (dump, client, fd) = stalled_connection_dump();
+    let json = serde_json::to_value(&dump).expect("json");
+    let w1 = &json["workers"][1];
+    assert_eq!(w1["status"]["kind"], "answered", "{w1}");
+    let op = w1["ops"]
+        .as_array()
+        .expect("ops")
+        .iter()
+        .find(|o| o["fd"] == fd)
+        .unwrap_or_else(|| panic!("an op on fd {fd}: {w1}"));
+    assert_eq!(op["opcode"], "RECV", "{op}");
+    assert_eq!(op["state"], "streaming", "{op}");
+    assert_eq!(op["socket"]["peer"], client.to_string(), "{op}");
+    assert_eq!(op["task"]["worker"], 1, "{op}");
+    assert!(op["task"]["key"].is_u64(), "{op}");
+    let waiting = w1["waiting"].as_array().expect("waiting");
+    assert!(waiting.iter().any(|t| t["id"] == op["task"]), "{w1}");
+    assert_eq!(w1["pools"][0]["kind"], "copy", "{w1}");
+    let kernel = w1["ring"]["kernel"].as_array().expect("fdinfo");
+    let field = |key: &str| kernel.iter().find(|f| f["key"] == key);
+    assert!(
+        field("CqTail").is_some_and(|f| f["value"]["number"].is_i64()),
+        "{kernel:?}"
+    );
+    assert!(
+        field("PollList").is_some_and(|f| f["value"]["entries"].is_u64()),
+        "{kernel:?}"
+    );
+    assert!(
+        w1["ring"]["flags"]
+            .as_array()
+            .expect("flags")
+            .iter()
+            .all(|f| f.is_string()),
+        "{w1}"
+    );
+    assert_eq!(json["nic_note"]["kind"], "copy_mode", "{json}");
 }
 
 #[test]
@@ -172,12 +225,16 @@ fn a_worker_that_does_not_yield_and_a_shut_down_runtime_are_reported() {
         }
         taker.join().expect("dump thread")
     });
-    assert_eq!(dump.workers[0].missing, None, "{dump}");
-    let why = dump.workers[1]
-        .missing
-        .as_deref()
-        .expect("worker 1 is missing");
-    assert!(why.contains("no answer within 0.3 s"), "{why}");
+    assert_eq!(dump.workers[0].status, DumpStatus::Answered, "{dump}");
+    assert_eq!(
+        dump.workers[1].status,
+        DumpStatus::NoAnswer { waited_ms: 300 },
+        "{dump}"
+    );
+    assert!(
+        dump.to_string().contains("no answer within 0.3 s"),
+        "{dump}"
+    );
     assert!(dump.workers[1].ring.is_none());
     rt.block_on(stuck).expect("stuck task ends");
     // Once worker 1 is free again, it answers.
@@ -189,15 +246,11 @@ fn a_worker_that_does_not_yield_and_a_shut_down_runtime_are_reported() {
         }
         taker.join().expect("dump thread")
     });
-    assert_eq!(again.workers[1].missing, None, "{again}");
+    assert_eq!(again.workers[1].status, DumpStatus::Answered, "{again}");
 
     rt.shutdown(Duration::from_secs(2)).expect("shutdown");
     let after = handle.dump_within(Duration::from_millis(100));
     for w in &after.workers {
-        assert_eq!(
-            w.missing.as_deref(),
-            Some("the worker has shut down"),
-            "{after}"
-        );
+        assert_eq!(w.status, DumpStatus::ShutDown, "{after}");
     }
 }

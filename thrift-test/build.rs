@@ -1,12 +1,12 @@
-//! ThriftTest (the cross-language test's service), the codegen tests' IDL and the store
-//! example's,
-//! generated the way a user's build script does it.
+//! ThriftTest (the cross-language test's service), the codegen tests' IDLs and the
+//! store example's, generated the way a user's build script does it.
 
 fn main() {
     for (idl, out) in [
         ("idl/ThriftTest.thrift", "thrift_test.rs"),
         ("idl/coverage.thrift", "coverage.rs"),
         ("idl/store.thrift", "store.rs"),
+        ("idl/names.thrift", "names.rs"),
     ] {
         if let Err(e) = zerorx_thrift_build::Builder::new()
             .file(idl)

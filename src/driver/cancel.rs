@@ -73,16 +73,9 @@ impl Driver {
         let leaked = self.ops.len();
         if leaked > 0 {
             let ops: Vec<String> = self
-                .op_states()
+                .describe_ops()
                 .iter()
-                .map(|o| {
-                    format!(
-                        "{} {} fd {:?}",
-                        super::inspect::opcode_name(o.opcode),
-                        o.state,
-                        o.fd
-                    )
-                })
+                .map(|o| format!("{} {} fd {:?}", o.opcode, o.state, o.fd))
                 .collect();
             tracing::warn!(?ops, "ops still in flight at the shutdown deadline");
             add_owned(&self.metrics.leaked_ops, leaked as u64);

@@ -2,6 +2,7 @@
 //! thread and reading counters.
 
 use super::context;
+use super::dump::DumpStatus;
 use super::receive_mode::ReceiveModeReport;
 use super::worker::WorkerShared;
 use crate::blocking::BlockingPool;
@@ -223,7 +224,8 @@ impl Handle {
     ///     accept.abort();
     ///     Ok::<_, std::io::Error>(dump)
     /// })?;
-    /// assert!(dump.workers[0].ops.iter().any(|op| op.opcode == "ACCEPT"));
+    /// use zerorx::runtime::IoUringOp;
+    /// assert!(dump.workers[0].ops.iter().any(|op| op.opcode == IoUringOp::Accept));
     /// println!("{dump}");
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -258,18 +260,16 @@ impl Handle {
             .zip(asked)
             .map(|(w, rx)| match rx {
                 None if Some(w.index) == here => context::with_core(|core| core.dump())
-                    .unwrap_or_else(|| missing(w.index, "its thread left the runtime")),
-                None => missing(w.index, "the worker has shut down"),
+                    .unwrap_or_else(|| absent(w.index, DumpStatus::LeftRuntime)),
+                None => absent(w.index, DumpStatus::ShutDown),
                 Some(rx) => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     rx.recv_timeout(left).unwrap_or_else(|_| {
-                        missing(
+                        absent(
                             w.index,
-                            &format!(
-                                "no answer within {:.1} s: a task that does not yield, or \
-                                 worker 0 while no thread is in block_on",
-                                wait.as_secs_f64()
-                            ),
+                            DumpStatus::NoAnswer {
+                                waited_ms: wait.as_millis() as u64,
+                            },
                         )
                     })
                 }
@@ -323,10 +323,10 @@ impl Handle {
 }
 
 /// The dump entry of worker `index`, which gave none.
-fn missing(index: usize, why: &str) -> super::WorkerDump {
+fn absent(index: usize, status: DumpStatus) -> super::WorkerDump {
     super::WorkerDump {
         index,
-        missing: Some(why.into()),
+        status,
         ..Default::default()
     }
 }

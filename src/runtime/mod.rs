@@ -28,8 +28,10 @@ pub use crate::driver::RingFlags;
 pub use blocking::spawn_blocking;
 pub use builder::{Builder, ZeroCopySharing};
 pub use dump::{
-    BlockingDump, BlockingJobDump, DumpSignal, NicQueueDump, OpDump, PoolDump, ProcessState,
-    RingDump, RuntimeDump, TaskDump, TimersDump, WorkerDump,
+    BlockingDump, BlockingJobDump, DumpSignal, DumpStatus, FdinfoField, FdinfoValue, IoUringOp,
+    NicNote, NicQueueDump, OpDump, OpState, PagePoolDump, PoolDump, PoolKind, ProcessState,
+    RingDump, RingFlag, RuntimeDump, SocketAddrs, TaskDump, TaskId, TimersDump, WorkerDump,
+    WorkerPart,
 };
 pub use handle::Handle;
 pub use receive_mode::{

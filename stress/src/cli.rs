@@ -2,6 +2,7 @@
 
 use crate::parse;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -30,11 +31,13 @@ pub enum Command {
     Serve(ServeArgs),
 }
 
-/// What to load.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// What to load. In JSON reports, by its [`name`](Self::name).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Scenario {
     /// Thrift `Bench` calls (bench.thrift): echo 64 B and 16 KiB, roundtrip, add,
     /// oneway fire, pipelined on each connection.
+    #[default]
     Rpc,
     /// Raw TCP through the runtime: long-lived connections, pipelined verified frames.
     Stream,
@@ -55,6 +58,13 @@ impl Scenario {
             Scenario::Churn => "churn",
             Scenario::Fabric => "fabric",
         }
+    }
+}
+
+impl std::fmt::Display for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `pad`, so report columns can set a width.
+        f.pad(self.name())
     }
 }
 

@@ -113,7 +113,7 @@ impl EmbeddedServer {
     /// Asks for the server's figures.
     pub fn stats(&mut self, timeout: Duration) -> Result<ServerSnapshot, String> {
         self.ask("stats", "its figures", timeout, |line| match line {
-            ControlLine::Stats(s) => Some(s),
+            ControlLine::Stats(s) => Some(*s),
             _ => None,
         })
     }

@@ -14,9 +14,9 @@
 use crate::cli::{RunArgs, Scenario};
 use crate::embedded::EmbeddedServer;
 use crate::faults::wire::{Wire, WireKind};
+use crate::quiesce::{self, ServerState};
 use crate::report::Report;
 use crate::run::{plan, run, server_args, RunError};
-use crate::server::stats::ServerSnapshot;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::io::{ErrorKind, Read, Write};
@@ -30,30 +30,10 @@ use std::time::{Duration, Instant};
 const SLOWLORIS_BYTES: u64 = 6 * 1024;
 /// The payload of a never-reading client's echo requests.
 const NEVER_READ_PAYLOAD: usize = 16 * 1024;
-/// Requests a never-reading client writes at most (the server reads up to
-/// `max_in_flight`, 128, of them before it stops reading).
-const NEVER_READ_REQUESTS: usize = 256;
-/// Requests the server reads per connection before it stops reading.
-const SERVER_IN_FLIGHT: u64 = 128;
 /// Allocator and sampling slack on top of the computed bound.
 const RSS_SLACK: u64 = 16 << 20;
 /// Open fds and tasks the server may hold after the timeouts beyond its baseline.
 const SLACK: u64 = 2;
-
-/// The server at one moment.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    /// Open connections (the server's count).
-    pub connections: u64,
-    /// Open fds.
-    pub open_fds: u64,
-    /// Unfinished tasks.
-    pub tasks: u64,
-    /// Receive-pool chunks held by the application or not yet returned.
-    pub chunks_held: u64,
-    /// Resident memory.
-    pub rss_bytes: u64,
-}
 
 /// A load phase's figures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,79 +60,87 @@ pub struct HostileReport {
     /// The load alone.
     pub baseline: Phase,
     /// The server after it, at quiesce.
-    pub before: Sample,
+    pub before: ServerState,
     /// The load beside the hostile connections.
     pub hostile: Phase,
     /// The server while they were open.
-    pub during: Sample,
+    pub during: ServerState,
+    /// Requests the server reads per connection before it stops reading (its
+    /// in-flight limit, as it reported it): what a never-reading client makes it hold.
+    pub server_in_flight: u64,
     /// The RSS bound under hostile load.
     pub rss_bound: u64,
     /// The server after the timeouts.
-    pub after: Sample,
+    pub after: ServerState,
     /// Seconds from the end of the hostile phase until the server had closed every
     /// connection.
     pub reclaimed_after_s: Option<f64>,
     /// Hostile connections the harness saw the server close.
     pub closed_by_server: usize,
-    /// Every check, in words, with whether it held.
-    pub checks: Vec<(String, bool)>,
+    /// Every check, with whether it held.
+    pub checks: Vec<HostileCheck>,
     /// Whether every check held.
     pub pass: bool,
+}
+
+/// What a hostile run checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum HostileCheckKind {
+    /// The load alone passed.
+    BaselineLoad,
+    /// The load beside the hostile connections passed.
+    LoadBesideHostile,
+    /// The server held every hostile connection open.
+    HeldOpen,
+    /// The server's RSS stayed under the bound.
+    RssBound,
+    /// The timeouts closed every connection.
+    TimeoutsClosedAll,
+    /// The harness saw the server close every hostile connection.
+    ServerClosedHostile,
+    /// Fds, tasks and pool chunks came back to the baseline.
+    Reclaimed,
+}
+
+/// One check of a hostile run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostileCheck {
+    /// Which.
+    pub what: HostileCheckKind,
+    /// Whether it held.
+    pub ok: bool,
+    /// It in words, with its figures.
+    pub text: String,
 }
 
 fn setup(e: impl std::fmt::Display) -> RunError {
     RunError::Setup(e.to_string())
 }
 
-/// The Thrift server's count of open connections.
-fn open_connections(stats: &ServerSnapshot) -> u64 {
-    stats
-        .rpc
-        .as_ref()
-        .map_or(0, |r| r.get("connections_active"))
-}
-
 /// The server's state, from its counters and its dump.
-fn sample(s: &mut EmbeddedServer) -> Result<Sample, RunError> {
-    let stats = s.stats(Duration::from_secs(10)).map_err(setup)?;
-    let dump = s.dump(Duration::from_secs(10)).map_err(setup)?;
-    Ok(Sample {
-        connections: open_connections(&stats),
-        open_fds: dump.process.open_fds as u64,
-        tasks: dump.workers.iter().map(|w| w.tasks as u64).sum(),
-        chunks_held: stats.buffers_held(),
-        rss_bytes: dump.process.rss_bytes.unwrap_or(0),
-    })
+fn sample(s: &mut EmbeddedServer) -> Result<ServerState, RunError> {
+    quiesce::sample(s).map(|(state, _)| state).map_err(setup)
 }
 
 /// The server once it counts `n` open connections (or after 10 s, as it is then).
-fn accepted(s: &mut EmbeddedServer, n: u64) -> Result<Sample, RunError> {
+fn accepted(s: &mut EmbeddedServer, n: u64) -> Result<ServerState, RunError> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         // The counters are cheap to ask for; the dump (an entry per op) once.
         let stats = s.stats(Duration::from_secs(10)).map_err(setup)?;
-        let open = open_connections(&stats);
-        if open >= n || Instant::now() > deadline {
+        if stats.open_connections() >= n || Instant::now() > deadline {
             return sample(s);
         }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
-/// Waits (at most `limit`) until the server has no open connection; the time it took.
-fn quiesce(s: &mut EmbeddedServer, limit: Duration) -> Result<Option<Duration>, RunError> {
-    let start = Instant::now();
-    loop {
-        let stats = s.stats(Duration::from_secs(10)).map_err(setup)?;
-        let open = open_connections(&stats);
-        if open == 0 && stats.buffers_held() == 0 {
-            return Ok(Some(start.elapsed()));
-        }
-        if start.elapsed() > limit {
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// Waits (at most `limit`) until the server is quiet; the time it took.
+fn quiet_within(s: &mut EmbeddedServer, limit: Duration) -> Result<Option<Duration>, RunError> {
+    let waited = quiesce::quiesce(s, limit, None).map_err(setup)?;
+    Ok(waited.quiet.then_some(waited.took))
 }
 
 fn phase(r: &Report) -> Phase {
@@ -177,8 +165,14 @@ fn slowloris(addr: SocketAddr, n: usize) -> Result<Vec<TcpStream>, RunError> {
         .collect()
 }
 
-/// `m` connections that send echo requests until their sends stall, and never read.
-fn never_readers(addr: SocketAddr, m: usize, a: &RunArgs) -> Result<Vec<TcpStream>, RunError> {
+/// `m` connections that send echo requests until their sends stall, and never read:
+/// at most `requests` each (more than the server reads before it stops reading).
+fn never_readers(
+    addr: SocketAddr,
+    m: usize,
+    requests: u64,
+    a: &RunArgs,
+) -> Result<Vec<TcpStream>, RunError> {
     let p = plan(&RunArgs {
         sizes: Some(vec![NEVER_READ_PAYLOAD]),
         ..a.clone()
@@ -189,7 +183,7 @@ fn never_readers(addr: SocketAddr, m: usize, a: &RunArgs) -> Result<Vec<TcpStrea
                 .map_err(|e| setup(format!("never-reading connection {i}: {e}")))?;
             s.set_nonblocking(true).map_err(setup)?;
             let mut wire = Wire::new(WireKind::Thrift, i as u32, p.load.max_frame);
-            'requests: for _ in 0..NEVER_READ_REQUESTS {
+            'requests: for _ in 0..requests {
                 let (segs, _) = wire.good(&p.load, NEVER_READ_PAYLOAD);
                 for seg in segs {
                     let mut rest = &seg[..];
@@ -307,9 +301,18 @@ pub fn hostile(a: &RunArgs) -> Result<HostileReport, RunError> {
         }
     };
 
+    // What a never-reading connection makes the server hold: the requests it reads
+    // before it stops reading, by its own account.
+    let server_in_flight = server
+        .stats(Duration::from_secs(10))
+        .map_err(setup)?
+        .rpc
+        .ok_or_else(|| setup("the Thrift server reported no Thrift figures"))?
+        .max_in_flight as u64;
+
     say("baseline load");
     let baseline = phase(&run(&load)?);
-    quiesce(&mut server, Duration::from_secs(10))?;
+    quiet_within(&mut server, Duration::from_secs(10))?;
     let before = sample(&mut server)?;
 
     say(&format!(
@@ -317,7 +320,7 @@ pub fn hostile(a: &RunArgs) -> Result<HostileReport, RunError> {
         a.slowloris, a.never_read
     ));
     let mut slow = slowloris(addr, a.slowloris)?;
-    let mut never = never_readers(addr, a.never_read, a)?;
+    let mut never = never_readers(addr, a.never_read, 2 * server_in_flight, a)?;
     // The last connects may still wait in the listen queue: give the server a
     // moment to accept them all before sampling.
     let opened = accepted(&mut server, (a.slowloris + a.never_read) as u64)?;
@@ -325,18 +328,18 @@ pub fn hostile(a: &RunArgs) -> Result<HostileReport, RunError> {
     let hostile = phase(&run(&load)?);
     let after_load = sample(&mut server)?;
     // Connections as they were once all were open; memory at its higher point.
-    let during = Sample {
+    let during = ServerState {
         rss_bytes: opened.rss_bytes.max(after_load.rss_bytes),
         chunks_held: opened.chunks_held.max(after_load.chunks_held),
         ..opened
     };
     let rss_bound = before.rss_bytes
         + a.slowloris as u64 * SLOWLORIS_BYTES
-        + a.never_read as u64 * SERVER_IN_FLIGHT * (NEVER_READ_PAYLOAD as u64 + 1024)
+        + a.never_read as u64 * server_in_flight * (NEVER_READ_PAYLOAD as u64 + 1024)
         + RSS_SLACK;
 
     say("waiting for the idle and write timeouts");
-    let reclaimed = quiesce(&mut server, a.hostile_timeout * 3 + Duration::from_secs(10))?;
+    let reclaimed = quiet_within(&mut server, a.hostile_timeout * 3 + Duration::from_secs(10))?;
     let after = sample(&mut server)?;
     let closed = slow
         .iter_mut()
@@ -351,27 +354,33 @@ pub fn hostile(a: &RunArgs) -> Result<HostileReport, RunError> {
 
     let hostile_conns = a.slowloris + a.never_read;
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let check = |what, ok, text: String| HostileCheck { what, ok, text };
     let checks = vec![
-        (
-            format!("the baseline load: {}", baseline.verdict),
+        check(
+            HostileCheckKind::BaselineLoad,
             baseline.pass,
+            format!("the baseline load: {}", baseline.verdict),
         ),
-        (
+        check(
+            HostileCheckKind::LoadBesideHostile,
+            hostile.pass,
             format!(
                 "the load beside the hostile connections: {}",
                 hostile.verdict
             ),
-            hostile.pass,
         ),
-        (
+        check(
+            HostileCheckKind::HeldOpen,
+            during.connections >= hostile_conns as u64,
             format!(
                 "the server held every hostile connection open: {} open with {hostile_conns} \
                  hostile",
                 during.connections
             ),
-            during.connections >= hostile_conns as u64,
         ),
-        (
+        check(
+            HostileCheckKind::RssBound,
+            during.rss_bytes <= rss_bound,
             format!(
                 "server RSS {:.1} MiB under the bound {:.1} MiB (baseline {:.1} MiB + {} x {} B \
                  + {} x {} x {} B + {:.0} MiB)",
@@ -381,13 +390,14 @@ pub fn hostile(a: &RunArgs) -> Result<HostileReport, RunError> {
                 a.slowloris,
                 SLOWLORIS_BYTES,
                 a.never_read,
-                SERVER_IN_FLIGHT,
+                server_in_flight,
                 NEVER_READ_PAYLOAD + 1024,
                 mib(RSS_SLACK)
             ),
-            during.rss_bytes <= rss_bound,
         ),
-        (
+        check(
+            HostileCheckKind::TimeoutsClosedAll,
+            reclaimed.is_some(),
             match reclaimed {
                 Some(t) => format!(
                     "the timeouts closed every connection {:.1} s after the load",
@@ -399,26 +409,27 @@ pub fn hostile(a: &RunArgs) -> Result<HostileReport, RunError> {
                     (a.hostile_timeout * 3 + Duration::from_secs(10)).as_secs_f64()
                 ),
             },
-            reclaimed.is_some(),
         ),
-        (
+        check(
+            HostileCheckKind::ServerClosedHostile,
+            closed == hostile_conns,
             format!(
                 "the harness saw the server close {closed} of {hostile_conns} hostile connections"
             ),
-            closed == hostile_conns,
         ),
-        (
+        check(
+            HostileCheckKind::Reclaimed,
+            after.open_fds <= before.open_fds + SLACK
+                && after.tasks <= before.tasks + SLACK
+                && after.chunks_held == 0,
             format!(
                 "after the timeouts: {} fds (baseline {}), {} tasks (baseline {}), {} pool \
                  chunks held",
                 after.open_fds, before.open_fds, after.tasks, before.tasks, after.chunks_held
             ),
-            after.open_fds <= before.open_fds + SLACK
-                && after.tasks <= before.tasks + SLACK
-                && after.chunks_held == 0,
         ),
     ];
-    let pass = checks.iter().all(|(_, ok)| *ok);
+    let pass = checks.iter().all(|c| c.ok);
     Ok(HostileReport {
         slowloris: a.slowloris,
         never_read: a.never_read,
@@ -427,6 +438,7 @@ pub fn hostile(a: &RunArgs) -> Result<HostileReport, RunError> {
         before,
         hostile,
         during,
+        server_in_flight,
         rss_bound,
         after,
         reclaimed_after_s: reclaimed.map(|t| t.as_secs_f64()),
@@ -439,7 +451,7 @@ pub fn hostile(a: &RunArgs) -> Result<HostileReport, RunError> {
 /// The report as text.
 pub fn render(r: &HostileReport) -> String {
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    let row = |name: &str, s: &Sample| {
+    let row = |name: &str, s: &ServerState| {
         format!(
             "  {name:<28} {:>7} {:>7} {:>7} {:>7} {:>9.1}\n",
             s.connections,
@@ -484,14 +496,14 @@ pub fn render(r: &HostileReport) -> String {
         );
     }
     let _ = writeln!(o, "checks");
-    for (what, ok) in &r.checks {
-        let _ = writeln!(o, "  {:<4} {what}", if *ok { "ok" } else { "FAIL" });
+    for c in &r.checks {
+        let _ = writeln!(o, "  {:<4} {}", if c.ok { "ok" } else { "FAIL" }, c.text);
     }
     let failed: Vec<&str> = r
         .checks
         .iter()
-        .filter(|(_, ok)| !ok)
-        .map(|(w, _)| w.as_str())
+        .filter(|c| !c.ok)
+        .map(|c| c.text.as_str())
         .collect();
     let _ = writeln!(
         o,

@@ -15,6 +15,7 @@ pub mod faults;
 pub mod framer;
 pub mod hostile;
 pub mod parse;
+pub mod quiesce;
 pub mod report;
 pub mod rss;
 pub mod run;

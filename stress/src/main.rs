@@ -159,7 +159,7 @@ fn write_outputs(a: &RunArgs, r: &Report) -> Result<(), String> {
         std::fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if let Some(svg) = &a.plot {
-        plot::plot(svg, &[(r.scenario.as_str(), r)])?;
+        plot::plot(svg, &[(r.scenario.name(), r)])?;
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! What the server's state dump says of a run that did not settle: each connection
 //! still open on the server with the op it waits on, instead of a count mismatch.
 
-use zerorx::runtime::RuntimeDump;
+use zerorx::runtime::{DumpStatus, IoUringOp, RuntimeDump, TaskId};
 
 /// Connections listed in a note at most; the rest are counted.
 const LISTED: usize = 8;
@@ -14,18 +14,23 @@ pub fn describe(dump: &RuntimeDump) -> Option<String> {
     let mut conns = Vec::new();
     let mut unknown = 0;
     // Tasks that wait on a timer and no op: (name, ms until the nearest).
-    let mut timed: Vec<(String, i64)> = Vec::new();
+    let mut timed: Vec<(TaskId, i64)> = Vec::new();
     for w in &dump.workers {
-        if let Some(why) = &w.missing {
-            parts.push(format!("worker {} gave no full dump ({why})", w.index));
+        if w.status != DumpStatus::Answered {
+            parts.push(format!(
+                "worker {} gave no full dump ({})",
+                w.index, w.status
+            ));
         }
         for op in &w.ops {
             // Every op but a listener's accept belongs to a connection: connected
             // sockets read `local -> peer`, one whose peer has reset has no peer left.
-            if op.opcode == "ACCEPT" {
+            if op.opcode == IoUringOp::Accept {
                 continue;
             }
-            let socket = op.socket.as_deref().unwrap_or("not a socket");
+            let socket = op
+                .socket
+                .map_or("not a socket".to_string(), |s| s.to_string());
             conns.push(format!(
                 "w{} fd {} ({socket}): {}{} {} for {:.1} s, {}",
                 w.index,
@@ -35,7 +40,6 @@ pub fn describe(dump: &RuntimeDump) -> Option<String> {
                 op.state,
                 op.age_ms as f64 / 1000.0,
                 op.task
-                    .as_deref()
                     .map_or("no task waiting".to_string(), |t| format!("task {t}")),
             ));
         }
@@ -48,7 +52,7 @@ pub fn describe(dump: &RuntimeDump) -> Option<String> {
             w.waiting
                 .iter()
                 .filter(|t| t.ops.is_empty())
-                .filter_map(|t| Some((t.name.clone(), *t.timers_ms.first()?))),
+                .filter_map(|t| Some((t.id, *t.timers_ms.first()?))),
         );
     }
     if !conns.is_empty() {
@@ -91,26 +95,29 @@ mod tests {
         // A send on a socket whose peer reset has no peer address left: still listed.
         let d = dump(
             r#"{"process":{"open_fds":9,"sockets":3,"rss_bytes":null},"workers":[
-            {"index":0,"missing":null,"ring":null,"tasks":2,"queued":0,
-             "waiting":[{"name":"w0#3","ops":[1],"timers_ms":[]},
-                        {"name":"w0#4","ops":[],"timers_ms":[]},
-                        {"name":"w0#5","ops":[2],"timers_ms":[]},
-                        {"name":"w0#6","ops":[],"timers_ms":[25000]}],
+            {"index":0,"status":{"kind":"answered"},"ring":null,"tasks":2,"queued":0,
+             "waiting":[{"id":{"worker":0,"key":3},"ops":[1],"timers_ms":[]},
+                        {"id":{"worker":0,"key":4},"ops":[],"timers_ms":[]},
+                        {"id":{"worker":0,"key":5},"ops":[2],"timers_ms":[]},
+                        {"id":{"worker":0,"key":6},"ops":[],"timers_ms":[25000]}],
              "ops":[{"opcode":"ACCEPT","state":"streaming","multishot":true,"fd":5,
-                     "socket":"127.0.0.1:9000","age_ms":9000,"task":null},
+                     "socket":{"local":"127.0.0.1:9000","peer":null},"age_ms":9000,"task":null},
                     {"opcode":"RECV","state":"streaming","multishot":true,"fd":7,
-                     "socket":"127.0.0.1:9000 -> 127.0.0.1:5555","age_ms":3250,"task":"w0#3"},
+                     "socket":{"local":"127.0.0.1:9000","peer":"127.0.0.1:5555"},"age_ms":3250,
+                     "task":{"worker":0,"key":3}},
                     {"opcode":"SEND","state":"pending","multishot":false,"fd":8,
-                     "socket":"127.0.0.1:9000","age_ms":12000,"task":"w0#5"}],
+                     "socket":{"local":"127.0.0.1:9000","peer":null},"age_ms":12000,
+                     "task":{"worker":0,"key":5}}],
              "timers":{"pending":0,"next_ms":null},"pools":[],"receives_waiting_for_buffers":0},
-            {"index":1,"missing":"no answer within 2.0 s","ring":null,"tasks":0,"queued":0,
-             "waiting":[],"ops":[],"timers":{"pending":0,"next_ms":null},"pools":[],
+            {"index":1,"status":{"kind":"no_answer","waited_ms":2000},"ring":null,"tasks":0,
+             "queued":0,"waiting":[],"ops":[],"timers":{"pending":0,"next_ms":null},"pools":[],
              "receives_waiting_for_buffers":0}]}"#,
         );
         let text = describe(&d).expect("something is open");
         assert_eq!(
             text,
-            "the server's state dump: worker 1 gave no full dump (no answer within 2.0 s); \
+            "the server's state dump: worker 1 gave no full dump (no answer within 2.0 s: a \
+             task that does not yield, or worker 0 while no thread is in block_on); \
              2 ops on connections: w0 fd 7 (127.0.0.1:9000 -> 127.0.0.1:5555): RECV \
              multishot streaming for 3.2 s, task w0#3; w0 fd 8 (127.0.0.1:9000): SEND \
              pending for 12.0 s, task w0#5; 1 tasks wait on a timer and no op: w0#6 (due \
@@ -123,10 +130,11 @@ mod tests {
     fn a_quiet_server_has_nothing_to_say() {
         let d = dump(
             r#"{"process":{"open_fds":9,"sockets":1,"rss_bytes":1},"workers":[
-            {"index":0,"missing":null,"ring":null,"tasks":1,"queued":0,
-             "waiting":[{"name":"w0#0","ops":[0],"timers_ms":[]}],
+            {"index":0,"status":{"kind":"answered"},"ring":null,"tasks":1,"queued":0,
+             "waiting":[{"id":{"worker":0,"key":0},"ops":[0],"timers_ms":[]}],
              "ops":[{"opcode":"ACCEPT","state":"streaming","multishot":true,"fd":5,
-                     "socket":"127.0.0.1:9000","age_ms":9000,"task":"w0#0"}],
+                     "socket":{"local":"127.0.0.1:9000","peer":null},"age_ms":9000,
+                     "task":{"worker":0,"key":0}}],
              "timers":{"pending":0,"next_ms":null},"pools":[],"receives_waiting_for_buffers":0}]}"#,
         );
         assert_eq!(describe(&d), None);

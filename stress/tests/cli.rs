@@ -184,7 +184,7 @@ fn stream_and_churn_pass_and_their_reports_compare() {
         "churn opened {}",
         rb.connections.opened
     );
-    assert_eq!(rb.scenario, "churn");
+    assert_eq!(rb.scenario, zerorx_stress::cli::Scenario::Churn);
 
     let out = harness(
         &[
@@ -342,7 +342,7 @@ fn the_default_rpc_run_checks_every_call_and_the_servers_counts() {
         out.stderr
     );
     let r = load(&json);
-    assert_eq!(r.scenario, "rpc");
+    assert_eq!(r.scenario, zerorx_stress::cli::Scenario::Rpc);
     assert!(
         r.requests.ok > 0 && r.requests.oneway > 0,
         "{:?}",
@@ -355,10 +355,12 @@ fn the_default_rpc_run_checks_every_call_and_the_servers_counts() {
         .and_then(|s| s.rpc.as_ref())
         .expect("Thrift server counters");
     assert_eq!(rpc.fired as u64, r.requests.oneway);
-    assert_eq!(rpc.get("requests"), r.requests.sent);
-    assert_eq!(rpc.get("replies"), r.requests.ok);
+    assert_eq!(rpc.counters.requests, r.requests.sent);
+    assert_eq!(rpc.counters.replies, r.requests.ok);
     assert!(
-        r.server_checks.iter().all(|c| c.ok && c.rule == "exact"),
+        r.server_checks
+            .iter()
+            .all(|c| c.ok && c.rule == zerorx_stress::report::checks::CheckRule::Exact),
         "{:?}",
         r.server_checks
     );
@@ -438,7 +440,7 @@ fn a_fabric_run_checks_every_message_and_reports_it() {
         out.stdout
     );
     let r = load(&json);
-    assert_eq!(r.scenario, "fabric");
+    assert_eq!(r.scenario, zerorx_stress::cli::Scenario::Fabric);
     assert!(r.verdict.pass, "{:?}", r.verdict);
     assert!(
         r.requests.ok > 0 && r.requests.ok == r.requests.sent,
@@ -632,6 +634,47 @@ fn the_control_channel_dumps_state_naming_an_open_connection() {
     assert!(status.success(), "{status}");
 }
 
+/// The Thrift server tells the harness its counters by their names and its in-flight
+/// limit, which the hostile run's memory bound is computed from.
+#[test]
+fn the_rpc_server_reports_its_counters_and_its_in_flight_limit() {
+    use std::io::Write;
+    let mut server = Command::new(BIN)
+        .args(["serve", "--control", "--service", "rpc"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+            "--duration",
+            "60s",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start server");
+    let mut stdin = server.stdin.take().expect("stdin");
+    let mut out = BufReader::new(server.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("listening line");
+    stdin.write_all(b"stats\n").expect("ask");
+    stdin.flush().expect("flush");
+    line.clear();
+    out.read_line(&mut line).expect("stats line");
+    let stats: serde_json::Value = serde_json::from_str(&line).expect("json line");
+    let rpc = &stats["rpc"];
+    assert_eq!(
+        rpc["max_in_flight"],
+        zerorx_thrift::ServerConfig::default().max_in_flight,
+        "{line}"
+    );
+    assert_eq!(rpc["counters"]["connections_active"], 0, "{line}");
+    drop(stdin);
+    let status = server.wait().expect("wait");
+    assert!(status.success(), "{status}");
+}
+
 #[test]
 fn soak_usage_errors_name_the_option() {
     let cases: [(&[&str], &str); 3] = [
@@ -690,15 +733,21 @@ fn a_short_soak_samples_both_servers_after_every_interval() {
     args.extend(SMALL);
     args.extend(["--fault-hold", "200ms", "--burst-conns", "10", "--quiet"]);
     let (r, text): (zerorx_stress::soak::SoakReport, _) = passing_json_run(&args);
-    let scenarios: Vec<&str> = r.intervals.iter().map(|i| i.scenario.as_str()).collect();
-    assert_eq!(scenarios, ["rpc", "stream", "churn"]);
+    use zerorx_stress::cli::Scenario;
+    use zerorx_stress::soak::SoakServer;
+    let scenarios: Vec<Scenario> = r.intervals.iter().map(|i| i.scenario).collect();
+    assert_eq!(
+        scenarios,
+        [Scenario::Rpc, Scenario::Stream, Scenario::Churn]
+    );
     for iv in &r.intervals {
         assert!(iv.pass && iv.requests > 0 && iv.faults > 0, "{iv:?}");
-        let services: Vec<&str> = iv.servers.iter().map(|s| s.service.as_str()).collect();
-        assert_eq!(services, ["rpc", "frames"]);
+        let services: Vec<SoakServer> = iv.servers.iter().map(|s| s.service).collect();
+        assert_eq!(services, [SoakServer::Rpc, SoakServer::Frames]);
         for s in &iv.servers {
-            assert!(s.open_fds > 0 && s.tasks > 0 && s.rss_bytes > 0, "{s:?}");
-            assert_eq!(s.chunks_held, 0, "{s:?}");
+            let st = &s.state;
+            assert!(st.open_fds > 0 && st.tasks > 0 && st.rss_bytes > 0, "{s:?}");
+            assert_eq!((st.connections, st.chunks_held), (0, 0), "{s:?}");
         }
     }
     assert_eq!(r.checks.len(), 10, "five per server");
@@ -716,7 +765,11 @@ fn hostile_clients_are_held_within_the_bound_and_reclaimed_by_the_timeouts() {
     assert_eq!(r.closed_by_server, 302);
     assert_eq!((r.after.connections, r.after.chunks_held), (0, 0));
     assert!(r.during.rss_bytes <= r.rss_bound);
-    assert!(r.checks.iter().all(|(_, ok)| *ok), "{text}");
+    assert_eq!(
+        r.server_in_flight,
+        zerorx_thrift::ServerConfig::default().max_in_flight as u64
+    );
+    assert!(r.checks.iter().all(|c| c.ok), "{text}");
     assert!(text.contains("verdict          PASS"), "{text}");
 }
 

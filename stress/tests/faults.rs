@@ -85,7 +85,10 @@ fn every_fault_kind_is_injected_and_counted_server_side() {
     // And the harness compared all of them exactly.
     assert!(!r.server_checks.is_empty());
     for c in &r.server_checks {
-        assert!(c.ok && c.rule == "exact", "{c:?}");
+        assert!(
+            c.ok && c.rule == zerorx_stress::report::checks::CheckRule::Exact,
+            "{c:?}"
+        );
     }
     // Everyone else stayed correct.
     assert!(r.errors.is_empty(), "{:?}", r.error_samples);
@@ -127,12 +130,15 @@ fn thrift_faults_are_counted_by_the_rpc_server() {
         .and_then(|s| s.rpc.as_ref())
         .expect("rpc counters");
     assert_eq!(
-        rpc.get("protocol_errors"),
+        rpc.counters.protocol_errors,
         done(FaultKind::Malformed) + done(FaultKind::Corrupt)
     );
-    assert_eq!(rpc.get("frames_too_large"), done(FaultKind::Oversized));
+    assert_eq!(rpc.counters.frames_too_large, done(FaultKind::Oversized));
     for c in &r.server_checks {
-        assert!(c.ok && c.rule == "exact", "{c:?}");
+        assert!(
+            c.ok && c.rule == zerorx_stress::report::checks::CheckRule::Exact,
+            "{c:?}"
+        );
     }
     assert!(r.errors.is_empty(), "{:?}", r.error_samples);
 }

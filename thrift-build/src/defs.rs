@@ -6,6 +6,8 @@ use crate::load::IdlFile;
 use crate::names;
 use crate::Error;
 use pilota_thrift_parser::{Attribute, Constant, Enum, Field, Ident, Item, StructLike, Ty, Type};
+use proc_macro2::TokenStream;
+use quote::quote;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
@@ -119,11 +121,13 @@ impl<'a> Defs<'a> {
     }
 
     /// The Rust path from file `from`'s module to a definition of file `to`.
-    pub(crate) fn path_to(&self, from: usize, to: usize, rust_name: &str) -> String {
+    pub(crate) fn path_to(&self, from: usize, to: usize, rust_name: &str) -> TokenStream {
+        let name = names::ident(rust_name);
         if from == to {
-            rust_name.to_owned()
+            quote!(#name)
         } else {
-            format!("{}::{rust_name}", self.files[to].module)
+            let module = names::ident(&self.files[to].module);
+            quote!(#module::#name)
         }
     }
 
@@ -157,33 +161,31 @@ impl<'a> Defs<'a> {
     }
 
     /// The Rust type of an IDL type, as written in file `from`'s module.
-    pub(crate) fn rust_type(&self, from: usize, ty: &'a Ty) -> Result<String, Error> {
+    pub(crate) fn rust_type(&self, from: usize, ty: &'a Ty) -> Result<TokenStream, Error> {
         Ok(match ty {
-            Ty::String => "::zerorx_thrift::Utf8Bytes".into(),
-            Ty::Binary => "::zerorx_thrift::bytes::Bytes".into(),
-            Ty::Bool => "bool".into(),
-            Ty::Byte | Ty::I8 => "i8".into(),
-            Ty::I16 => "i16".into(),
-            Ty::I32 => "i32".into(),
-            Ty::I64 => "i64".into(),
-            Ty::Double => "f64".into(),
-            Ty::Uuid => "::zerorx_thrift::Uuid".into(),
-            Ty::Void => "()".into(),
-            Ty::List { value, .. } => format!("::std::vec::Vec<{}>", self.rust_type(from, value)?),
+            Ty::String => quote!(::zerorx_thrift::Utf8Bytes),
+            Ty::Binary => quote!(::zerorx_thrift::bytes::Bytes),
+            Ty::Bool => quote!(bool),
+            Ty::Byte | Ty::I8 => quote!(i8),
+            Ty::I16 => quote!(i16),
+            Ty::I32 => quote!(i32),
+            Ty::I64 => quote!(i64),
+            Ty::Double => quote!(f64),
+            Ty::Uuid => quote!(::zerorx_thrift::Uuid),
+            Ty::Void => quote!(()),
+            Ty::List { value, .. } => {
+                let v = self.rust_type(from, value)?;
+                quote!(::std::vec::Vec<#v>)
+            }
             Ty::Set { value, .. } => {
                 self.require_orderable(from, value, "a set element")?;
-                format!(
-                    "::std::collections::BTreeSet<{}>",
-                    self.rust_type(from, value)?
-                )
+                let v = self.rust_type(from, value)?;
+                quote!(::std::collections::BTreeSet<#v>)
             }
             Ty::Map { key, value, .. } => {
                 self.require_orderable(from, key, "a map key")?;
-                format!(
-                    "::std::collections::BTreeMap<{}, {}>",
-                    self.rust_type(from, key)?,
-                    self.rust_type(from, value)?
-                )
+                let (k, v) = (self.rust_type(from, key)?, self.rust_type(from, value)?);
+                quote!(::std::collections::BTreeMap<#k, #v>)
             }
             Ty::Path(p) => {
                 let found = self.lookup_all(from, &p.segments)?;
@@ -199,6 +201,11 @@ impl<'a> Defs<'a> {
                 }
             }
         })
+    }
+
+    /// True when `ty` is `string`, directly or through typedefs.
+    pub(crate) fn is_string(&self, from: usize, ty: &'a Ty) -> Result<bool, Error> {
+        Ok(matches!(self.resolve(from, ty)?.ty, Ty::String))
     }
 
     fn require_orderable(&self, from: usize, ty: &'a Ty, role: &str) -> Result<(), Error> {

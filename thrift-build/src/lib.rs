@@ -38,6 +38,7 @@
 //! volo/pilota); only the code generation is ours, because it targets
 //! zerorx-thrift's zero-copy codec traits.
 
+mod clash;
 mod defs;
 mod emit;
 mod load;
@@ -119,10 +120,10 @@ impl Builder {
         }
         let files = load::load(&self.files, &self.include_dirs)?;
         let code = emit::files(&files)?;
-        let parsed = syn::parse_file(&code).map_err(|e| {
+        let parsed = syn::parse2::<syn::File>(code.clone()).map_err(|e| {
             // Kept for the bug report: the message alone does not say where.
             let dump = std::env::temp_dir().join("zerorx-thrift-build-invalid.rs");
-            let _ = std::fs::write(&dump, &code);
+            let _ = std::fs::write(&dump, code.to_string());
             Error::new(format!(
                 "zerorx-thrift-build produced invalid Rust (a bug; please report it with the IDL): {e}; the source is in {}",
                 dump.display()

@@ -106,6 +106,126 @@ fn each_kind_of_bad_idl_is_a_clear_error() {
     assert!(e.to_string().contains("/nonexistent/x.thrift"), "{e}");
 }
 
+/// Two IDL names that case conversion turns into one Rust name would be Rust that
+/// does not compile: each is an error naming both definitions and their file.
+#[test]
+fn names_that_clash_after_case_conversion_are_errors_naming_both() {
+    let cases: &[Case] = &[
+        (
+            "clash-fields",
+            &[("a.thrift", "struct A { 1: i32 fooBar, 2: i32 foo_bar }")],
+            &[
+                "a.thrift",
+                "`fooBar`",
+                "`foo_bar`",
+                "`foo_bar`",
+                "struct `A`",
+            ],
+        ),
+        (
+            "clash-types",
+            &[("a.thrift", "struct foo_bar { 1: i32 x }\nenum FooBar { X }")],
+            &["a.thrift", "struct `foo_bar`", "enum `FooBar`", "`FooBar`"],
+        ),
+        (
+            "clash-server",
+            &[(
+                "a.thrift",
+                "struct KvServer { 1: i32 x }\nservice KV { void f() }",
+            )],
+            &[
+                "a.thrift",
+                "struct `KvServer`",
+                "service `KV`",
+                "`KvServer`",
+            ],
+        ),
+        (
+            "clash-client",
+            &[(
+                "a.thrift",
+                "service S { void f() }\nexception SClient { 1: i32 x }",
+            )],
+            &[
+                "a.thrift",
+                "exception `SClient`",
+                "service `S`",
+                "`SClient`",
+            ],
+        ),
+        (
+            "clash-methods",
+            &[("a.thrift", "service S { void getIt(), void get_it() }")],
+            &["a.thrift", "`getIt`", "`get_it`", "service `S`"],
+        ),
+        (
+            "clash-args",
+            &[("a.thrift", "service S { void f(1: i32 aB, 2: i32 a_b) }")],
+            &["a.thrift", "`aB`", "`a_b`", "`f`"],
+        ),
+        (
+            "clash-enum-values",
+            &[("a.thrift", "enum E { fooBar, FOO_BAR }")],
+            &["a.thrift", "`fooBar`", "`FOO_BAR`", "enum `E`"],
+        ),
+        (
+            "clash-enum-values-list",
+            &[("a.thrift", "enum E { values }")],
+            &["a.thrift", "`values`", "`VALUES`", "enum `E`"],
+        ),
+        (
+            "clash-union",
+            &[("a.thrift", "union U { 1: i32 a_b, 2: string aB }")],
+            &["a.thrift", "`a_b`", "`aB`", "union `U`", "`AB`"],
+        ),
+        (
+            "clash-consts",
+            &[("a.thrift", "const i32 fooBar = 1\nconst i32 FOO_BAR = 2")],
+            &["a.thrift", "const `fooBar`", "const `FOO_BAR`"],
+        ),
+        (
+            "clash-throws",
+            &[(
+                "a.thrift",
+                "exception E { 1: i32 x }\nservice S { void f() throws (1: E a_b, 2: E aB) }",
+            )],
+            &["a.thrift", "`a_b`", "`aB`", "`f`"],
+        ),
+        (
+            "clash-include",
+            &[
+                (
+                    "a.thrift",
+                    "include \"shared.thrift\"\nservice Shared { void f() }",
+                ),
+                ("shared.thrift", "struct X { 1: i32 x }"),
+            ],
+            &["a.thrift", "service `Shared`", "shared.thrift", "`shared`"],
+        ),
+        (
+            "clash-client-method",
+            &[("a.thrift", "service S { void new(), void new_() }")],
+            &["a.thrift", "`new`", "`new_`", "service `S`"],
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (test, files, needles) in cases {
+        let dir = idl(test, files);
+        match Builder::new().file(dir.join(files[0].0)).generate() {
+            Ok(_) => wrong.push(format!("{test}: generated code")),
+            Err(e) => {
+                let e = e.to_string();
+                for n in *needles {
+                    if !e.contains(n) {
+                        wrong.push(format!("{test}: {e:?} lacks {n:?}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 #[test]
 fn the_command_writes_the_file_and_refuses_bad_usage() {
     let dir = idl(

@@ -2,7 +2,9 @@
 //!
 //! - [`generated`]: the code zerorx-thrift-build generates from `idl/ThriftTest.thrift`
 //!   (our own copy of Apache's `test/ThriftTest.thrift`, same wire) and from
-//!   `idl/coverage.thrift` (every construct the generator supports, for its tests).
+//!   `idl/coverage.thrift` (every construct the generator supports, for its tests)
+//!   and from `idl/names.thrift` (names the generator must change: acronyms,
+//!   keywords).
 //! - [`handlers`]: `ThriftTest` and `SecondService` doing what Apache's reference
 //!   servers do.
 //! - [`store`]: the store example's key-value handler, which keeps what it decodes
@@ -30,7 +32,13 @@ pub mod generated {
     pub mod store_idl {
         include!(concat!(env!("OUT_DIR"), "/store.rs"));
     }
+    /// From `idl/names.thrift` (acronyms, keywords, a typedef'd string): module
+    /// `names`.
+    pub mod names_idl {
+        include!(concat!(env!("OUT_DIR"), "/names.rs"));
+    }
     pub use coverage_idl::{coverage, shared};
+    pub use names_idl::names;
     pub use store_idl::store;
     pub use thrift_test_idl::thrift_test;
 }

@@ -18,6 +18,7 @@ use zerorx_thrift::{
 use zerorx_thrift_test::generated::coverage::{
     self, store::FindException, Choice, Everything, Failed, Node, Store, StoreClient, StoreServer,
 };
+use zerorx_thrift_test::generated::names::{self, HttpError, HttpStatus, UrlParts};
 use zerorx_thrift_test::generated::shared::{Base, Level, Named, NotFound};
 use zerorx_thrift_test::generated::thrift_test::thrift_test::{
     TestExceptionException, TestMultiExceptionException,
@@ -497,6 +498,93 @@ fn the_generated_thrift_test_client_sees_declared_and_undeclared_exceptions() {
                 );
             }
         }
+    });
+    server.shutdown_handle().shutdown(Duration::from_secs(1));
+    rt.block_on(server.stopped()).unwrap();
+}
+
+/// The `KV` service of `idl/names.thrift`: `parse` throws for a URL without a scheme.
+struct Urls;
+
+impl names::Kv for Urls {
+    fn parse(
+        &self,
+        url: Utf8Bytes,
+    ) -> impl Future<Output = Result<UrlParts, HandlerError<names::kv::ParseException>>> + use<>
+    {
+        ready(match url.split_once("://") {
+            Some((scheme, _)) => Ok(UrlParts {
+                scheme: Utf8Bytes::from(scheme.to_owned()),
+                r#type: "absolute".into(),
+                self_: 1,
+                url: url.clone(),
+            }),
+            None => Err(HttpError {
+                code: 400,
+                message: "no scheme".into(),
+            }
+            .into()),
+        })
+    }
+
+    fn set_ttl(
+        &self,
+        ttl_seconds: i64,
+    ) -> impl Future<Output = Result<(), ApplicationException>> + use<> {
+        ready(if ttl_seconds >= 0 {
+            Ok(())
+        } else {
+            Err(ApplicationException::internal("negative"))
+        })
+    }
+}
+
+#[test]
+fn an_acronym_service_serves_under_its_rust_names_and_its_exception_shows_its_message() {
+    // The message field is a typedef of `string`: `Display` shows it, not the debug form.
+    let e = HttpError {
+        code: 400,
+        message: "no scheme".into(),
+    };
+    assert_eq!(e.to_string(), "HttpError: no scheme");
+    assert_eq!(HttpStatus::NOT_FOUND.0, 404);
+    // Negative literals keep their sign.
+    assert_eq!(
+        (names::LOWEST, names::COLD, names::DOWN),
+        (i64::MIN, -273.15, names::Sign::NEGATIVE)
+    );
+    assert_eq!(
+        (
+            names::Sign::NEGATIVE.0,
+            names::Sign::ZERO.0,
+            names::Sign(-1).name()
+        ),
+        (-1, 0, Some("NEGATIVE"))
+    );
+
+    let rt = zerorx::Runtime::builder().threads(1).build().unwrap();
+    let server = Server::builder()
+        .service(names::KvServer::new(Urls))
+        .start(rt.handle())
+        .unwrap();
+    let addr = server.local_addr();
+    rt.block_on(async {
+        let c = names::KvClient::connect(addr, ClientConfig::default())
+            .await
+            .unwrap();
+        let parts = c.parse("http://x".into()).await.unwrap();
+        assert_eq!(
+            (&*parts.scheme, &*parts.r#type, parts.self_),
+            ("http", "absolute", 1)
+        );
+        match c.parse("x".into()).await {
+            Err(CallError::Thrown(names::kv::ParseException::HttpError(e))) => {
+                assert_eq!(e.to_string(), "HttpError: no scheme")
+            }
+            other => panic!("parse(x): {other:?}"),
+        }
+        c.set_ttl(5).await.unwrap();
+        assert!(c.set_ttl(-1).await.is_err());
     });
     server.shutdown_handle().shutdown(Duration::from_secs(1));
     rt.block_on(server.stopped()).unwrap();

@@ -3,9 +3,11 @@
 //! other workers build theirs.
 
 use super::kernel;
-use super::{OpDump, PoolDump, RingDump, TaskDump, TimersDump, WorkerDump};
-use crate::driver::inspect::opcode_name;
-use crate::executor::task::{task_of, TaskName};
+use super::{
+    DumpStatus, OpDump, PoolDump, PoolKind, RingDump, RingFlag, TaskDump, TaskId, TimersDump,
+    WorkerDump, WorkerPart,
+};
+use crate::executor::task::{task_of, TaskName, UNREGISTERED};
 use crate::runtime::worker::{Core, WorkerShared};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -48,13 +50,9 @@ impl DumpRequests {
     }
 }
 
-/// `wN#K`, or `wN#-` for a task that has left its registry.
-pub(crate) fn task_label(t: TaskName) -> String {
-    if t.key == crate::executor::task::UNREGISTERED {
-        format!("w{}#-", t.worker)
-    } else {
-        format!("w{}#{}", t.worker, t.key)
-    }
+/// The dump's id of task `t` (no key once it has left its registry).
+pub(crate) fn task_id(t: TaskName) -> TaskId {
+    TaskId::new(t.worker, (t.key != UNREGISTERED).then_some(t.key))
 }
 
 /// Milliseconds from `now` to `deadline` (negative when overdue).
@@ -65,10 +63,10 @@ fn ms_until(deadline: Instant, now: Instant) -> i64 {
     }
 }
 
-fn pool(kind: &str, stats: &StatsHandle) -> PoolDump {
+fn pool(kind: PoolKind, stats: &StatsHandle) -> PoolDump {
     let s = stats.snapshot();
     PoolDump {
-        kind: kind.into(),
+        kind,
         chunks: s.chunks_total,
         kernel: s
             .chunks_total
@@ -86,21 +84,21 @@ fn pool(kind: &str, stats: &StatsHandle) -> PoolDump {
 fn pools(shared: &WorkerShared) -> Vec<PoolDump> {
     let mut out = Vec::new();
     if let Some(s) = shared.pool_stats.get() {
-        out.push(pool("copy", s));
+        out.push(pool(PoolKind::Copy, s));
     }
     if let Some(s) = shared.zc_pool_stats.get() {
         let imported = shared.zc_instance.get().is_some_and(|i| i.imported);
         out.push(pool(
             if imported {
-                "zero-copy (imported)"
+                PoolKind::ZeroCopyImported
             } else {
-                "zero-copy"
+                PoolKind::ZeroCopy
             },
             s,
         ));
     }
     if let Some(s) = shared.udp_pool_stats.get() {
-        out.push(pool("datagram", s));
+        out.push(pool(PoolKind::Datagram, s));
     }
     out
 }
@@ -120,7 +118,7 @@ impl Core {
 
     /// This worker's part of a dump. Safe from a task of this worker: every borrow
     /// is tried, and a part whose state is borrowed (never, between turns) is left
-    /// out with a note.
+    /// out, named in the status.
     pub(crate) fn dump(&self) -> WorkerDump {
         let shared = &self.shared;
         let metrics = shared.metrics.snapshot(shared.index);
@@ -131,7 +129,7 @@ impl Core {
             pools_held_ms: self.rx.held_since().map(|t| t.elapsed().as_millis() as u64),
             ..WorkerDump::default()
         };
-        let mut notes = Vec::new();
+        let mut busy = Vec::new();
 
         // Ops, and the ring.
         let mut ops_of: HashMap<TaskName, Vec<usize>> = HashMap::new();
@@ -139,33 +137,32 @@ impl Core {
             Ok(mut driver) => {
                 let ring = driver.ring_state();
                 let fd = driver.ring_fd();
-                for (i, op) in driver.op_states().into_iter().enumerate() {
+                for (i, op) in driver.describe_ops().into_iter().enumerate() {
                     let task = op.waker.as_ref().and_then(task_of);
                     if let Some(t) = task {
                         ops_of.entry(t).or_default().push(i);
                     }
                     out.ops.push(OpDump {
-                        opcode: opcode_name(op.opcode),
-                        state: op.state.into(),
+                        opcode: op.opcode,
+                        state: op.state,
                         multishot: op.multishot,
                         fd: op.fd,
                         socket: op.fd.and_then(kernel::socket_addrs),
                         age_ms: op.age.as_millis() as u64,
-                        task: task.map(task_label),
+                        task: task.map(task_id),
                     });
                 }
                 let flags = shared.ring_flags.get().copied().unwrap_or_default();
                 out.ring = Some(RingDump {
                     fd,
                     flags: [
-                        (flags.defer_taskrun, "DEFER_TASKRUN"),
-                        (flags.coop_taskrun, "COOP_TASKRUN"),
-                        (flags.cqe32, "CQE32"),
-                        (flags.napi_busy_poll, "NAPI"),
+                        (flags.defer_taskrun, RingFlag::DeferTaskrun),
+                        (flags.coop_taskrun, RingFlag::CoopTaskrun),
+                        (flags.cqe32, RingFlag::Cqe32),
+                        (flags.napi_busy_poll, RingFlag::Napi),
                     ]
-                    .iter()
-                    .filter(|(on, _)| *on)
-                    .map(|(_, name)| (*name).to_string())
+                    .into_iter()
+                    .filter_map(|(on, flag)| on.then_some(flag))
                     .collect(),
                     sq_entries: ring.sq_entries,
                     sq_pending: ring.sq_pending,
@@ -178,7 +175,7 @@ impl Core {
                     kernel: kernel::ring_fdinfo(fd),
                 });
             }
-            Err(_) => notes.push("the driver was busy"),
+            Err(_) => busy.push(WorkerPart::Driver),
         }
 
         // Timers, by the task they wake.
@@ -202,7 +199,7 @@ impl Core {
                     ..out.timers
                 };
             }
-            Err(_) => notes.push("the timers were busy"),
+            Err(_) => busy.push(WorkerPart::Timers),
         }
 
         // Tasks: every one not queued, with its ops and timers.
@@ -217,15 +214,15 @@ impl Core {
                 let mut timers_ms = timers_of.remove(&name).unwrap_or_default();
                 timers_ms.sort_unstable();
                 out.waiting.push(TaskDump {
-                    name: task_label(name),
+                    id: task_id(name),
                     ops: ops_of.remove(&name).unwrap_or_default(),
                     timers_ms,
                 });
             }),
-            Err(_) => notes.push("the task registry was busy"),
+            Err(_) => busy.push(WorkerPart::Tasks),
         }
-        if !notes.is_empty() {
-            out.missing = Some(format!("partial: {}", notes.join(", ")));
+        if !busy.is_empty() {
+            out.status = DumpStatus::Partial { busy };
         }
         out
     }

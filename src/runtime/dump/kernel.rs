@@ -1,32 +1,40 @@
 //! The kernel's side of the dump, read from `/proc/self`: each ring's `fdinfo`, the
 //! process's fds and memory, and the addresses of the sockets ops work on.
 
-use super::{NicQueueDump, ProcessState};
+use super::{
+    FdinfoField, FdinfoValue, NicNote, NicQueueDump, PagePoolDump, ProcessState, SocketAddrs,
+};
 use crate::runtime::ZeroCopyTarget;
 use std::os::fd::{BorrowedFd, RawFd};
 
 /// `fdinfo` keys that describe the file, not the ring.
 const FILE_KEYS: [&str; 4] = ["pos", "flags", "mnt_id", "ino"];
 
-/// The ring's `/proc/self/fdinfo/FD` as `(key, value)` pairs in the kernel's order:
-/// scalar fields as they are, and each list (`PollList`, `CqOverflowList`, the
-/// registered files and buffers) as its number of entries. Empty when unreadable.
-pub(crate) fn ring_fdinfo(fd: RawFd) -> Vec<(String, String)> {
+/// The ring's `/proc/self/fdinfo/FD` in the kernel's order: scalar fields as numbers
+/// where they are, and each list (`PollList`, `CqOverflowList`, the registered files
+/// and buffers) as its number of entries. Empty when unreadable.
+pub(crate) fn ring_fdinfo(fd: RawFd) -> Vec<FdinfoField> {
     match std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")) {
         Ok(text) => parse_fdinfo(&text),
         Err(_) => Vec::new(),
     }
 }
 
-fn parse_fdinfo(text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    // The list whose entries (indented lines) are being counted.
-    let mut list: Option<usize> = None;
+fn parse_fdinfo(text: &str) -> Vec<FdinfoField> {
+    let mut out: Vec<FdinfoField> = Vec::new();
+    // Whether the last field is a list whose entries (indented lines) are counted.
+    let mut in_list = false;
     for line in text.lines() {
         if line.starts_with(char::is_whitespace) {
-            if let Some(i) = list {
-                let n = out[i].1.parse::<u64>().unwrap_or(0) + 1;
-                out[i].1 = n.to_string();
+            if let (
+                true,
+                Some(FdinfoField {
+                    value: FdinfoValue::Entries(n),
+                    ..
+                }),
+            ) = (in_list, out.last_mut())
+            {
+                *n += 1;
             }
             continue;
         }
@@ -34,47 +42,48 @@ fn parse_fdinfo(text: &str) -> Vec<(String, String)> {
             continue;
         };
         let (key, value) = (key.trim(), value.trim());
+        in_list = false;
         if FILE_KEYS.contains(&key) {
-            list = None;
             continue;
         }
-        if value.is_empty() {
-            out.push((format!("{key} entries"), "0".into()));
-            list = Some(out.len() - 1);
+        let value = if value.is_empty() {
+            in_list = true;
+            FdinfoValue::Entries(0)
         } else {
-            out.push((key.into(), value.into()));
-            list = None;
-        }
+            FdinfoValue::parse(value)
+        };
+        out.push(FdinfoField {
+            key: key.into(),
+            value,
+        });
     }
     out
 }
 
-/// `local -> peer` of socket `fd` (`local` alone for a listener or unconnected
-/// socket); `None` for a non-socket.
-pub(crate) fn socket_addrs(fd: RawFd) -> Option<String> {
+/// The addresses of socket `fd` (no peer for a listener or unconnected socket);
+/// `None` for a non-socket.
+pub(crate) fn socket_addrs(fd: RawFd) -> Option<SocketAddrs> {
     // SAFETY: `fd` is named by an op in flight on this worker's ring, and the op keeps
     // it open until its final completion (the `OpCode` contract); the borrow ends
     // within this call, on the worker thread that owns the op.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     let sock = socket2::SockRef::from(&fd);
     let local = sock.local_addr().ok()?.as_socket()?;
-    Some(match sock.peer_addr().ok().and_then(|a| a.as_socket()) {
-        Some(peer) => format!("{local} -> {peer}"),
-        None => local.to_string(),
-    })
+    let peer = sock.peer_addr().ok().and_then(|a| a.as_socket());
+    Some(SocketAddrs::new(local, peer))
 }
 
 /// The kernel's view of the NIC queues `target` binds (netdev netlink), or why there
 /// is none to show.
-pub(crate) fn nic_queues(target: Option<&ZeroCopyTarget>) -> (Vec<NicQueueDump>, Option<String>) {
+pub(crate) fn nic_queues(target: Option<&ZeroCopyTarget>) -> (Vec<NicQueueDump>, Option<NicNote>) {
     let (interface, ifindex, queues) = match target {
-        None => return (Vec::new(), Some("no ZCRX queue bound (copy mode)".into())),
+        None => return (Vec::new(), Some(NicNote::CopyMode)),
         Some(ZeroCopyTarget::DeviceLess { instances }) => {
             return (
                 Vec::new(),
-                Some(format!(
-                    "no ZCRX queue bound: {instances} device-less instances, on no NIC"
-                )),
+                Some(NicNote::DeviceLess {
+                    instances: *instances,
+                }),
             )
         }
         Some(ZeroCopyTarget::Device {
@@ -108,19 +117,12 @@ pub(crate) fn nic_queues(target: Option<&ZeroCopyTarget>) -> (Vec<NicQueueDump>,
                     q.page_pools = pools
                         .iter()
                         .filter(|p| q.napi_id.is_some() && p.napi_id == q.napi_id)
-                        .map(|p| {
-                            format!(
-                                "page pool {}: {} in flight ({} B){}{}",
-                                p.id,
-                                p.inflight,
-                                p.inflight_mem,
-                                if p.io_uring {
-                                    ", io_uring provider"
-                                } else {
-                                    ""
-                                },
-                                if p.detached { ", detached" } else { "" }
-                            )
+                        .map(|p| PagePoolDump {
+                            id: p.id,
+                            inflight: p.inflight,
+                            inflight_bytes: p.inflight_mem,
+                            io_uring: p.io_uring,
+                            detached: p.detached,
                         })
                         .collect()
                 }
@@ -168,33 +170,34 @@ mod tests {
                     SqHead:\t5\nCqTail:\t9\nUserBufs:\t0\nPollList:\n  op=1, task_works=0\n\
                     CqOverflowList:\n  user_data=1, res=0\n  user_data=2, res=0\nNAPI:\tdisabled\n";
         let got = parse_fdinfo(text);
-        let want: Vec<(String, String)> = [
-            ("SqMask", "0x7"),
-            ("SqHead", "5"),
-            ("CqTail", "9"),
-            ("UserBufs", "0"),
-            ("PollList entries", "1"),
-            ("CqOverflowList entries", "2"),
-            ("NAPI", "disabled"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        let field = |key: &str, value| FdinfoField {
+            key: key.into(),
+            value,
+        };
+        let want = vec![
+            field("SqMask", FdinfoValue::Hex(7)),
+            field("SqHead", FdinfoValue::Number(5)),
+            field("CqTail", FdinfoValue::Number(9)),
+            field("UserBufs", FdinfoValue::Number(0)),
+            field("PollList", FdinfoValue::Entries(1)),
+            field("CqOverflowList", FdinfoValue::Entries(2)),
+            field("NAPI", FdinfoValue::Text("disabled".into())),
+        ];
         assert_eq!(got, want);
+        let text: Vec<String> = got.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text.join(", "),
+            "SqMask 0x7, SqHead 5, CqTail 9, UserBufs 0, PollList entries 1, \
+             CqOverflowList entries 2, NAPI disabled"
+        );
     }
 
     #[test]
     fn nic_queues_say_why_there_are_none_or_what_the_kernel_would_not_say() {
-        assert_eq!(
-            nic_queues(None),
-            (Vec::new(), Some("no ZCRX queue bound (copy mode)".into()))
-        );
+        assert_eq!(nic_queues(None), (Vec::new(), Some(NicNote::CopyMode)));
         let (q, note) = nic_queues(Some(&ZeroCopyTarget::DeviceLess { instances: 2 }));
         assert_eq!(q, Vec::new());
-        assert_eq!(
-            note.as_deref(),
-            Some("no ZCRX queue bound: 2 device-less instances, on no NIC")
-        );
+        assert_eq!(note, Some(NicNote::DeviceLess { instances: 2 }));
         // Loopback's queue 0 has no provider and no page pool (an older kernel
         // without the netdev family fails the query, which the entry says in words
         // instead of failing the dump).
@@ -207,7 +210,7 @@ mod tests {
         assert_eq!(q.len(), 1);
         assert_eq!((q[0].interface.as_str(), q[0].queue), ("lo", 0));
         assert!(!q[0].io_uring_bound);
-        assert_eq!(q[0].page_pools, Vec::<String>::new());
+        assert_eq!(q[0].page_pools, Vec::new());
         if let Some(error) = q[0].error.as_deref() {
             assert!(error.starts_with("netdev "), "{error}");
         }
@@ -234,7 +237,10 @@ mod tests {
         assert!(after.rss_bytes.is_some_and(|b| b > 0));
         use std::os::fd::AsRawFd;
         let addrs = socket_addrs(listener.as_raw_fd()).expect("a socket");
-        assert_eq!(addrs, listener.local_addr().expect("addr").to_string());
+        assert_eq!(
+            addrs,
+            SocketAddrs::new(listener.local_addr().expect("addr"), None)
+        );
         let file = std::fs::File::open("/proc/self/statm").expect("statm");
         assert_eq!(socket_addrs(file.as_raw_fd()), None);
     }

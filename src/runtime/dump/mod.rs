@@ -13,14 +13,22 @@ pub(crate) mod collect;
 pub(crate) mod kernel;
 mod signal;
 mod text;
+mod values;
 
+pub use crate::driver::inspect::{IoUringOp, OpState};
 pub use blocking::{BlockingDump, BlockingJobDump};
 pub use signal::DumpSignal;
+pub use values::{
+    DumpStatus, FdinfoField, FdinfoValue, NicNote, PoolKind, RingFlag, SocketAddrs, TaskId,
+    WorkerPart,
+};
 
 use serde::{Deserialize, Serialize};
 
 /// A snapshot of a runtime's state. Its `Display` is the text `zerorx serve` prints
-/// on `SIGUSR2`; it is also `Serialize` (JSON for tools).
+/// on `SIGUSR2`; it is also `Serialize` (JSON for tools, with a typed value wherever
+/// the text has words: a worker's [`DumpStatus`], an op's [`IoUringOp`] and
+/// [`OpState`], [`TaskId`]s, [`SocketAddrs`], a pool's [`PoolKind`]...).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RuntimeDump {
@@ -34,7 +42,7 @@ pub struct RuntimeDump {
     pub nic_queues: Vec<NicQueueDump>,
     /// Why there are no NIC queues to show (copy mode, device-less instances).
     #[serde(default)]
-    pub nic_note: Option<String>,
+    pub nic_note: Option<NicNote>,
     /// The blocking pool: its threads, running and queued jobs.
     #[serde(default)]
     pub blocking: BlockingDump,
@@ -52,11 +60,26 @@ pub struct NicQueueDump {
     pub napi_id: Option<u32>,
     /// The kernel lists an io_uring memory provider on the queue.
     pub io_uring_bound: bool,
-    /// The page pools serving the queue's NAPI instance: id, memory in flight,
-    /// provider.
-    pub page_pools: Vec<String>,
+    /// The page pools serving the queue's NAPI instance.
+    pub page_pools: Vec<PagePoolDump>,
     /// What the kernel would not say (netlink errors).
     pub error: Option<String>,
+}
+
+/// A page pool serving a NIC queue, as the kernel's netdev family lists it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PagePoolDump {
+    /// The kernel's id for it.
+    pub id: u64,
+    /// Pages (or net_iovs) handed out and not yet back.
+    pub inflight: u64,
+    /// Their bytes.
+    pub inflight_bytes: u64,
+    /// An io_uring memory provider (a ZCRX area) feeds it.
+    pub io_uring: bool,
+    /// The driver has let go of it; it waits for its memory to come back.
+    pub detached: bool,
 }
 
 /// Process-wide figures (from `/proc/self`).
@@ -77,9 +100,9 @@ pub struct ProcessState {
 pub struct WorkerDump {
     /// The worker's index.
     pub index: usize,
-    /// Why the rest is empty: the worker did not answer in time (a task that never
-    /// yields, or worker 0 outside `block_on`) or has shut down.
-    pub missing: Option<String>,
+    /// Whether it answered, and what its answer lacks: with no answer the rest is
+    /// empty, with a partial one the parts it names are.
+    pub status: DumpStatus,
     /// The worker's ring.
     pub ring: Option<RingDump>,
     /// Unfinished tasks owned by the worker.
@@ -109,8 +132,8 @@ pub struct WorkerDump {
 pub struct RingDump {
     /// The ring's fd.
     pub fd: i32,
-    /// Setup flags in force (`DEFER_TASKRUN`, `COOP_TASKRUN`, `CQE32`, NAPI).
-    pub flags: Vec<String>,
+    /// Setup flags in force.
+    pub flags: Vec<RingFlag>,
     /// SQ size.
     pub sq_entries: usize,
     /// SQEs queued, not yet submitted.
@@ -130,35 +153,35 @@ pub struct RingDump {
     /// The kernel's own account of the ring (`/proc/self/fdinfo/FD`: `SqHead`,
     /// `CqTail`, `UserBufs`, ... and the lengths of its lists), in its order; empty
     /// when it could not be read.
-    pub kernel: Vec<(String, String)>,
+    pub kernel: Vec<FdinfoField>,
 }
 
 /// An op in flight.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct OpDump {
-    /// `IORING_OP_*` name, e.g. `RECV` or `RECV_ZC`.
-    pub opcode: String,
-    /// Where it is: pending, streaming, cancelled waiting for its last completion, ...
-    pub state: String,
+    /// Which `IORING_OP_*` it is.
+    pub opcode: IoUringOp,
+    /// Where it is in its life.
+    pub state: OpState,
     /// Whether it posts several completions.
     pub multishot: bool,
     /// The fd it works on.
     pub fd: Option<i32>,
-    /// For a socket fd: `local -> peer` addresses.
-    pub socket: Option<String>,
+    /// For a socket fd: its addresses.
+    pub socket: Option<SocketAddrs>,
     /// Time since submission, in milliseconds (10 ms resolution).
     pub age_ms: u64,
-    /// The task waiting on it (`w1#17`: worker 1's task 17), if one is.
-    pub task: Option<String>,
+    /// The task waiting on it, if one is.
+    pub task: Option<TaskId>,
 }
 
 /// A task that is not queued to run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TaskDump {
-    /// `wN#K`: worker `N`'s task with registry key `K`.
-    pub name: String,
+    /// The task.
+    pub id: TaskId,
     /// What it waits on: its ops (by index into [`WorkerDump::ops`]) and timers; a
     /// task with neither waits on another task, a channel or a wake-up from
     /// elsewhere.
@@ -181,8 +204,8 @@ pub struct TimersDump {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PoolDump {
-    /// `copy`, `datagram`, `zero-copy` or `zero-copy (imported)`.
-    pub kind: String,
+    /// Which pool.
+    pub kind: PoolKind,
     /// Chunks (buffers) the pool has.
     pub chunks: u64,
     /// Held by the kernel: free for it to receive into.

@@ -1,6 +1,6 @@
 //! The dump as text: what `zerorx serve` prints on `SIGUSR2`.
 
-use super::{OpDump, RuntimeDump, TaskDump, WorkerDump};
+use super::{DumpStatus, OpDump, RuntimeDump, TaskDump, WorkerDump, WorkerPart};
 use std::fmt::{self, Display, Formatter};
 
 impl Display for RuntimeDump {
@@ -37,7 +37,17 @@ impl Display for RuntimeDump {
                 }
             )?;
             for p in &q.page_pools {
-                write!(f, "; {p}")?;
+                write!(
+                    f,
+                    "; page pool {}: {} in flight ({} B)",
+                    p.id, p.inflight, p.inflight_bytes
+                )?;
+                if p.io_uring {
+                    write!(f, ", io_uring provider")?;
+                }
+                if p.detached {
+                    write!(f, ", detached")?;
+                }
             }
             if let Some(e) = &q.error {
                 write!(f, "; {e}")?;
@@ -54,17 +64,24 @@ impl Display for RuntimeDump {
 impl Display for WorkerDump {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         write!(f, "worker {}", self.index)?;
-        if let Some(why) = &self.missing {
-            write!(f, " ({why})")?;
+        if self.status != DumpStatus::Answered {
+            write!(f, " ({})", self.status)?;
         }
         writeln!(f, ":")?;
+        if !self.status.answered() {
+            return Ok(());
+        }
+        // A partial answer shows every part it has; a part it lacks says so rather
+        // than showing the empty value it holds.
+        let has = |part| self.status.has(part);
         if let Some(r) = &self.ring {
+            let flags: Vec<String> = r.flags.iter().map(ToString::to_string).collect();
             writeln!(
                 f,
                 "  ring fd {} [{}]: SQ {} of {} pending, CQ {} of {} ready, CQ overflow {} \
                  ({} flushes), {} SQEs dropped, {} loop turns",
                 r.fd,
-                r.flags.join(" "),
+                flags.join(" "),
                 r.sq_pending,
                 r.sq_entries,
                 r.cq_ready,
@@ -75,23 +92,28 @@ impl Display for WorkerDump {
                 r.loop_turns
             )?;
             if !r.kernel.is_empty() {
-                let kv: Vec<String> = r.kernel.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let kv: Vec<String> = r.kernel.iter().map(ToString::to_string).collect();
                 writeln!(f, "  kernel (fdinfo): {}", kv.join(", "))?;
             }
         }
-        if self.ring.is_none() && self.missing.is_some() {
-            return Ok(());
+        if has(WorkerPart::Tasks) {
+            write!(
+                f,
+                "  tasks: {} ({} queued, {} waiting)",
+                self.tasks,
+                self.queued,
+                self.waiting.len()
+            )?;
+        } else {
+            write!(f, "  tasks: not collected")?;
         }
-        write!(
-            f,
-            "  tasks: {} ({} queued, {} waiting); timers: {} pending",
-            self.tasks,
-            self.queued,
-            self.waiting.len(),
-            self.timers.pending
-        )?;
-        if let Some(ms) = self.timers.next_ms {
-            write!(f, ", next due in {ms} ms")?;
+        if has(WorkerPart::Timers) {
+            write!(f, "; timers: {} pending", self.timers.pending)?;
+            if let Some(ms) = self.timers.next_ms {
+                write!(f, ", next due in {ms} ms")?;
+            }
+        } else {
+            write!(f, "; timers: not collected")?;
         }
         writeln!(
             f,
@@ -122,9 +144,13 @@ impl Display for WorkerDump {
             }
             writeln!(f)?;
         }
-        writeln!(f, "  ops in flight: {}", self.ops.len())?;
-        for (i, op) in self.ops.iter().enumerate() {
-            writeln!(f, "    [{i}] {op}")?;
+        if has(WorkerPart::Driver) {
+            writeln!(f, "  ops in flight: {}", self.ops.len())?;
+            for (i, op) in self.ops.iter().enumerate() {
+                writeln!(f, "    [{i}] {op}")?;
+            }
+        } else {
+            writeln!(f, "  ops in flight: not collected")?;
         }
         if !self.waiting.is_empty() {
             writeln!(f, "  waiting tasks:")?;
@@ -150,7 +176,7 @@ impl Display for OpDump {
             write!(f, " ({s})")?;
         }
         write!(f, ", {:.2} s old", self.age_ms as f64 / 1000.0)?;
-        match &self.task {
+        match self.task {
             Some(t) => write!(f, ", task {t} waits on it"),
             None => write!(f, ", no task waits on it"),
         }
@@ -159,7 +185,7 @@ impl Display for OpDump {
 
 impl Display for TaskDump {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:", self.name)?;
+        write!(f, "{}:", self.id)?;
         if self.ops.is_empty() && self.timers_ms.is_empty() {
             return write!(
                 f,
@@ -176,5 +202,57 @@ impl Display for TaskDump {
             write!(f, " timers due in {}", t.join(", "))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::dump::{TaskId, TimersDump};
+
+    /// A worker whose driver was busy when it dumped: no ring and no ops, but the
+    /// tasks and timers it did collect.
+    fn busy_driver() -> WorkerDump {
+        WorkerDump {
+            index: 1,
+            status: DumpStatus::Partial {
+                busy: vec![WorkerPart::Driver],
+            },
+            tasks: 2,
+            queued: 1,
+            waiting: vec![TaskDump {
+                id: TaskId::new(1, Some(4)),
+                ops: vec![],
+                timers_ms: vec![1500],
+            }],
+            timers: TimersDump {
+                pending: 1,
+                next_ms: Some(1500),
+            },
+            ..WorkerDump::default()
+        }
+    }
+
+    #[test]
+    fn a_partial_dump_shows_what_it_collected() {
+        let text = busy_driver().to_string();
+        assert!(text.contains("tasks: 2 (1 queued, 1 waiting)"), "{text}");
+        assert!(
+            text.contains("timers: 1 pending, next due in 1500 ms"),
+            "{text}"
+        );
+        assert!(text.contains("w1#4: timers due in 1500 ms"), "{text}");
+        assert!(text.contains("the driver was busy"), "{text}");
+        assert!(text.contains("ops in flight: not collected"), "{text}");
+    }
+
+    #[test]
+    fn a_worker_that_did_not_answer_shows_only_why() {
+        let w = WorkerDump {
+            index: 2,
+            status: DumpStatus::ShutDown,
+            ..WorkerDump::default()
+        };
+        assert_eq!(w.to_string(), "worker 2 (the worker has shut down):\n");
     }
 }

@@ -90,12 +90,29 @@ impl FaultKind {
 }
 
 /// A fault and how often to inject it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FaultSpec {
     /// Which fault.
     pub kind: FaultKind,
     /// Injections per second.
     pub rate: f64,
+}
+
+/// A parsed fault list back in `--faults` form: `all:20/s` when every kind has one
+/// rate, else `reset:2/s,idle:5/s`.
+pub fn spec_text(list: &[FaultSpec]) -> String {
+    match list.first() {
+        Some(first)
+            if list.len() == FaultKind::ALL.len() && list.iter().all(|f| f.rate == first.rate) =>
+        {
+            format!("all:{}/s", first.rate)
+        }
+        _ => list
+            .iter()
+            .map(|f| format!("{}:{}/s", f.kind.name(), f.rate))
+            .collect::<Vec<_>>()
+            .join(","),
+    }
 }
 
 /// Parses `reset:2/s,idle:5,burst:0.2/s` or `all:1/s` (a bare kind means 1/s).
@@ -255,6 +272,15 @@ impl FaultStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parsed_list_reads_back_as_the_spec_it_came_from() {
+        let all = parse_list("all:20/s").expect("valid");
+        assert_eq!(spec_text(&all), "all:20/s");
+        let some = parse_list("idle:5/s, reset:0.5/s,burst").expect("valid");
+        assert_eq!(spec_text(&some), "reset:0.5/s,idle:5/s,burst:1/s");
+        assert_eq!(parse_list(&spec_text(&some)), Ok(some));
+    }
 
     #[test]
     fn lists_parse_with_rates_and_all() {

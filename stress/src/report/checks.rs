@@ -15,11 +15,52 @@ pub struct ServerCheck {
     pub expected: u64,
     /// What the server counted.
     pub observed: u64,
-    /// `exact`: must be equal; `at most`: the server may count fewer (the harness
-    /// could not tell exactly, e.g. after failed connections).
-    pub rule: String,
+    /// How `observed` must compare with `expected`.
+    pub rule: CheckRule,
     /// Whether the rule holds.
     pub ok: bool,
+}
+
+/// How a server's count must compare with the harness's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CheckRule {
+    /// Equal.
+    #[default]
+    #[serde(rename = "exact")]
+    Exact,
+    /// No more: the server may count fewer (the harness could not tell exactly,
+    /// e.g. after failed connections).
+    #[serde(rename = "at most")]
+    AtMost,
+}
+
+impl CheckRule {
+    /// `Exact` when the harness knows exactly, else `AtMost`.
+    pub fn of(exact: bool) -> CheckRule {
+        if exact {
+            CheckRule::Exact
+        } else {
+            CheckRule::AtMost
+        }
+    }
+
+    /// Whether `observed` keeps the rule against `expected`.
+    pub fn holds(self, observed: u64, expected: u64) -> bool {
+        match self {
+            CheckRule::Exact => observed == expected,
+            CheckRule::AtMost => observed <= expected,
+        }
+    }
+}
+
+impl std::fmt::Display for CheckRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `pad`, so the report's columns can set a width.
+        f.pad(match self {
+            CheckRule::Exact => "exact",
+            CheckRule::AtMost => "at most",
+        })
+    }
 }
 
 /// What the harness knows about the connections it closed itself.
@@ -60,17 +101,14 @@ pub fn server_checks(
     let exact = !closes.inexact;
     let mut out = Vec::new();
     let mut check = |what: &str, observed: u64, expected: u64, upper: u64| {
-        let (rule, ok) = if exact {
-            ("exact", observed == expected)
-        } else {
-            ("at most", observed <= upper)
-        };
+        let rule = CheckRule::of(exact);
+        let shown = if exact { expected } else { upper };
         out.push(ServerCheck {
             what: what.to_owned(),
-            expected: if exact { expected } else { upper },
+            expected: shown,
             observed,
-            rule: rule.to_owned(),
-            ok,
+            rule,
+            ok: rule.holds(observed, shown),
         });
     };
     use FaultKind::*;
@@ -143,17 +181,18 @@ pub fn rpc_checks(
     let exact = !closes.inexact;
     let mut out = Vec::new();
     let mut check = |what: &str, observed: u64, expected: u64, upper: u64, always_exact: bool| {
-        let (rule, ok, shown) = if exact || always_exact {
-            ("exact", observed == expected, expected)
+        let rule = CheckRule::of(exact || always_exact);
+        let shown = if rule == CheckRule::Exact {
+            expected
         } else {
-            ("at most", observed <= upper, upper)
+            upper
         };
         out.push(ServerCheck {
             what: what.to_owned(),
             expected: shown,
             observed,
-            rule: rule.to_owned(),
-            ok,
+            rule,
+            ok: rule.holds(observed, shown),
         });
     };
     use FaultKind::*;
@@ -166,37 +205,37 @@ pub fn rpc_checks(
     );
     check(
         "Thrift protocol errors",
-        r.get("protocol_errors"),
+        r.counters.protocol_errors,
         done(Malformed) + done(Corrupt),
         tried(Malformed) + tried(Corrupt),
         false,
     );
     check(
         "frames over the limit",
-        r.get("frames_too_large"),
+        r.counters.frames_too_large,
         done(Oversized),
         tried(Oversized),
         false,
     );
     check(
         "connections reset by the harness",
-        r.get("truncated")
-            + r.get("io_errors")
-            + r.get("write_timeouts")
-            + r.get("accept_errors")
-            + r.get("accept_reset"),
+        r.counters.truncated
+            + r.counters.io_errors
+            + r.counters.write_timeouts
+            + r.counters.accept_errors
+            + r.counters.accept_reset,
         done(Reset) + done(SlowRead),
         tried(Reset) + tried(SlowRead),
         false,
     );
     check(
         "unknown methods, bad args, handler errors",
-        r.get("unknown_method")
-            + r.get("bad_args")
-            + r.get("invalid_message_type")
-            + r.get("handler_errors")
-            + r.get("handler_panics")
-            + r.get("reply_too_large"),
+        r.counters.unknown_method
+            + r.counters.bad_args
+            + r.counters.invalid_message_type
+            + r.counters.handler_errors
+            + r.counters.handler_panics
+            + r.counters.reply_too_large,
         0,
         0,
         true,
@@ -204,7 +243,7 @@ pub fn rpc_checks(
     if exact {
         check(
             "connections accepted or reset before accept",
-            r.get("connections_accepted") + r.get("accept_errors") + r.get("accept_reset"),
+            r.counters.connections_accepted + r.counters.accept_errors + r.counters.accept_reset,
             closes.connects,
             0,
             true,
@@ -278,7 +317,7 @@ mod tests {
         };
         let checks = server_checks(&t, &closes, &[(FaultKind::Malformed, counts(2, 0))], 0);
         assert!(
-            checks.iter().all(|c| c.ok && c.rule == "at most"),
+            checks.iter().all(|c| c.ok && c.rule == CheckRule::AtMost),
             "{checks:#?}"
         );
         assert!(!checks.iter().any(|c| c.what.contains("cleanly")));

@@ -23,7 +23,7 @@ pub struct Report {
     /// Program and version.
     pub tool: String,
     /// Scenario run.
-    pub scenario: String,
+    pub scenario: crate::cli::Scenario,
     /// What was loaded.
     pub target: TargetInfo,
     /// The load's shape.

@@ -74,7 +74,7 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
             r.target.server_threads.unwrap_or(0),
             r.target.addr
         )
-    } else if r.scenario == "fabric" {
+    } else if r.scenario == crate::cli::Scenario::Fabric {
         r.target.addr.clone()
     } else {
         format!("server at {}", r.target.addr)
@@ -301,29 +301,29 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
         }
         match &s.rpc {
             Some(rpc) => {
-                let g = |k: &str| count(rpc.get(k));
+                let c = &rpc.counters;
                 writeln!(
                     o,
                     "thrift server    {} requests ({} oneway, {} fire processed), {} replies, {} connections",
-                    g("requests"),
-                    g("oneway_requests"),
+                    count(c.requests),
+                    count(c.oneway_requests),
                     count(rpc.fired.max(0) as u64),
-                    g("replies"),
-                    g("connections_accepted")
+                    count(c.replies),
+                    count(c.connections_accepted)
                 )?;
                 writeln!(
                     o,
                     "  copied frames {} ({}), in-flight waits {}, protocol errors {}, too large {}, \
                      truncated {}, io errors {}, write timeouts {}, idle timeouts {}",
-                    g("frames_copied"),
-                    size(rpc.get("bytes_copied")),
-                    g("in_flight_waits"),
-                    g("protocol_errors"),
-                    g("frames_too_large"),
-                    g("truncated"),
-                    g("io_errors"),
-                    g("write_timeouts"),
-                    g("idle_timeouts")
+                    count(c.frames_copied),
+                    size(c.bytes_copied),
+                    count(c.in_flight_waits),
+                    count(c.protocol_errors),
+                    count(c.frames_too_large),
+                    count(c.truncated),
+                    count(c.io_errors),
+                    count(c.write_timeouts),
+                    count(c.idle_timeouts)
                 )?;
             }
             None => {

@@ -153,7 +153,7 @@ mod tests {
             what: "malformed frames".into(),
             expected: 0,
             observed: 1,
-            rule: "exact".into(),
+            rule: super::super::checks::CheckRule::Exact,
             ok: false,
         });
         let v = decide(&r);

@@ -6,7 +6,7 @@ use crate::client::stats::WorkerStats;
 use crate::client::RunCtx;
 use crate::errors::ErrorKind;
 use crate::faults::{FaultKind, FaultSpec, KindCounts};
-use crate::report::checks::{rpc_checks, server_checks, ClientCloses, ServerCheck};
+use crate::report::checks::{rpc_checks, server_checks, CheckRule, ClientCloses, ServerCheck};
 use crate::report::verdict::REQUEST_KINDS;
 use crate::report::{
     imbalance, shares, ConnectionFigures, FaultFigures, LatencySummary, LoadInfo, Report,
@@ -128,7 +128,7 @@ pub(super) fn build_report(p: &RunPlan, c: Collected) -> Report {
             what: "receive buffers held after the run".into(),
             expected: 0,
             observed: held,
-            rule: "exact".into(),
+            rule: CheckRule::Exact,
             ok: held == 0,
         });
         // Nor any ordinary memory the receives took while the pools were held.
@@ -137,7 +137,7 @@ pub(super) fn build_report(p: &RunPlan, c: Collected) -> Report {
             what: "bytes received beside the pools still held after the run".into(),
             expected: 0,
             observed: overflow,
-            rule: "exact".into(),
+            rule: CheckRule::Exact,
             ok: overflow == 0,
         });
     }
@@ -147,8 +147,8 @@ pub(super) fn build_report(p: &RunPlan, c: Collected) -> Report {
             what: "oneway fire calls processed (fired() delta)".into(),
             expected: fires,
             observed: n,
-            rule: if exact { "exact" } else { "at most" }.into(),
-            ok: if exact { n == fires } else { n <= fires },
+            rule: CheckRule::of(exact),
+            ok: CheckRule::of(exact).holds(n, fires),
         });
         notes.push(
             "the fire count comes from the server's fired(): exact only if no other client \
@@ -218,7 +218,7 @@ pub(super) fn build_report(p: &RunPlan, c: Collected) -> Report {
     let open_loop = p.rate.is_some();
     Report {
         tool: format!("zerorx-stress {}", env!("CARGO_PKG_VERSION")),
-        scenario: p.scenario.name().to_owned(),
+        scenario: p.scenario,
         target,
         load: LoadInfo {
             connections: p.connections,

@@ -30,7 +30,7 @@ pub(super) fn settled_stats(
         let held = snap.buffers_held();
         let open = match &snap.rpc {
             Some(r) => {
-                let active = r.get("connections_active");
+                let active = r.counters.connections_active;
                 let unfired = fires.saturating_sub(r.fired.max(0) as u64);
                 (active > 0 || unfired > 0 || held > 0).then(|| {
                     format!(

@@ -10,7 +10,7 @@ mod conn;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};
-use stats::{Counters, ModeInfo, RpcFigures, ServerSnapshot, WorkerFigures};
+use stats::{Counters, ModeInfo, RpcCounters, RpcFigures, ServerSnapshot, WorkerFigures};
 use std::io::{self, BufRead, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,8 +75,8 @@ pub struct Listening {
 pub enum ControlLine {
     /// The server is ready.
     Listening(Listening),
-    /// The answer to a `stats` command.
-    Stats(ServerSnapshot),
+    /// The answer to a `stats` command (boxed: it is by far the largest line).
+    Stats(Box<ServerSnapshot>),
     /// The answer to a `dump` command.
     Dump(zerorx::runtime::RuntimeDump),
 }
@@ -149,15 +149,16 @@ fn serve_rpc(rt: &Runtime, cfg: &ServeConfig) -> io::Result<()> {
     let counters: Arc<Vec<Counters>> =
         Arc::new((0..threads).map(|_| Counters::default()).collect());
     let (h, m, stats) = (handle.clone(), mode.clone(), server.stats_handle());
+    let max_in_flight = server.config().max_in_flight;
     let snap: Snapshotter = Box::new(move || {
+        let metrics = h.metrics();
+        // `TcpListener::accept` closes and skips connections reset in the accept
+        // queue; the runtime counts them (the Thrift server never sees them).
+        let accept_reset = metrics.iter().map(|m| m.accept_reset).sum();
         let rpc = RpcFigures {
-            counters: stats
-                .snapshot()
-                .fields()
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
-                .collect(),
+            counters: RpcCounters::new(&stats.snapshot(), accept_reset),
             fired: state.fired(),
+            max_in_flight,
         };
         snapshot(&h, &counters, &m, Some(rpc))
     });
@@ -288,7 +289,7 @@ fn control(snap: &dyn Fn() -> ServerSnapshot, handle: &Handle, stop: &AtomicBool
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         match line.trim() {
-            "stats" if print_line(&ControlLine::Stats(snap())).is_err() => break,
+            "stats" if print_line(&ControlLine::Stats(Box::new(snap()))).is_err() => break,
             "dump" if print_line(&ControlLine::Dump(handle.dump())).is_err() => break,
             "quit" => break,
             _ => {}
@@ -315,13 +316,6 @@ pub fn snapshot(
     let pools = handle.pool_stats();
     let zc_pools = handle.zc_pool_stats();
     let zc_instances = handle.zc_instances();
-    // `TcpListener::accept` closes and skips connections reset in the accept queue;
-    // the runtime counts them (the Thrift server never sees them).
-    let rpc = rpc.map(|mut r| {
-        let resets = metrics.iter().map(|m| m.accept_reset).sum();
-        r.counters.insert("accept_reset".to_owned(), resets);
-        r
-    });
     ServerSnapshot {
         pid: std::process::id(),
         receive_mode: mode.clone(),

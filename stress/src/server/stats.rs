@@ -247,21 +247,98 @@ pub struct WorkerFigures {
     pub zc_pool: Option<PoolFigures>,
 }
 
-/// The Thrift server's own counters (`zerorx_thrift::ServerStats`, by name) and the
+/// Generates [`RpcCounters`]: one field per counter of `zerorx_thrift::ServerStats`,
+/// each read from the field of that name, so a counter renamed there is a compile
+/// error here (and `every_counter_of_the_server_is_here` finds one added there).
+macro_rules! rpc_counters {
+    ($($(#[doc = $doc:literal])+ $name:ident),* $(,)?) => {
+        /// The Thrift server's counters, by field. No field has a default: a snapshot
+        /// that lacks one (a server with a counter renamed) fails to parse instead of
+        /// reading as zero.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+        pub struct RpcCounters {
+            $($(#[doc = $doc])+ pub $name: u64,)*
+            /// Connections reset in the accept queue (the runtime's count:
+            /// `TcpListener::accept` skips them, so the Thrift server never sees them).
+            pub accept_reset: u64,
+        }
+
+        impl RpcCounters {
+            /// The server's counters, beside the runtime's count of connections reset
+            /// before they were accepted.
+            pub fn new(s: &zerorx_thrift::ServerStats, accept_reset: u64) -> RpcCounters {
+                RpcCounters { $($name: s.$name,)* accept_reset }
+            }
+        }
+    };
+}
+
+rpc_counters! {
+    /// Connections accepted.
+    connections_accepted,
+    /// Connections open now.
+    connections_active,
+    /// Connections closed at once: the worker had its most connections.
+    connections_rejected,
+    /// Requests (calls and oneway) read.
+    requests,
+    /// Oneway requests read.
+    oneway_requests,
+    /// Replies sent.
+    replies,
+    /// `UnknownMethod` exceptions sent (or oneway requests dropped).
+    unknown_method,
+    /// Requests whose arguments were not the method's.
+    bad_args,
+    /// Bytes that are not valid Thrift (the connection closed).
+    protocol_errors,
+    /// Requests with a message type other than call or oneway.
+    invalid_message_type,
+    /// Handlers that returned an error.
+    handler_errors,
+    /// Handlers that panicked.
+    handler_panics,
+    /// Replies over the frame limit.
+    reply_too_large,
+    /// Frames or unframed messages over the size limit.
+    frames_too_large,
+    /// Connections closed by the peer inside a message.
+    truncated,
+    /// Connections closed by the idle timeout.
+    idle_timeouts,
+    /// Connections closed by the write timeout.
+    write_timeouts,
+    /// Connections ended by a socket error.
+    io_errors,
+    /// Connections closed at the worker's receive memory limit.
+    receive_memory_closes,
+    /// Times a connection stopped reading at its in-flight limit.
+    in_flight_waits,
+    /// Requests assembled from several receive buffers.
+    frames_copied,
+    /// Bytes in those requests.
+    bytes_copied,
+    /// Partial requests copied out because the pool ran low.
+    pressure_spills,
+    /// Connections closed by a graceful drain.
+    drained,
+    /// Connections still busy at the drain deadline.
+    drain_aborted,
+    /// Accept errors.
+    accept_errors,
+}
+
+/// The Thrift server's own counters, its settings the harness depends on, and the
 /// `fire` calls it processed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RpcFigures {
-    /// Every counter of `ServerStats::fields()`.
-    pub counters: std::collections::BTreeMap<String, u64>,
+    /// Its counters.
+    pub counters: RpcCounters,
     /// `fire` calls processed.
     pub fired: i64,
-}
-
-impl RpcFigures {
-    /// A counter by name (0 if the server does not have it).
-    pub fn get(&self, name: &str) -> u64 {
-        self.counters.get(name).copied().unwrap_or(0)
-    }
+    /// Requests a connection reads before earlier ones are answered (its
+    /// `ServerConfig::max_in_flight`): what a client that never reads makes it hold.
+    pub max_in_flight: usize,
 }
 
 /// Everything the server reports about itself.
@@ -279,6 +356,21 @@ pub struct ServerSnapshot {
 }
 
 impl ServerSnapshot {
+    /// Connections the server has open: the Thrift server's count, or the frame
+    /// server's summed over workers.
+    pub fn open_connections(&self) -> u64 {
+        match &self.rpc {
+            Some(r) => r.counters.connections_active,
+            None => self.totals().open,
+        }
+    }
+
+    /// Whether the server has let go of everything a run gave it: no connection
+    /// open, every receive buffer back in its pool.
+    pub fn quiet(&self) -> bool {
+        self.open_connections() == 0 && self.buffers_held() == 0
+    }
+
     /// The counters summed over workers.
     pub fn totals(&self) -> CounterSnapshot {
         self.workers
@@ -305,5 +397,39 @@ impl ServerSnapshot {
             .filter_map(|w| w.pool)
             .map(|p| p.overflow_held)
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A snapshot whose server calls the open-connection count something else (a
+    /// counter renamed on one side) must not read as "no connection open": every
+    /// quiesce check would pass at once.
+    #[test]
+    fn a_counter_the_server_does_not_send_is_an_error_not_a_zero() {
+        let renamed = r#"{"counters":{"connections_open":3,"connections_accepted":3},"fired":0,
+                          "max_in_flight":128}"#;
+        let parsed = serde_json::from_str::<RpcFigures>(renamed);
+        assert!(parsed.is_err(), "{parsed:?}");
+    }
+
+    /// Every counter `ServerStats` lists is a field here, by the same name.
+    #[test]
+    fn every_counter_of_the_server_is_here() {
+        let stats = zerorx_thrift::ServerStats::default();
+        let json = serde_json::to_value(RpcCounters::new(&stats, 0)).expect("json");
+        let mut ours: Vec<&str> = json
+            .as_object()
+            .expect("an object")
+            .keys()
+            .map(String::as_str)
+            .filter(|k| *k != "accept_reset")
+            .collect();
+        let mut theirs: Vec<&str> = stats.fields().into_iter().map(|(k, _)| k).collect();
+        ours.sort_unstable();
+        theirs.sort_unstable();
+        assert_eq!(ours, theirs);
     }
 }

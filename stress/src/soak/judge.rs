@@ -2,15 +2,17 @@
 //! the runs' verdicts, and the trends (p99, RSS slope).
 
 use super::{
-    ServerSample, SoakCheck, SoakInterval, SoakReport, FD_SLACK, ROTATION, RSS_SLACK, TASK_SLACK,
+    RssTrend, ServerSample, SoakCheck, SoakInterval, SoakMeasure, SoakReport, FD_SLACK, ROTATION,
+    RSS_SLACK, TASK_SLACK,
 };
+use crate::faults::FaultSpec;
 use std::time::Duration;
 
 /// The checks and the verdict over `intervals`.
 pub(super) fn judge(
     total: Duration,
     interval: Duration,
-    faults: String,
+    faults: Vec<FaultSpec>,
     intervals: Vec<SoakInterval>,
 ) -> SoakReport {
     // The first full rotation warms pools, caches and allocator arenas.
@@ -26,57 +28,52 @@ pub(super) fn judge(
                 .max()
                 .unwrap_or(f(base))
         };
-        let mut check = |what: &str, f: fn(&ServerSample) -> u64, bound: u64| {
-            let worst = worst(f);
-            checks.push(SoakCheck {
-                service: base.service.clone(),
-                what: what.into(),
-                baseline: f(base),
-                worst,
-                bound,
-                ok: worst <= bound,
-            });
+        let mut check = |what: SoakMeasure, f: fn(&ServerSample) -> u64, bound: u64| {
+            checks.push(SoakCheck::new(base.service, what, f(base), worst(f), bound));
         };
         check(
-            "open fds at quiesce",
-            |s| s.open_fds,
-            base.open_fds + FD_SLACK,
+            SoakMeasure::OpenFds,
+            |s| s.state.open_fds,
+            base.state.open_fds + FD_SLACK,
         );
-        check("tasks at quiesce", |s| s.tasks, base.tasks + TASK_SLACK);
-        check("pool chunks held at quiesce", |s| s.chunks_held, 0);
+        check(
+            SoakMeasure::Tasks,
+            |s| s.state.tasks,
+            base.state.tasks + TASK_SLACK,
+        );
+        check(SoakMeasure::ChunksHeld, |s| s.state.chunks_held, 0);
         // RSS: a server's allocator keeps what its worst interval needed (a burst of
         // stalled replies), so single samples swing by tens of MiB with no leak (an
         // hour here: 204 to 304 MiB, medians of every 5 minutes flat). A leak is a
         // trend: the median of the last third of the samples after the warm-up against
         // that of the first third.
-        let rss: Vec<u64> = after.iter().map(|i| i.servers[k].rss_bytes).collect();
+        let rss: Vec<u64> = after.iter().map(|i| i.servers[k].state.rss_bytes).collect();
+        let base_rss = base.state.rss_bytes;
         let (first, last) = match rss.len() {
-            0 => (base.rss_bytes, base.rss_bytes),
-            n if n < 3 => (base.rss_bytes, rss.iter().copied().max().unwrap_or(0)),
+            0 => (base_rss, base_rss),
+            n if n < 3 => (base_rss, rss.iter().copied().max().unwrap_or(0)),
             n => (median(&rss[..n / 3]), median(&rss[n - n / 3..])),
         };
-        checks.push(SoakCheck {
-            service: base.service.clone(),
-            what: "RSS at quiesce, last third's median over the first's (bytes)".into(),
-            baseline: first,
-            worst: last,
-            bound: first + RSS_SLACK.max(first / 10),
-            ok: last <= first + RSS_SLACK.max(first / 10),
-        });
+        checks.push(SoakCheck::new(
+            base.service,
+            SoakMeasure::RssMedian,
+            first,
+            last,
+            first + RSS_SLACK.max(first / 10),
+        ));
         // Every interval, the warm-up too, must let go of what it held.
         let held = intervals
             .iter()
-            .map(|i| i.servers[k].chunks_held)
+            .map(|i| i.servers[k].state.chunks_held)
             .max()
             .unwrap_or(0);
-        checks.push(SoakCheck {
-            service: base.service.clone(),
-            what: "pool chunks held at quiesce, warm-up included".into(),
-            baseline: intervals[0].servers[k].chunks_held,
-            worst: held,
-            bound: 0,
-            ok: held == 0,
-        });
+        checks.push(SoakCheck::new(
+            base.service,
+            SoakMeasure::ChunksHeldWarmUpIncluded,
+            intervals[0].servers[k].state.chunks_held,
+            held,
+            0,
+        ));
         unsettled.extend(
             intervals
                 .iter()
@@ -104,16 +101,19 @@ pub(super) fn judge(
         .map(|(k, base)| {
             let ys: Vec<f64> = after
                 .iter()
-                .map(|i| i.servers[k].rss_bytes as f64 / (1024.0 * 1024.0))
+                .map(|i| i.servers[k].state.rss_bytes as f64 / (1024.0 * 1024.0))
                 .collect();
-            (base.service.clone(), slope(&ys).map(|s| s * per_hour))
+            RssTrend {
+                service: base.service,
+                mib_per_hour: slope(&ys).map(|s| s * per_hour),
+            }
         })
         .collect();
     let failed_runs: Vec<String> = intervals
         .iter()
         .enumerate()
         .filter(|(_, i)| !i.pass)
-        .map(|(n, i)| format!("interval {} ({}): {}", n + 1, i.scenario, i.verdict))
+        .map(|(n, i)| format!("interval {} ({}): {}", n + 1, i.scenario.name(), i.verdict))
         .collect();
     let broken: Vec<String> = checks
         .iter()
@@ -121,7 +121,11 @@ pub(super) fn judge(
         .map(|c| {
             format!(
                 "{} server {}: {} against a bound of {} (baseline {})",
-                c.service, c.what, c.worst, c.bound, c.baseline
+                c.service,
+                c.what,
+                c.unit.show(c.worst),
+                c.unit.show(c.bound),
+                c.unit.show(c.baseline)
             )
         })
         .collect();
@@ -184,20 +188,26 @@ fn slope(ys: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::Scenario;
+    use crate::quiesce::ServerState;
     use crate::soak::text::render;
+    use crate::soak::SoakServer;
 
-    fn iv(scenario: &str, p99: f64, fds: u64, rss: u64, held: u64) -> SoakInterval {
-        let server = |service: &str| ServerSample {
-            service: service.into(),
-            open_fds: fds,
-            tasks: 10,
-            chunks_held: held,
-            rss_bytes: rss,
+    fn iv(scenario: Scenario, p99: f64, fds: u64, rss: u64, held: u64) -> SoakInterval {
+        let server = |service| ServerSample {
+            service,
+            state: ServerState {
+                connections: 0,
+                open_fds: fds,
+                tasks: 10,
+                chunks_held: held,
+                rss_bytes: rss,
+            },
             unsettled: None,
             slow: None,
         };
         SoakInterval {
-            scenario: scenario.into(),
+            scenario,
             requests: 100,
             req_per_s: 10.0,
             p50_us: 10.0,
@@ -207,7 +217,7 @@ mod tests {
             faults: 8,
             verdict: "PASS".into(),
             pass: true,
-            servers: vec![server("rpc"), server("frames")],
+            servers: vec![server(SoakServer::Rpc), server(SoakServer::Frames)],
         }
     }
 
@@ -216,22 +226,35 @@ mod tests {
     #[test]
     fn flat_servers_pass_and_the_baseline_ends_the_first_rotation() {
         let ivs: Vec<_> = (0..9)
-            .map(|i| iv("rpc", 100.0, if i == 0 { 12 } else { 20 }, 30 * MIB, 0))
+            .map(|i| {
+                iv(
+                    Scenario::Rpc,
+                    100.0,
+                    if i == 0 { 12 } else { 20 },
+                    30 * MIB,
+                    0,
+                )
+            })
             .collect();
         let r = judge(
             Duration::from_secs(90),
             Duration::from_secs(10),
-            "all:20/s".into(),
+            crate::faults::parse_list("all:20/s").unwrap(),
             ivs,
         );
         assert!(r.pass, "{}", render(&r));
         assert_eq!(r.baseline, 2);
         assert_eq!(r.p99_trend, Some(1.0));
+        let trends: Vec<_> = r
+            .rss_mib_per_hour
+            .iter()
+            .map(|t| (t.service, t.mib_per_hour))
+            .collect();
         assert_eq!(
-            r.rss_mib_per_hour,
-            vec![
-                ("rpc".to_string(), Some(0.0)),
-                ("frames".to_string(), Some(0.0))
+            trends,
+            [
+                (SoakServer::Rpc, Some(0.0)),
+                (SoakServer::Frames, Some(0.0))
             ]
         );
         assert!(render(&r).contains("verdict          PASS"));
@@ -241,12 +264,12 @@ mod tests {
     fn a_leak_of_fds_or_memory_or_chunks_fails_with_its_figures() {
         // One fd more per interval after the warm-up.
         let fds: Vec<_> = (0..6)
-            .map(|i| iv("stream", 100.0, 20 + i, 30 * MIB, 0))
+            .map(|i| iv(Scenario::Stream, 100.0, 20 + i, 30 * MIB, 0))
             .collect();
         let r = judge(
             Duration::from_secs(60),
             Duration::from_secs(10),
-            "x".into(),
+            Vec::new(),
             fds,
         );
         assert!(!r.pass);
@@ -260,38 +283,38 @@ mod tests {
         // 4 MiB more every interval: the last third's median is 16 MiB over the
         // first's (46 MiB), above the 8 MiB allowed.
         let rss: Vec<_> = (0..9)
-            .map(|i| iv("stream", 100.0, 20, 30 * MIB + i * 4 * MIB, 0))
+            .map(|i| iv(Scenario::Stream, 100.0, 20, 30 * MIB + i * 4 * MIB, 0))
             .collect();
         let r = judge(
             Duration::from_secs(90),
             Duration::from_secs(10),
-            "x".into(),
+            Vec::new(),
             rss,
         );
         assert!(
             !r.pass
-                && r.verdict.contains(&format!(
-                    "RSS at quiesce, last third's median over the first's (bytes): {} against \
-                     a bound of {}",
-                    62 * MIB,
-                    54 * MIB
-                )),
+                && r.verdict.contains(
+                    "RSS at quiesce, last third's median over the first's: 62.0 MiB against \
+                     a bound of 54.0 MiB (baseline 46.0 MiB)"
+                ),
             "{}",
             r.verdict
         );
         // 4 MiB per 10 s interval is 1440 MiB an hour.
         let trend = r.rss_mib_per_hour[0]
-            .1
+            .mib_per_hour
             .expect("3 samples after the warm-up");
         assert!((trend - 1440.0).abs() < 1e-6, "{trend}");
 
         // A chunk held once, even in the warm-up, fails.
-        let mut held: Vec<_> = (0..6).map(|_| iv("rpc", 100.0, 20, 30 * MIB, 0)).collect();
-        held[0].servers[1].chunks_held = 3;
+        let mut held: Vec<_> = (0..6)
+            .map(|_| iv(Scenario::Rpc, 100.0, 20, 30 * MIB, 0))
+            .collect();
+        held[0].servers[1].state.chunks_held = 3;
         let r = judge(
             Duration::from_secs(60),
             Duration::from_secs(10),
-            "x".into(),
+            Vec::new(),
             held,
         );
         assert!(
@@ -303,13 +326,41 @@ mod tests {
         );
     }
 
+    /// A tool reading the report's JSON learns each check's unit from a field, not
+    /// from the wording of its description.
+    #[test]
+    fn each_check_says_its_unit() {
+        let ivs: Vec<_> = (0..6)
+            .map(|_| iv(Scenario::Rpc, 100.0, 20, 30 * MIB, 0))
+            .collect();
+        let r = judge(
+            Duration::from_secs(60),
+            Duration::from_secs(10),
+            Vec::new(),
+            ivs,
+        );
+        let json = serde_json::to_value(&r).expect("json");
+        let checks = json["checks"].as_array().expect("checks");
+        let units: Vec<&str> = checks
+            .iter()
+            .filter(|c| c["service"] == "rpc")
+            .map(|c| c["unit"].as_str().unwrap_or("none"))
+            .collect();
+        assert_eq!(
+            units,
+            ["count", "count", "count", "bytes", "count"],
+            "{json}"
+        );
+        assert!(render(&r).contains("30.0 MiB"), "{}", render(&r));
+    }
+
     #[test]
     fn rss_that_swings_without_a_trend_passes() {
         // What an hour showed: single samples 100 MiB apart, medians flat.
         let ivs: Vec<_> = (0..12)
             .map(|i| {
                 iv(
-                    "rpc",
+                    Scenario::Rpc,
                     100.0,
                     20,
                     if i % 2 == 0 { 200 } else { 300 } * MIB,
@@ -320,7 +371,7 @@ mod tests {
         let r = judge(
             Duration::from_secs(120),
             Duration::from_secs(10),
-            "x".into(),
+            Vec::new(),
             ivs,
         );
         assert!(r.pass, "{}", render(&r));
@@ -329,7 +380,7 @@ mod tests {
     #[test]
     fn a_failed_interval_or_a_server_that_does_not_quiesce_fails_the_soak() {
         let mut ivs: Vec<_> = (0..3)
-            .map(|_| iv("churn", 100.0, 20, 30 * MIB, 0))
+            .map(|_| iv(Scenario::Churn, 100.0, 20, 30 * MIB, 0))
             .collect();
         ivs[1].pass = false;
         ivs[1].verdict = "FAIL: 1 wrong reply".into();
@@ -337,7 +388,7 @@ mod tests {
         let r = judge(
             Duration::from_secs(30),
             Duration::from_secs(10),
-            "x".into(),
+            Vec::new(),
             ivs,
         );
         assert!(!r.pass);

@@ -9,14 +9,18 @@
 
 use crate::cli::{RunArgs, Scenario};
 use crate::embedded::EmbeddedServer;
+use crate::faults::{parse_list, FaultSpec};
+use crate::quiesce::{self, ServerState};
 use crate::run::{plan, run, server_args, RunError};
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod judge;
+mod measure;
 mod text;
 
 use judge::judge;
+pub use measure::{SoakMeasure, Unit};
 use text::interval_line;
 pub use text::render;
 
@@ -36,31 +40,54 @@ const QUIESCE_NOTE: Duration = Duration::from_secs(10);
 /// closes a connection whose peer stopped taking its replies.
 const QUIESCE_LIMIT: Duration = Duration::from_secs(40);
 
+/// The two servers a soak keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SoakServer {
+    /// The Thrift server, for `rpc`.
+    Rpc,
+    /// The frame server, for `stream` and `churn`.
+    Frames,
+}
+
+impl std::fmt::Display for SoakServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SoakServer::Rpc => "rpc",
+            SoakServer::Frames => "frames",
+        })
+    }
+}
+
 /// A server's state at quiesce.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ServerSample {
-    /// `rpc` or `frames`.
-    pub service: String,
-    /// Open file descriptors.
-    pub open_fds: u64,
-    /// Unfinished tasks over every worker.
-    pub tasks: u64,
-    /// Receive-pool chunks held by the application or not yet returned.
-    pub chunks_held: u64,
-    /// Resident memory.
-    pub rss_bytes: u64,
+    /// The server.
+    pub service: SoakServer,
+    /// What it held.
+    #[serde(flatten)]
+    pub state: ServerState,
     /// What was still open when the quiesce limit passed (from its state dump).
     pub unsettled: Option<String>,
-    /// A quiesce that took over 10 s but happened: how long, and what was open at 10 s.
+    /// A quiesce that took over 10 s but happened.
     #[serde(default)]
-    pub slow: Option<String>,
+    pub slow: Option<SlowQuiesce>,
+}
+
+/// A quiesce that took longer than 10 s but happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlowQuiesce {
+    /// How long it took, in seconds.
+    pub took_s: f64,
+    /// What was open at 10 s (from the server's state dump).
+    pub open_then: String,
 }
 
 /// One interval of a soak.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SoakInterval {
     /// The scenario driven.
-    pub scenario: String,
+    pub scenario: Scenario,
     /// Replies checked.
     pub requests: u64,
     /// Requests per second.
@@ -75,7 +102,7 @@ pub struct SoakInterval {
     pub max_us: f64,
     /// Faults injected.
     pub faults: u64,
-    /// The run's verdict line, and whether it passed.
+    /// The run's verdict line.
     pub verdict: String,
     /// Whether the run passed.
     pub pass: bool,
@@ -87,9 +114,11 @@ pub struct SoakInterval {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SoakCheck {
     /// The server.
-    pub service: String,
+    pub service: SoakServer,
     /// What was measured.
-    pub what: String,
+    pub what: SoakMeasure,
+    /// The unit of `baseline`, `worst` and `bound` (the measure's).
+    pub unit: Unit,
     /// Its value at the baseline.
     pub baseline: u64,
     /// The largest value after the baseline.
@@ -100,6 +129,37 @@ pub struct SoakCheck {
     pub ok: bool,
 }
 
+impl SoakCheck {
+    /// `what` of `service`: `worst` against `bound`.
+    pub fn new(
+        service: SoakServer,
+        what: SoakMeasure,
+        baseline: u64,
+        worst: u64,
+        bound: u64,
+    ) -> SoakCheck {
+        SoakCheck {
+            service,
+            what,
+            unit: what.unit(),
+            baseline,
+            worst,
+            bound,
+            ok: worst <= bound,
+        }
+    }
+}
+
+/// A server's RSS trend after the warm-up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RssTrend {
+    /// The server.
+    pub service: SoakServer,
+    /// The least-squares slope over its samples, in MiB per hour (`None` with fewer
+    /// than 3 samples).
+    pub mib_per_hour: Option<f64>,
+}
+
 /// A soak's report.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SoakReport {
@@ -107,8 +167,8 @@ pub struct SoakReport {
     pub duration_s: f64,
     /// Interval length, in seconds.
     pub interval_s: f64,
-    /// The faults every interval injected.
-    pub faults: String,
+    /// The faults every interval injected, each with its rate.
+    pub faults: Vec<FaultSpec>,
     /// Every interval, in order.
     pub intervals: Vec<SoakInterval>,
     /// The interval whose samples are the baseline (0-based).
@@ -118,11 +178,10 @@ pub struct SoakReport {
     /// Median p99 of the last third of the intervals over that of the first third
     /// (after the warm-up; `None` with fewer than 3 intervals there).
     pub p99_trend: Option<f64>,
-    /// Each server's RSS trend after the warm-up: the least-squares slope over its
-    /// samples, in MiB per hour (`None` with fewer than 3 samples there). Reported,
-    /// not judged: a short soak's slope is mostly noise.
+    /// Each server's RSS trend after the warm-up. Reported, not judged: a short
+    /// soak's slope is mostly noise.
     #[serde(default)]
-    pub rss_mib_per_hour: Vec<(String, Option<f64>)>,
+    pub rss_mib_per_hour: Vec<RssTrend>,
     /// Whether every interval passed and every bound held.
     pub pass: bool,
     /// Pass or fail, and why.
@@ -161,53 +220,24 @@ impl Servers {
 }
 
 /// Waits for `s` to close everything, then samples it.
-fn sample(service: &str, s: &mut EmbeddedServer) -> Result<ServerSample, RunError> {
+fn sample(service: SoakServer, s: &mut EmbeddedServer) -> Result<ServerSample, RunError> {
     let setup = |e: String| RunError::Setup(format!("the {service} server: {e}"));
-    let start = Instant::now();
-    let mut open_at_note: Option<String> = None;
-    let settled = loop {
-        let snap = s.stats(Duration::from_secs(5)).map_err(setup)?;
-        let open = match &snap.rpc {
-            Some(r) => r.get("connections_active"),
-            None => snap.totals().open,
-        };
-        if open == 0 && snap.buffers_held() == 0 {
-            break true;
-        }
-        if start.elapsed() > QUIESCE_LIMIT {
-            break false;
-        }
-        if open_at_note.is_none() && start.elapsed() > QUIESCE_NOTE {
-            let dump = s.dump(Duration::from_secs(5)).map_err(setup)?;
-            open_at_note = Some(crate::stuck::describe(&dump).unwrap_or_else(|| {
-                format!("{open} connections counted open, nothing in the dump")
-            }));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let took = start.elapsed();
-    let dump = s.dump(Duration::from_secs(5)).map_err(setup)?;
+    let waited = quiesce::quiesce(s, QUIESCE_LIMIT, Some(QUIESCE_NOTE)).map_err(setup)?;
+    let (state, dump) = quiesce::sample(s).map_err(setup)?;
     Ok(ServerSample {
-        service: service.into(),
-        open_fds: dump.process.open_fds as u64,
-        tasks: dump.workers.iter().map(|w| w.tasks as u64).sum(),
-        chunks_held: dump
-            .workers
-            .iter()
-            .flat_map(|w| &w.pools)
-            .map(|p| p.user + p.returns_pending)
-            .sum(),
-        rss_bytes: dump.process.rss_bytes.unwrap_or(0),
-        unsettled: (!settled).then(|| {
+        service,
+        state,
+        unsettled: (!waited.quiet).then(|| {
             crate::stuck::describe(&dump)
                 .unwrap_or_else(|| "its counters still showed an open connection".into())
         }),
-        slow: open_at_note.filter(|_| settled).map(|what| {
-            format!(
-                "took {:.1} s to quiesce; at 10 s: {what}",
-                took.as_secs_f64()
-            )
-        }),
+        slow: waited
+            .open_at_note
+            .filter(|_| waited.quiet)
+            .map(|open_then| SlowQuiesce {
+                took_s: waited.took.as_secs_f64(),
+                open_then,
+            }),
     })
 }
 
@@ -236,6 +266,7 @@ pub fn soak(a: &RunArgs) -> Result<SoakReport, RunError> {
         .faults
         .clone()
         .unwrap_or_else(|| format!("all:{}/s", a.soak_fault_rate));
+    let fault_list = parse_list(&faults).map_err(RunError::Usage)?;
     let n = (total.as_secs_f64() / a.soak_interval.as_secs_f64())
         .round()
         .max(1.0) as usize;
@@ -259,11 +290,11 @@ pub fn soak(a: &RunArgs) -> Result<SoakReport, RunError> {
         };
         let r = run(&args)?;
         let samples = vec![
-            sample("rpc", &mut servers.rpc)?,
-            sample("frames", &mut servers.frames)?,
+            sample(SoakServer::Rpc, &mut servers.rpc)?,
+            sample(SoakServer::Frames, &mut servers.frames)?,
         ];
         let interval = SoakInterval {
-            scenario: scenario.name().into(),
+            scenario,
             requests: r.requests.ok,
             req_per_s: r.throughput.req_per_s,
             p50_us: r.latency.p50_us,
@@ -281,5 +312,5 @@ pub fn soak(a: &RunArgs) -> Result<SoakReport, RunError> {
         intervals.push(interval);
     }
     drop(servers);
-    Ok(judge(total, a.soak_interval, faults, intervals))
+    Ok(judge(total, a.soak_interval, fault_list, intervals))
 }

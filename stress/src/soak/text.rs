@@ -8,7 +8,7 @@ pub(super) fn interval_line(i: usize, iv: &SoakInterval) -> String {
     let mut line = format!(
         "{:>3}  {:<8} {:>9} {:>9.0} {:>8.0} {:>8.0} {:>9.0} {:>8.0} {:>6}  {:<4}",
         i + 1,
-        iv.scenario,
+        iv.scenario.name(),
         iv.requests,
         iv.req_per_s,
         iv.p50_us,
@@ -22,10 +22,10 @@ pub(super) fn interval_line(i: usize, iv: &SoakInterval) -> String {
         let _ = write!(
             line,
             " | {:>4} {:>5} {:>4} {:>7.1}",
-            s.open_fds,
-            s.tasks,
-            s.chunks_held,
-            s.rss_bytes as f64 / (1024.0 * 1024.0)
+            s.state.open_fds,
+            s.state.tasks,
+            s.state.chunks_held,
+            s.state.rss_bytes as f64 / (1024.0 * 1024.0)
         );
     }
     line
@@ -41,12 +41,12 @@ pub fn render(r: &SoakReport) -> String {
         r.duration_s,
         r.intervals.len(),
         r.interval_s,
-        r.faults
+        crate::faults::spec_text(&r.faults)
     );
-    let servers: Vec<&str> = r
+    let servers: Vec<String> = r
         .intervals
         .first()
-        .map(|i| i.servers.iter().map(|s| s.service.as_str()).collect())
+        .map(|i| i.servers.iter().map(|s| s.service.to_string()).collect())
         .unwrap_or_default();
     let mut head = format!(
         "{:>3}  {:<8} {:>9} {:>9} {:>8} {:>8} {:>9} {:>8} {:>6}  {:<4}",
@@ -74,19 +74,14 @@ pub fn render(r: &SoakReport) -> String {
         r.baseline + 1
     );
     for c in &r.checks {
-        // RSS in MiB, the rest as counts.
-        let (what, fig): (&str, fn(u64) -> String) = match c.what.strip_suffix(" (bytes)") {
-            Some(w) => (w, |b| format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))),
-            None => (&c.what, |n| n.to_string()),
-        };
         let _ = writeln!(
             o,
             "  {:<7} {:<52} baseline {:>10}  worst {:>10}  bound {:>10}  {}",
-            c.service,
-            what,
-            fig(c.baseline),
-            fig(c.worst),
-            fig(c.bound),
+            c.service.to_string(),
+            c.what.to_string(),
+            c.unit.show(c.baseline),
+            c.unit.show(c.worst),
+            c.unit.show(c.bound),
             if c.ok { "ok" } else { "FAIL" }
         );
     }
@@ -97,19 +92,24 @@ pub fn render(r: &SoakReport) -> String {
              warm-up over that of the first third)"
         );
     }
-    for (service, trend) in &r.rss_mib_per_hour {
-        if let Some(t) = trend {
+    for trend in &r.rss_mib_per_hour {
+        if let Some(t) = trend.mib_per_hour {
             let _ = writeln!(
                 o,
-                "RSS trend        {service} server {t:+.1} MiB/h (least squares over the samples \
-                 after the warm-up)"
+                "RSS trend        {} server {t:+.1} MiB/h (least squares over the samples \
+                 after the warm-up)",
+                trend.service
             );
         }
     }
     for iv in &r.intervals {
         for s in &iv.servers {
             if let Some(slow) = &s.slow {
-                let _ = writeln!(o, "note             {} server {slow}", s.service);
+                let _ = writeln!(
+                    o,
+                    "note             {} server took {:.1} s to quiesce; at 10 s: {}",
+                    s.service, slow.took_s, slow.open_then
+                );
             }
             if let Some(u) = &s.unsettled {
                 let _ = writeln!(

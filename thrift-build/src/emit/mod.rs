@@ -1,56 +1,52 @@
 //! Rust source for every loaded file: one module per file, items in IDL order.
 
+mod codec;
 mod plain;
 mod service;
 mod structs;
 
 use crate::defs::Defs;
 use crate::load::IdlFile;
-use crate::names;
+use crate::names::{self, ident};
 use crate::Error;
 use pilota_thrift_parser::Item;
-use std::fmt::Write;
+use proc_macro2::TokenStream;
+use quote::quote;
 
-/// The whole generated source (unformatted).
-pub(crate) fn files(files: &[IdlFile]) -> Result<String, Error> {
+/// The whole generated source, as tokens.
+pub(crate) fn files(files: &[IdlFile]) -> Result<TokenStream, Error> {
     let d = Defs::new(files)?;
-    let mut out = String::new();
+    crate::clash::check(files)?;
+    let mut out = TokenStream::new();
     for (i, f) in files.iter().enumerate() {
         let stem = f
             .path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        out += &names::doc(&f.ast.comments, &format!("Generated from `{stem}`."));
-        // IDL types nest as deep as their authors like; aliases for them are not
-        // the generator's to invent.
-        writeln!(
-            out,
-            "#[allow(clippy::type_complexity)]\npub mod {} {{",
-            f.module
-        )
-        .unwrap();
+        let doc = names::doc(&f.ast.comments, &format!("Generated from `{stem}`."));
         let mut includes: Vec<&String> = f.includes.values().map(|&j| &files[j].module).collect();
         includes.sort();
         includes.dedup();
-        if !includes.is_empty() {
-            let list: Vec<&str> = includes.iter().map(|s| s.as_str()).collect();
-            writeln!(
-                out,
-                "#[allow(unused_imports)]\nuse super::{{{}}};",
-                list.join(", ")
-            )
-            .unwrap();
-        }
+        let uses = if includes.is_empty() {
+            TokenStream::new()
+        } else {
+            let list = includes.iter().map(|m| ident(m));
+            quote! {
+                #[allow(unused_imports)]
+                use super::{#(#list),*};
+            }
+        };
+        let mut items = TokenStream::new();
         for item in &f.ast.items {
-            out += &match item {
+            items.extend(match item {
                 Item::Struct(s) => structs::struct_like(
                     &d,
                     i,
                     &s.name,
                     &names::type_name(&s.name),
                     &s.fields,
-                    &names::doc(
+                    names::doc(
                         &s.leading_comments,
                         &format!("Struct `{}`.", s.name.as_str()),
                     ),
@@ -62,7 +58,7 @@ pub(crate) fn files(files: &[IdlFile]) -> Result<String, Error> {
                     &e.name,
                     &names::type_name(&e.name),
                     &e.fields,
-                    &names::doc(
+                    names::doc(
                         &e.leading_comments,
                         &format!("Exception `{}`.", e.name.as_str()),
                     ),
@@ -73,7 +69,7 @@ pub(crate) fn files(files: &[IdlFile]) -> Result<String, Error> {
                     i,
                     &u.name,
                     &u.fields,
-                    &names::doc(
+                    names::doc(
                         &u.leading_comments,
                         &format!("Union `{}`.", u.name.as_str()),
                     ),
@@ -85,9 +81,19 @@ pub(crate) fn files(files: &[IdlFile]) -> Result<String, Error> {
                 Item::Constant(c) => plain::constant(&d, i, c)?,
                 Item::Service(s) => service::service(&d, i, s)?,
                 Item::Include(_) | Item::CppInclude(_) | Item::Namespace(_) => continue,
-            };
+            });
         }
-        out += "}\n";
+        let module = ident(&f.module);
+        // IDL types nest as deep as their authors like; aliases for them are not
+        // the generator's to invent.
+        out.extend(quote! {
+            #doc
+            #[allow(clippy::type_complexity)]
+            pub mod #module {
+                #uses
+                #items
+            }
+        });
     }
     Ok(out)
 }

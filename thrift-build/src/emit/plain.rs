@@ -1,18 +1,27 @@
 //! Enums, typedefs and constants.
 
 use crate::defs::Defs;
-use crate::names;
+use crate::names::{self, ident};
 use crate::values;
 use crate::Error;
 use pilota_thrift_parser::{Constant, Enum, Type};
-use std::fmt::Write;
+use proc_macro2::{Literal, TokenStream};
+use quote::quote;
 
 /// An enum as an `i32` newtype with a constant per named value, so a value this
 /// IDL does not name (a peer built from a newer IDL) is kept, not rejected.
-pub(crate) fn enumeration<'a>(d: &Defs<'a>, file: usize, e: &'a Enum) -> Result<String, Error> {
-    let name = names::type_name(&e.name);
-    let mut values: Vec<(String, &str, i32, &str)> = Vec::new();
+pub(crate) fn enumeration<'a>(
+    d: &Defs<'a>,
+    file: usize,
+    e: &'a Enum,
+) -> Result<TokenStream, Error> {
+    let name = ident(&names::type_name(&e.name));
+    let mut consts = Vec::new();
+    let mut value_names = Vec::new();
+    // `VALUES` lists every constant, in IDL order.
+    let mut listed = Vec::new();
     let mut next: i64 = 0;
+    let mut seen = std::collections::HashSet::new();
     for v in &e.values {
         let n = v.value.map(|c| c.0).unwrap_or(next);
         let n32 = i32::try_from(n).map_err(|_| {
@@ -24,63 +33,66 @@ pub(crate) fn enumeration<'a>(d: &Defs<'a>, file: usize, e: &'a Enum) -> Result<
             ))
         })?;
         next = n + 1;
-        values.push((
-            names::const_name(&v.name),
-            v.name.as_str(),
-            n32,
+        let c = ident(&names::const_name(&v.name));
+        let doc = names::doc(
             &v.leading_comments,
-        ));
-    }
-    let mut out = names::doc(&e.leading_comments, &format!("Enum `{}`.", e.name.as_str()));
-    out += "///\n/// A value the IDL does not name is kept as it came (see [`Self::name`]).\n";
-    writeln!(
-        out,
-        "#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]\npub struct {name}(pub i32);"
-    )
-    .unwrap();
-    writeln!(out, "impl {name} {{").unwrap();
-    for (c, idl, n, comments) in &values {
-        out += &names::doc(comments, &format!("`{idl}` = {n}."));
-        writeln!(out, "pub const {c}: {name} = {name}({n});").unwrap();
-    }
-    out += "/// Every value the IDL names, in its order.\n";
-    writeln!(
-        out,
-        "pub const VALUES: &'static [{name}] = &[{}];",
-        values
-            .iter()
-            .map(|(c, ..)| format!("{name}::{c}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
-    .unwrap();
-    out += "/// The IDL's name for this value (the first, if several share it), or `None`.\n";
-    out += "pub fn name(self) -> ::std::option::Option<&'static str> {\nmatch self.0 {\n";
-    let mut seen = std::collections::HashSet::new();
-    for (_, idl, n, _) in &values {
-        if seen.insert(*n) {
-            writeln!(out, "{n} => ::std::option::Option::Some({idl:?}),").unwrap();
+            &format!("`{}` = {n32}.", v.name.as_str()),
+        );
+        let lit = Literal::i32_unsuffixed(n32);
+        consts.push(quote!(#doc pub const #c: #name = #name(#lit);));
+        // The first IDL name of a value names it.
+        if seen.insert(n32) {
+            let idl = v.name.as_str();
+            value_names.push(quote!(#lit => ::std::option::Option::Some(#idl),));
         }
+        listed.push(c);
     }
-    out += "_ => ::std::option::Option::None,\n}\n}\n}\n";
-    writeln!(
-        out,
-        "impl ::std::fmt::Debug for {name} {{\n\
-         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {{\n\
-         match self.name() {{\n\
-         ::std::option::Option::Some(n) => f.write_str(n),\n\
-         ::std::option::Option::None => write!(f, \"{name}({{}})\", self.0),\n\
-         }} }} }}\n\
-         impl ::zerorx_thrift::ThriftType for {name} {{ const TTYPE: ::zerorx_thrift::TType = ::zerorx_thrift::TType::I32; }}\n\
-         impl ::zerorx_thrift::Detach for {name} {{ fn detach(self) -> Self {{ self }} }}\n\
-         impl ::zerorx_thrift::ThriftEncode for {name} {{\n\
-         fn encode<W: ::zerorx_thrift::ProtocolWrite>(&self, w: &mut W) {{ w.write_i32(self.0) }} }}\n\
-         impl ::zerorx_thrift::ThriftDecode for {name} {{\n\
-         fn decode<R: ::zerorx_thrift::ProtocolRead>(r: &mut R) -> ::std::result::Result<Self, ::zerorx_thrift::DecodeError> {{\n\
-         ::std::result::Result::Ok({name}(r.read_i32()?)) }} }}"
-    )
-    .unwrap();
-    Ok(out)
+    let values_const = ident(names::ENUM_VALUES);
+    let doc = names::doc(&e.leading_comments, &format!("Enum `{}`.", e.name.as_str()));
+    let unnamed = format!("{name}({{}})");
+    Ok(quote! {
+        #doc
+        #[doc = ""]
+        #[doc = " A value the IDL does not name is kept as it came (see [`Self::name`])."]
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+        pub struct #name(pub i32);
+        impl #name {
+            #(#consts)*
+            #[doc = " Every value the IDL names, in its order."]
+            pub const #values_const: &'static [#name] = &[#(#name::#listed),*];
+            #[doc = " The IDL's name for this value (the first, if several share it), or `None`."]
+            pub fn name(self) -> ::std::option::Option<&'static str> {
+                match self.0 {
+                    #(#value_names)*
+                    _ => ::std::option::Option::None,
+                }
+            }
+        }
+        impl ::std::fmt::Debug for #name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match self.name() {
+                    ::std::option::Option::Some(n) => f.write_str(n),
+                    ::std::option::Option::None => ::std::write!(f, #unnamed, self.0),
+                }
+            }
+        }
+        impl ::zerorx_thrift::ThriftType for #name {
+            const TTYPE: ::zerorx_thrift::TType = ::zerorx_thrift::TType::I32;
+        }
+        impl ::zerorx_thrift::Detach for #name {
+            fn detach(self) -> Self { self }
+        }
+        impl ::zerorx_thrift::ThriftEncode for #name {
+            fn encode<W: ::zerorx_thrift::ProtocolWrite>(&self, w: &mut W) { w.write_i32(self.0) }
+        }
+        impl ::zerorx_thrift::ThriftDecode for #name {
+            fn decode<R: ::zerorx_thrift::ProtocolRead>(
+                r: &mut R,
+            ) -> ::std::result::Result<Self, ::zerorx_thrift::DecodeError> {
+                ::std::result::Result::Ok(#name(r.read_i32()?))
+            }
+        }
+    })
 }
 
 /// `typedef T Alias` → `pub type Alias = T;`
@@ -90,19 +102,21 @@ pub(crate) fn typedef<'a>(
     alias: &str,
     ty: &'a Type,
     comments: &str,
-) -> Result<String, Error> {
-    Ok(format!(
-        "{}pub type {} = {};\n",
-        names::doc(comments, &format!("Typedef `{alias}`.")),
-        names::type_name(alias),
-        d.rust_type(file, &ty.0)?
-    ))
+) -> Result<TokenStream, Error> {
+    let doc = names::doc(comments, &format!("Typedef `{alias}`."));
+    let name = ident(&names::type_name(alias));
+    let ty = d.rust_type(file, &ty.0)?;
+    Ok(quote!(#doc pub type #name = #ty;))
 }
 
 /// A constant: a `const` for scalars, strings and enum values, a lazily built
 /// `static` for containers and structs.
-pub(crate) fn constant<'a>(d: &Defs<'a>, file: usize, c: &'a Constant) -> Result<String, Error> {
-    let name = names::const_name(&c.name);
+pub(crate) fn constant<'a>(
+    d: &Defs<'a>,
+    file: usize,
+    c: &'a Constant,
+) -> Result<TokenStream, Error> {
+    let name = ident(&names::const_name(&c.name));
     let ty = d.rust_type(file, &c.r#type.0)?;
     let value = values::expr(d, file, &c.r#type.0, &c.value)?;
     let doc = names::doc(
@@ -110,10 +124,11 @@ pub(crate) fn constant<'a>(d: &Defs<'a>, file: usize, c: &'a Constant) -> Result
         &format!("Const `{}`.", c.name.as_str()),
     );
     Ok(if values::const_able(d, file, &c.r#type.0)? {
-        format!("{doc}pub const {name}: {ty} = {value};\n")
+        quote!(#doc pub const #name: #ty = #value;)
     } else {
-        format!(
-            "{doc}pub static {name}: ::std::sync::LazyLock<{ty}> = ::std::sync::LazyLock::new(|| {value});\n"
-        )
+        quote! {
+            #doc
+            pub static #name: ::std::sync::LazyLock<#ty> = ::std::sync::LazyLock::new(|| #value);
+        }
     })
 }

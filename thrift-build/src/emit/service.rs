@@ -2,27 +2,97 @@
 //! client, and (in a module named after it) each method's argument and result
 //! types.
 
+use super::codec;
 use super::structs::{self, Kind};
 use crate::defs::{Def, Defs, Found};
-use crate::names;
+use crate::names::{self, ident};
 use crate::Error;
 use pilota_thrift_parser::{Attribute, Function, Service, Ty};
-use std::fmt::Write;
+use proc_macro2::{Ident, Literal, TokenStream};
+use quote::quote;
+
+/// The Rust names of a service and what is generated for it.
+struct Names {
+    /// The service's IDL name, for docs.
+    idl: String,
+    /// The handler trait.
+    service: Ident,
+    /// The module of argument and result types.
+    module: Ident,
+    server: Ident,
+    client: Ident,
+}
+
+impl Names {
+    fn of(idl: &str) -> Names {
+        Names {
+            idl: idl.to_owned(),
+            service: ident(&names::type_name(idl)),
+            module: ident(&names::module(idl)),
+            server: ident(&names::server_name(idl)),
+            client: ident(&names::client_name(idl)),
+        }
+    }
+}
+
+/// One declared exception of a method.
+struct Thrown {
+    /// Its variant in the method's exception enum.
+    variant: Ident,
+    ty: TokenStream,
+    /// The definition the type names, typedefs followed: two declared exceptions
+    /// of one definition share their conversions.
+    def: (usize, String),
+    id: Literal,
+    /// `1: name`, for docs.
+    idl: String,
+}
 
 /// One method as the generated code sees it.
 struct Method<'a> {
     idl: &'a Function,
-    /// Rust method name.
-    name: String,
-    /// `EchoArgs`, `EchoResult`, `EchoException` stem.
-    camel: String,
-    /// `(name, type)` of each parameter, `Option` for optional ones.
-    params: Vec<(String, String)>,
+    /// The trait's method.
+    name: Ident,
+    /// The client's method (the client's own functions keep their names).
+    client_fn: Ident,
+    args: Ident,
+    exception: Ident,
+    result: Ident,
+    /// The parameters' names and types (`Option` for optional ones).
+    params: Vec<(Ident, TokenStream)>,
     /// The success type (`()` for void).
-    ret: String,
+    ret: TokenStream,
     void: bool,
-    /// `(variant, type)` per declared exception.
-    throws: Vec<(String, String)>,
+    throws: Vec<Thrown>,
+}
+
+impl Method<'_> {
+    /// `name: Type` for each parameter.
+    fn params_decl(&self) -> TokenStream {
+        let decl = self.params.iter().map(|(n, t)| quote!(#n: #t));
+        quote!(#(, #decl)*)
+    }
+
+    /// The parameters' names.
+    fn param_names(&self) -> impl Iterator<Item = &Ident> {
+        self.params.iter().map(|(n, _)| n)
+    }
+
+    fn allow_many(&self) -> TokenStream {
+        if self.params.len() > 6 {
+            quote!(#[allow(clippy::too_many_arguments)])
+        } else {
+            TokenStream::new()
+        }
+    }
+
+    /// The method's IDL comment, or its IDL line.
+    fn doc(&self) -> TokenStream {
+        names::doc(
+            &self.idl.leading_comments,
+            &format!("`{}`", signature(self.idl)),
+        )
+    }
 }
 
 fn method<'a>(d: &Defs<'a>, file: usize, f: &'a Function) -> Result<Method<'a>, Error> {
@@ -30,16 +100,43 @@ fn method<'a>(d: &Defs<'a>, file: usize, f: &'a Function) -> Result<Method<'a>, 
     for a in &f.arguments {
         let ty = d.rust_type(file, &a.ty.0)?;
         let ty = if a.attribute == Attribute::Optional {
-            format!("::std::option::Option<{ty}>")
+            quote!(::std::option::Option<#ty>)
         } else {
             ty
         };
-        params.push((names::value_name(&a.name), ty));
+        params.push((ident(&names::value_name(&a.name)), ty));
     }
     let void = matches!(f.result_type.0, Ty::Void);
     let mut throws = Vec::new();
     for t in &f.throws {
-        throws.push((names::type_name(&t.name), d.rust_type(file, &t.ty.0)?));
+        let resolved = d.resolve(file, &t.ty.0)?;
+        let def = match d.named(&resolved)? {
+            Some(found) => (found.file, found.name.to_owned()),
+            None => {
+                return Err(Error::new(format!(
+                    "{}: method `{}` declares `{}`, which is not an exception",
+                    d.where_(file),
+                    f.name.as_str(),
+                    t.name.as_str()
+                )))
+            }
+        };
+        let id = i16::try_from(t.id).map_err(|_| {
+            Error::new(format!(
+                "{}: exception `{}` of method `{}` has id {}, outside i16",
+                d.where_(file),
+                t.name.as_str(),
+                f.name.as_str(),
+                t.id
+            ))
+        })?;
+        throws.push(Thrown {
+            variant: ident(&names::type_name(&t.name)),
+            ty: d.rust_type(file, &t.ty.0)?,
+            def,
+            id: Literal::i16_unsuffixed(id),
+            idl: format!("{}: {}", t.id, t.name.as_str()),
+        });
     }
     if f.oneway && (!void || !throws.is_empty()) {
         return Err(Error::new(format!(
@@ -48,13 +145,17 @@ fn method<'a>(d: &Defs<'a>, file: usize, f: &'a Function) -> Result<Method<'a>, 
             f.name.as_str()
         )));
     }
+    let idl = f.name.as_str();
     Ok(Method {
         idl: f,
-        name: names::value_name(&f.name),
-        camel: names::type_name(&f.name),
+        name: ident(&names::value_name(idl)),
+        client_fn: ident(&names::client_method(idl)),
+        args: ident(&names::args_name(idl)),
+        exception: ident(&names::exception_name(idl)),
+        result: ident(&names::result_name(idl)),
         params,
         ret: if void {
-            "()".into()
+            quote!(())
         } else {
             d.rust_type(file, &f.result_type.0)?
         },
@@ -78,15 +179,27 @@ fn signature(f: &Function) -> String {
     )
 }
 
+/// The service another extends: where its names are, from this file's module.
+struct Base {
+    trait_path: TokenStream,
+    client_path: TokenStream,
+    module_path: TokenStream,
+}
+
 /// Everything generated for `s`, at file level.
-pub(crate) fn service<'a>(d: &Defs<'a>, file: usize, s: &'a Service) -> Result<String, Error> {
-    let trait_name = names::type_name(&s.name);
-    let module = names::module(&s.name);
+pub(crate) fn service<'a>(d: &Defs<'a>, file: usize, s: &'a Service) -> Result<TokenStream, Error> {
+    let n = Names::of(&s.name);
     let base = match &s.extends {
         Some(p) => match d.lookup_all(file, &p.segments)? {
-            f @ Found {
-                def: Def::Service, ..
-            } => Some(f),
+            Found {
+                def: Def::Service,
+                file: to,
+                name,
+            } => Some(Base {
+                trait_path: d.path_to(file, to, &names::type_name(name)),
+                client_path: d.path_to(file, to, &names::client_name(name)),
+                module_path: d.path_to(file, to, &names::module(name)),
+            }),
             _ => {
                 return Err(Error::new(format!(
                     "{}: service `{}` extends `{}`, which is not a service",
@@ -104,487 +217,476 @@ pub(crate) fn service<'a>(d: &Defs<'a>, file: usize, s: &'a Service) -> Result<S
         .map(|f| method(d, file, f))
         .collect::<Result<Vec<_>, _>>()?;
 
-    let mut out = String::new();
-    out += &types_module(d, file, s, (&module, &trait_name), base, &methods)?;
-    out += &handler_trait(d, file, s, &trait_name, base, &methods);
-    out += &server(&trait_name, &module);
-    out += &client(d, file, s, &trait_name, &module, base, &methods);
+    let mut out = types_module(d, file, &n, base.as_ref(), &methods)?;
+    out.extend(handler_trait(s, &n, base.as_ref(), &methods));
+    out.extend(server(&n));
+    out.extend(client(&n, base.as_ref(), &methods));
     Ok(out)
 }
 
 fn types_module<'a>(
     d: &Defs<'a>,
     file: usize,
-    s: &'a Service,
-    (module, trait_name): (&str, &str),
-    base: Option<Found<'a>>,
+    n: &Names,
+    base: Option<&Base>,
     methods: &[Method<'a>],
-) -> Result<String, Error> {
-    let mut out = format!(
-        "#[doc = \" Argument and result types of `{}`'s methods.\"]\n\
-         #[allow(clippy::module_inception)]\npub mod {module} {{\n\
-         #[allow(unused_imports)]\nuse super::*;\n",
-        s.name.as_str()
-    );
+) -> Result<TokenStream, Error> {
+    let mut items = TokenStream::new();
     for m in methods {
-        out += &structs::struct_like(
+        items.extend(structs::struct_like(
             d,
             file,
             &format!("{}Args", m.idl.name.as_str()),
-            &format!("{}Args", m.camel),
+            &m.args.to_string(),
             &m.idl.arguments,
-            &format!("#[doc = \" The arguments of `{}`.\"]\n", signature(m.idl)),
+            names::docs(&[format!("The arguments of `{}`.", signature(m.idl))]),
             Kind::Args,
-        )?;
-        if m.throws.is_empty() {
-            continue;
+        )?);
+        if !m.throws.is_empty() {
+            items.extend(exception_enum(m));
+            items.extend(result_enum(m));
         }
-        out += &exception_enum(m);
-        out += &result_enum(m);
     }
-    out += &register_fn(d, file, s, trait_name, base, methods);
-    out += "}\n";
-    Ok(out)
+    items.extend(register_fn(n, base, methods));
+    let doc = format!(" Argument and result types of `{}`'s methods.", n.idl);
+    let module = &n.module;
+    Ok(quote! {
+        #[doc = #doc]
+        #[allow(clippy::module_inception)]
+        pub mod #module {
+            #[allow(unused_imports)]
+            use super::*;
+            #items
+        }
+    })
 }
 
 /// `EchoException`: one of the method's declared exceptions.
-fn exception_enum(m: &Method) -> String {
-    let name = format!("{}Exception", m.camel);
-    let mut out = format!(
-        "#[doc = \" An exception `{}` declares.\"]\n\
-         #[derive(Clone, Debug, PartialEq)]\n\
-         #[allow(clippy::large_enum_variant, clippy::enum_variant_names)]\npub enum {name} {{\n",
-        m.idl.name.as_str()
-    );
-    for ((variant, ty), t) in m.throws.iter().zip(&m.idl.throws) {
-        writeln!(
-            out,
-            "#[doc = \" `{}: {}`\"]\n{variant}({ty}),",
-            t.id,
-            t.name.as_str()
-        )
-        .unwrap();
-    }
-    out += "}\n";
-    writeln!(
-        out,
-        "impl ::std::fmt::Display for {name} {{\n\
-         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {{\nmatch self {{"
-    )
-    .unwrap();
-    for (variant, _) in &m.throws {
-        writeln!(
-            out,
-            "{name}::{variant}(e) => ::std::fmt::Display::fmt(e, f),"
-        )
-        .unwrap();
-    }
-    out += "} } }\n";
-    writeln!(out, "impl ::std::error::Error for {name} {{}}").unwrap();
+fn exception_enum(m: &Method) -> TokenStream {
+    let name = &m.exception;
+    let doc = format!(" An exception `{}` declares.", m.idl.name.as_str());
+    let variants: Vec<&Ident> = m.throws.iter().map(|t| &t.variant).collect();
+    let decls = m.throws.iter().map(|t| {
+        let doc = format!(" `{}`", t.idl);
+        let (v, ty) = (&t.variant, &t.ty);
+        quote!(#[doc = #doc] #v(#ty),)
+    });
     // `?` on a declared exception inside a handler or a caller. Two declared
     // exceptions of one type would make these conversions ambiguous: only the
     // first gets them.
     let mut seen = std::collections::HashSet::new();
-    for (variant, ty) in &m.throws {
-        if !seen.insert(ty) {
-            continue;
+    let froms = m.throws.iter().filter(|t| seen.insert(&t.def)).map(|t| {
+        let (v, ty) = (&t.variant, &t.ty);
+        quote! {
+            impl ::std::convert::From<#ty> for #name {
+                fn from(e: #ty) -> Self { #name::#v(e) }
+            }
+            impl ::std::convert::From<#ty> for ::zerorx_thrift::HandlerError<#name> {
+                fn from(e: #ty) -> Self { ::zerorx_thrift::HandlerError::Thrown(#name::#v(e)) }
+            }
         }
-        writeln!(
-            out,
-            "impl ::std::convert::From<{ty}> for {name} {{ fn from(e: {ty}) -> Self {{ {name}::{variant}(e) }} }}\n\
-             impl ::std::convert::From<{ty}> for ::zerorx_thrift::HandlerError<{name}> {{\n\
-             fn from(e: {ty}) -> Self {{ ::zerorx_thrift::HandlerError::Thrown({name}::{variant}(e)) }} }}"
-        )
-        .unwrap();
+    });
+    quote! {
+        #[doc = #doc]
+        #[derive(Clone, Debug, PartialEq)]
+        #[allow(clippy::large_enum_variant, clippy::enum_variant_names)]
+        pub enum #name { #(#decls)* }
+        impl ::std::fmt::Display for #name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match self {
+                    #(#name::#variants(e) => ::std::fmt::Display::fmt(e, f),)*
+                }
+            }
+        }
+        impl ::std::error::Error for #name {}
+        #(#froms)*
     }
-    out
 }
 
 /// `EchoResult`: the reply struct of a method with declared exceptions (field 0
 /// the success value, the exceptions at their ids).
-fn result_enum(m: &Method) -> String {
-    let name = format!("{}Result", m.camel);
-    let exc = format!("{}Exception", m.camel);
-    let mut out = format!(
-        "#[doc = \" The reply of `{}`: its value or a declared exception.\"]\n\
-         #[derive(Clone, Debug, PartialEq)]\n\
-         #[allow(clippy::large_enum_variant)]\npub enum {name} {{\n",
+fn result_enum(m: &Method) -> TokenStream {
+    let (name, exc, ret) = (&m.result, &m.exception, &m.ret);
+    let doc = format!(
+        " The reply of `{}`: its value or a declared exception.",
         m.idl.name.as_str()
     );
-    if m.void {
-        out += "#[doc = \" Returned normally.\"]\nSuccess,\n";
+    let success = if m.void {
+        quote!(Success)
     } else {
-        writeln!(out, "#[doc = \" Returned normally.\"]\nSuccess({}),", m.ret).unwrap();
-    }
-    writeln!(
-        out,
-        "#[doc = \" Threw a declared exception.\"]\nThrown({exc}),\n}}"
-    )
-    .unwrap();
-    out += &structs::thrift_type(&name);
-    // Encode.
-    writeln!(
-        out,
-        "impl ::zerorx_thrift::ThriftEncode for {name} {{\n\
-         fn encode<W: ::zerorx_thrift::ProtocolWrite>(&self, w: &mut W) {{\n\
-         w.write_struct_begin();\nmatch self {{"
-    )
-    .unwrap();
-    if m.void {
-        writeln!(out, "{name}::Success => {{}}").unwrap();
+        quote!(Success(#ret))
+    };
+    let mut out = quote! {
+        #[doc = #doc]
+        #[derive(Clone, Debug, PartialEq)]
+        #[allow(clippy::large_enum_variant)]
+        pub enum #name {
+            #[doc = " Returned normally."]
+            #success,
+            #[doc = " Threw a declared exception."]
+            Thrown(#exc),
+        }
+    };
+    out.extend(codec::thrift_type(name));
+    let write_success = if m.void {
+        quote!(#name::Success => {})
     } else {
-        writeln!(
-            out,
-            "{name}::Success(v) => ::zerorx_thrift::write_field(w, 0, v),"
-        )
-        .unwrap();
-    }
-    for ((variant, _), t) in m.throws.iter().zip(&m.idl.throws) {
-        writeln!(
-            out,
-            "{name}::Thrown({exc}::{variant}(e)) => ::zerorx_thrift::write_field(w, {}, e),",
-            t.id
-        )
-        .unwrap();
-    }
-    out += "}\nw.write_field_stop();\nw.write_struct_end();\n} }\n";
+        quote!(#name::Success(v) => ::zerorx_thrift::write_field(w, 0, v),)
+    };
+    let (variants, ids): (Vec<&Ident>, Vec<&Literal>) =
+        m.throws.iter().map(|t| (&t.variant, &t.id)).unzip();
+    out.extend(codec::encode_impl(
+        name,
+        quote! {
+            w.write_struct_begin();
+            match self {
+                #write_success
+                #(#name::Thrown(#exc::#variants(e)) => ::zerorx_thrift::write_field(w, #ids, e),)*
+            }
+            w.write_field_stop();
+            w.write_struct_end();
+        },
+    ));
     // Decode: an exception field wins over a success field (a reply carries one).
-    writeln!(
-        out,
-        "impl ::zerorx_thrift::ThriftDecode for {name} {{\n\
-         fn decode<R: ::zerorx_thrift::ProtocolRead>(r: &mut R) -> ::std::result::Result<Self, ::zerorx_thrift::DecodeError> {{\n\
-         let mut thrown: ::std::option::Option<{exc}> = ::std::option::Option::None;"
-    )
-    .unwrap();
+    let mut arms = Vec::new();
     if !m.void {
-        writeln!(
-            out,
-            "let mut value: ::std::option::Option<{}> = ::std::option::Option::None;",
-            m.ret
+        arms.push((
+            Literal::i16_unsuffixed(0),
+            quote!(value = ::std::option::Option::Some(v);),
+        ));
+    }
+    for t in &m.throws {
+        let v = &t.variant;
+        arms.push((
+            t.id.clone(),
+            quote!(thrown = ::std::option::Option::Some(#exc::#v(v));),
+        ));
+    }
+    let read = codec::read_fields(arms);
+    let (value_local, finish) = if m.void {
+        (
+            TokenStream::new(),
+            quote!(::std::result::Result::Ok(#name::Success)),
         )
-        .unwrap();
-    }
-    out += "::zerorx_thrift::read_struct(r, |r, h| {\nmatch h.id {\n";
-    if !m.void {
-        out += "0 => if let ::std::option::Option::Some(v) = ::zerorx_thrift::read_field(r, h)? { value = ::std::option::Option::Some(v); },\n";
-    }
-    for ((variant, _), t) in m.throws.iter().zip(&m.idl.throws) {
-        writeln!(
-            out,
-            "{} => if let ::std::option::Option::Some(e) = ::zerorx_thrift::read_field(r, h)? {{ thrown = ::std::option::Option::Some({exc}::{variant}(e)); }},",
-            t.id
-        )
-        .unwrap();
-    }
-    out +=
-        "_ => return ::std::result::Result::Ok(false),\n}\n::std::result::Result::Ok(true)\n})?;\n";
-    writeln!(
-        out,
-        "if let ::std::option::Option::Some(e) = thrown {{ return ::std::result::Result::Ok({name}::Thrown(e)); }}"
-    )
-    .unwrap();
-    if m.void {
-        writeln!(out, "::std::result::Result::Ok({name}::Success)").unwrap();
     } else {
-        writeln!(
-            out,
-            "value.map({name}::Success).ok_or(::zerorx_thrift::DecodeError::MissingResult({:?}))",
-            m.idl.name.as_str()
+        let idl = m.idl.name.as_str();
+        (
+            quote!(let mut value: ::std::option::Option<#ret> = ::std::option::Option::None;),
+            quote! {
+                value.map(#name::Success).ok_or(::zerorx_thrift::DecodeError::MissingResult(#idl))
+            },
         )
-        .unwrap();
-    }
-    out += "} }\n";
+    };
+    out.extend(codec::decode_impl(
+        name,
+        quote! {
+            let mut thrown: ::std::option::Option<#exc> = ::std::option::Option::None;
+            #value_local
+            #read
+            if let ::std::option::Option::Some(e) = thrown {
+                return ::std::result::Result::Ok(#name::Thrown(e));
+            }
+            #finish
+        },
+    ));
     out
 }
 
 /// The registration function, in the types module so a service that extends this
 /// one can call it.
-fn register_fn<'a>(
-    d: &Defs<'a>,
-    file: usize,
-    s: &'a Service,
-    trait_name: &str,
-    base: Option<Found<'a>>,
-    methods: &[Method<'a>],
-) -> String {
-    let mut reg = format!(
-        "#[doc = \" Registers `{}`'s methods (and those it extends) on `b`, named with `prefix`.\"]\n\
-         pub fn register<S: super::{trait_name}>(b: ::zerorx_thrift::ServerBuilder, service: &::std::sync::Arc<S>, prefix: &str) -> ::zerorx_thrift::ServerBuilder {{\n",
-        s.name.as_str()
+fn register_fn(n: &Names, base: Option<&Base>, methods: &[Method]) -> TokenStream {
+    let service = &n.service;
+    let doc = format!(
+        " Registers `{}`'s methods (and those it extends) on `b`, named with `prefix`.",
+        n.idl
     );
-    match base {
-        Some(b) => writeln!(
-            reg,
-            "let b = super::{}::register(b, service, prefix);",
-            d.path_to(file, b.file, &names::module(b.name))
-        )
-        .unwrap(),
-        None => reg += "let b = b;\n",
-    }
-    for m in methods {
-        let args = format!("{}Args", m.camel);
+    let start = match base {
+        Some(b) => {
+            let module = &b.module_path;
+            quote!(let b = super::#module::register(b, service, prefix);)
+        }
+        None => quote!(let b = b;),
+    };
+    let each = methods.iter().map(|m| {
+        let (args, method) = (&m.args, &m.name);
         // An argument struct without fields is decoded (to skip what a peer sends)
         // but has nothing to pass on.
-        let a = if m.params.is_empty() { "_" } else { "a" };
-        let call_args: String = m.params.iter().map(|(n, _)| format!(", a.{n}")).collect();
-        let call = format!("<S as super::{trait_name}>::{}(&s{call_args})", m.name);
-        let idl = m.idl.name.as_str();
-        let name = format!("&::std::format!(\"{{prefix}}{idl}\")");
+        let a = if m.params.is_empty() {
+            quote!(_)
+        } else {
+            quote!(a)
+        };
+        let fields = m.param_names();
+        let call = quote!(<S as super::#service>::#method(&s #(, a.#fields)*));
+        let format = format!("{{prefix}}{}", m.idl.name.as_str());
+        let name = quote!(&::std::format!(#format));
         if m.idl.oneway {
-            writeln!(
-                reg,
-                "let s = service.clone();\nlet b = b.oneway({name}, move |{a}: {args}| {call});"
-            )
-            .unwrap();
-            continue;
+            return quote! {
+                let s = service.clone();
+                let b = b.oneway(#name, move |#a: #args| #call);
+            };
         }
         let finish = if m.throws.is_empty() {
             if m.void {
-                "call.await.map(|()| ::zerorx_thrift::Void)".to_owned()
+                quote!(call.await.map(|()| ::zerorx_thrift::Void))
             } else {
-                "call.await.map(::zerorx_thrift::Returns)".to_owned()
+                quote!(call.await.map(::zerorx_thrift::Returns))
             }
         } else {
+            let result = &m.result;
             let ok = if m.void {
-                format!("::std::result::Result::Ok(()) => ::std::result::Result::Ok({}Result::Success),", m.camel)
+                quote!(::std::result::Result::Ok(()) => ::std::result::Result::Ok(#result::Success),)
             } else {
-                format!("::std::result::Result::Ok(v) => ::std::result::Result::Ok({}Result::Success(v)),", m.camel)
+                quote!(::std::result::Result::Ok(v) => ::std::result::Result::Ok(#result::Success(v)),)
             };
-            format!(
-                "match call.await {{\n{ok}\n\
-                 ::std::result::Result::Err(::zerorx_thrift::HandlerError::Thrown(e)) => ::std::result::Result::Ok({0}Result::Thrown(e)),\n\
-                 ::std::result::Result::Err(::zerorx_thrift::HandlerError::Failed(e)) => ::std::result::Result::Err(e),\n}}",
-                m.camel
-            )
+            quote! {
+                match call.await {
+                    #ok
+                    ::std::result::Result::Err(::zerorx_thrift::HandlerError::Thrown(e)) => {
+                        ::std::result::Result::Ok(#result::Thrown(e))
+                    }
+                    ::std::result::Result::Err(::zerorx_thrift::HandlerError::Failed(e)) => {
+                        ::std::result::Result::Err(e)
+                    }
+                }
+            }
         };
-        writeln!(
-            reg,
-            "let s = service.clone();\n\
-             let b = b.method({name}, move |{a}: {args}| {{ let call = {call}; async move {{ {finish} }} }});"
-        )
-        .unwrap();
-    }
-    reg += "b\n}\n";
-    reg
-}
-
-fn params_decl(m: &Method) -> String {
-    m.params
-        .iter()
-        .map(|(n, t)| format!(", {n}: {t}"))
-        .collect()
-}
-
-fn allow_many(m: &Method) -> &'static str {
-    if m.params.len() > 6 {
-        "#[allow(clippy::too_many_arguments)]\n"
-    } else {
-        ""
-    }
-}
-
-fn handler_trait<'a>(
-    d: &Defs<'a>,
-    file: usize,
-    s: &'a Service,
-    trait_name: &str,
-    base: Option<Found<'a>>,
-    methods: &[Method<'a>],
-) -> String {
-    let supertrait = match base {
-        Some(b) => d.path_to(file, b.file, &names::type_name(b.name)),
-        None => "::std::marker::Send + ::std::marker::Sync + 'static".into(),
-    };
-    let mut out = names::doc(
-        &s.leading_comments,
-        &format!("Service `{}`.", s.name.as_str()),
-    );
-    writeln!(
-        out,
-        "///\n/// The handlers of service `{0}`: implement it and serve it with [`{0}Server`].\n\
-         /// Each returns a future that borrows nothing from `&self` (write `+ use<>` after\n\
-         /// `impl Future<…>` in your impl): take what the reply needs (clone an `Arc`\n\
-         /// field, copy a value) before the `async move` block, so a call that needs\n\
-         /// nothing of `self` touches no shared reference count.\n\
-         pub trait {trait_name}: {supertrait} {{",
-        s.name.as_str()
-    )
-    .unwrap();
-    for m in methods {
-        out += &names::doc(&m.idl.leading_comments, &format!("`{}`", signature(m.idl)));
-        out += allow_many(m);
-        let output = if m.idl.oneway {
-            "()".to_owned()
-        } else if m.throws.is_empty() {
-            format!(
-                "::std::result::Result<{}, ::zerorx_thrift::ApplicationException>",
-                m.ret
-            )
-        } else {
-            format!(
-                "::std::result::Result<{}, ::zerorx_thrift::HandlerError<{}::{}Exception>>",
-                m.ret,
-                names::module(&s.name),
-                m.camel
-            )
-        };
-        writeln!(
-            out,
-            "fn {}(&self{}) -> impl ::std::future::Future<Output = {output}> + use<Self>;",
-            m.name,
-            params_decl(m)
-        )
-        .unwrap();
-    }
-    out += "}\n";
-    out
-}
-
-fn server(trait_name: &str, module: &str) -> String {
-    let server = format!("{trait_name}Server");
-    format!(
-        "#[doc = \" Serves a [`{trait_name}`] implementation: pass it to\"]\n\
-         #[doc = \" [`ServerBuilder::service`](::zerorx_thrift::ServerBuilder::service).\"]\n\
-         #[derive(Debug)]\npub struct {server}<S>(::std::sync::Arc<S>);\n\
-         impl<S: {trait_name}> {server}<S> {{\n\
-         #[doc = \" Serves `service`.\"]\n\
-         pub fn new(service: S) -> Self {{ {server}(::std::sync::Arc::new(service)) }}\n\
-         #[doc = \" Serves a service shared with other code.\"]\n\
-         pub fn from_arc(service: ::std::sync::Arc<S>) -> Self {{ {server}(service) }}\n\
-         }}\n\
-         impl<S: {trait_name}> ::zerorx_thrift::Service for {server}<S> {{\n\
-         fn register(self, builder: ::zerorx_thrift::ServerBuilder, prefix: &str) -> ::zerorx_thrift::ServerBuilder {{\n\
-         {module}::register(builder, &self.0, prefix) }} }}\n"
-    )
-}
-
-fn client<'a>(
-    d: &Defs<'a>,
-    file: usize,
-    s: &'a Service,
-    trait_name: &str,
-    module: &str,
-    base: Option<Found<'a>>,
-    methods: &[Method<'a>],
-) -> String {
-    let client = format!("{trait_name}Client");
-    let base_client =
-        base.map(|b| d.path_to(file, b.file, &format!("{}Client", names::type_name(b.name))));
-    let mut out = format!(
-        "#[doc = \" A typed client of service `{0}` over a [`Client`](::zerorx_thrift::Client)\"]\n\
-         #[doc = \" (clone it to call from several tasks at once: calls are pipelined).\"]\n\
-         #[derive(Clone, Debug)]\npub struct {client} {{\nclient: ::zerorx_thrift::Client,\n\
-         prefix: ::std::option::Option<::std::sync::Arc<str>>,\n",
-        s.name.as_str()
-    );
-    if let Some(b) = &base_client {
-        writeln!(out, "base: {b},").unwrap();
-    }
-    out += "}\n";
-    let base_init = if base_client.is_some() {
-        "base: ::zerorx_thrift::ServiceClient::with_prefix(client.clone(), prefix.clone()),"
-    } else {
-        ""
-    };
-    writeln!(
-        out,
-        "impl ::zerorx_thrift::ServiceClient for {client} {{\n\
-         fn with_prefix(client: ::zerorx_thrift::Client, prefix: ::std::option::Option<::std::sync::Arc<str>>) -> Self {{\n\
-         {client} {{ {base_init} client, prefix }} }}\n\
-         fn client(&self) -> &::zerorx_thrift::Client {{ &self.client }}\n}}"
-    )
-    .unwrap();
-    if let Some(b) = &base_client {
-        writeln!(
-            out,
-            "impl ::std::ops::Deref for {client} {{ type Target = {b}; fn deref(&self) -> &{b} {{ &self.base }} }}"
-        )
-        .unwrap();
-    }
-    writeln!(
-        out,
-        "#[allow(clippy::should_implement_trait)]\nimpl {client} {{\n\
-         #[doc = \" Calls the service over `client`.\"]\n\
-         pub fn new(client: ::zerorx_thrift::Client) -> Self {{ ::zerorx_thrift::ServiceClient::with_prefix(client, ::std::option::Option::None) }}\n\
-         #[doc = \" Calls the service named `name` on a multiplexed server (method names sent as `name:method`).\"]\n\
-         pub fn multiplexed(client: ::zerorx_thrift::Client, name: &str) -> Self {{\n\
-         ::zerorx_thrift::ServiceClient::with_prefix(client, ::std::option::Option::Some(::std::sync::Arc::from(::std::format!(\"{{name}}:\"))))\n}}\n\
-         #[doc = \" The untyped client underneath (its counters, its connection state).\"]\n\
-         pub fn client(&self) -> &::zerorx_thrift::Client {{ &self.client }}\n\
-         #[doc = \" Connects to a server of the service.\"]\n\
-         pub async fn connect(addr: ::std::net::SocketAddr, config: ::zerorx_thrift::ClientConfig) -> ::std::result::Result<Self, ::zerorx_thrift::ClientError> {{\n\
-         ::std::result::Result::Ok(Self::new(::zerorx_thrift::Client::connect(addr, config).await?))\n}}\n\
-         fn method_name(&self, name: &'static str) -> ::std::borrow::Cow<'static, str> {{\n\
-         match &self.prefix {{\n\
-         ::std::option::Option::None => ::std::borrow::Cow::Borrowed(name),\n\
-         ::std::option::Option::Some(p) => ::std::borrow::Cow::Owned(::std::format!(\"{{p}}{{name}}\")),\n}} }}"
-    )
-    .unwrap();
-    for m in methods {
-        let reserved = ["new", "multiplexed", "connect", "method_name", "client"];
-        let fn_name = if reserved.contains(&m.name.as_str()) {
-            format!("{}_", m.name)
-        } else {
-            m.name.clone()
-        };
-        out += &names::doc(&m.idl.leading_comments, &format!("`{}`", signature(m.idl)));
-        out += allow_many(m);
-        let fields: Vec<&str> = m.params.iter().map(|(n, _)| n.as_str()).collect();
-        let args = format!("{module}::{}Args {{ {} }}", m.camel, fields.join(", "));
-        let idl = m.idl.name.as_str();
-        if m.idl.oneway {
-            writeln!(
-                out,
-                "pub async fn {fn_name}(&self{}) -> ::std::result::Result<(), ::zerorx_thrift::ClientError> {{\n\
-                 self.client.call_oneway(&self.method_name({idl:?}), &{args}).await\n}}",
-                params_decl(m)
-            )
-            .unwrap();
-        } else if m.throws.is_empty() {
-            let (ty, fin) = if m.void {
-                (
-                    "::zerorx_thrift::Void".to_owned(),
-                    "let _ = r; ::std::result::Result::Ok(())",
-                )
-            } else {
-                (
-                    format!("::zerorx_thrift::Returns<{}>", m.ret),
-                    "::std::result::Result::Ok(r.0)",
-                )
-            };
-            writeln!(
-                out,
-                "pub async fn {fn_name}(&self{}) -> ::std::result::Result<{}, ::zerorx_thrift::ClientError> {{\n\
-                 let r: {ty} = self.client.call(&self.method_name({idl:?}), &{args}).await?;\n{fin}\n}}",
-                params_decl(m),
-                m.ret
-            )
-            .unwrap();
-        } else {
-            let res = format!("{module}::{}Result", m.camel);
-            let ok = if m.void {
-                format!(
-                    "::std::result::Result::Ok({res}::Success) => ::std::result::Result::Ok(()),"
-                )
-            } else {
-                format!(
-                    "::std::result::Result::Ok({res}::Success(v)) => ::std::result::Result::Ok(v),"
-                )
-            };
-            writeln!(
-                out,
-                "pub async fn {fn_name}(&self{}) -> ::std::result::Result<{}, ::zerorx_thrift::CallError<{module}::{}Exception>> {{\n\
-                 match self.client.call::<_, {res}>(&self.method_name({idl:?}), &{args}).await {{\n\
-                 {ok}\n\
-                 ::std::result::Result::Ok({res}::Thrown(e)) => ::std::result::Result::Err(::zerorx_thrift::CallError::Thrown(e)),\n\
-                 ::std::result::Result::Err(e) => ::std::result::Result::Err(::zerorx_thrift::CallError::Failed(e)),\n}}\n}}",
-                params_decl(m),
-                m.ret,
-                m.camel
-            )
-            .unwrap();
+        quote! {
+            let s = service.clone();
+            let b = b.method(#name, move |#a: #args| {
+                let call = #call;
+                async move { #finish }
+            });
+        }
+    });
+    quote! {
+        #[doc = #doc]
+        pub fn register<S: super::#service>(
+            b: ::zerorx_thrift::ServerBuilder,
+            service: &::std::sync::Arc<S>,
+            prefix: &str,
+        ) -> ::zerorx_thrift::ServerBuilder {
+            #start
+            #(#each)*
+            b
         }
     }
-    out += "}\n";
-    out
+}
+
+fn handler_trait(s: &Service, n: &Names, base: Option<&Base>, methods: &[Method]) -> TokenStream {
+    let supertrait = match base {
+        Some(b) => b.trait_path.clone(),
+        None => quote!(::std::marker::Send + ::std::marker::Sync + 'static),
+    };
+    let doc = names::doc(&s.leading_comments, &format!("Service `{}`.", n.idl));
+    // The links name the generated items, which case conversion may have respelt
+    // (`service KV` is served by `KvServer`).
+    let how = names::docs(&[
+        String::new(),
+        format!(
+            "The handlers of service `{}`: implement it and serve it with [`{}`].",
+            n.idl, n.server
+        ),
+        "Each returns a future that borrows nothing from `&self` (write `+ use<>` after".into(),
+        "`impl Future<…>` in your impl): take what the reply needs (clone an `Arc`".into(),
+        "field, copy a value) before the `async move` block, so a call that needs".into(),
+        "nothing of `self` touches no shared reference count.".into(),
+    ]);
+    let module = &n.module;
+    let fns = methods.iter().map(|m| {
+        let ret = &m.ret;
+        let output = if m.idl.oneway {
+            quote!(())
+        } else if m.throws.is_empty() {
+            quote!(::std::result::Result<#ret, ::zerorx_thrift::ApplicationException>)
+        } else {
+            let exc = &m.exception;
+            quote!(::std::result::Result<#ret, ::zerorx_thrift::HandlerError<#module::#exc>>)
+        };
+        let (doc, allow, name, params) = (m.doc(), m.allow_many(), &m.name, m.params_decl());
+        quote! {
+            #doc
+            #allow
+            fn #name(&self #params) -> impl ::std::future::Future<Output = #output> + use<Self>;
+        }
+    });
+    let service = &n.service;
+    quote! {
+        #doc
+        #how
+        pub trait #service: #supertrait {
+            #(#fns)*
+        }
+    }
+}
+
+fn server(n: &Names) -> TokenStream {
+    let (service, server, module) = (&n.service, &n.server, &n.module);
+    let doc = names::docs(&[
+        format!("Serves a [`{service}`] implementation: pass it to"),
+        "[`ServerBuilder::service`](::zerorx_thrift::ServerBuilder::service).".into(),
+    ]);
+    quote! {
+        #doc
+        #[derive(Debug)]
+        pub struct #server<S>(::std::sync::Arc<S>);
+        impl<S: #service> #server<S> {
+            #[doc = " Serves `service`."]
+            pub fn new(service: S) -> Self { #server(::std::sync::Arc::new(service)) }
+            #[doc = " Serves a service shared with other code."]
+            pub fn from_arc(service: ::std::sync::Arc<S>) -> Self { #server(service) }
+        }
+        impl<S: #service> ::zerorx_thrift::Service for #server<S> {
+            fn register(
+                self,
+                builder: ::zerorx_thrift::ServerBuilder,
+                prefix: &str,
+            ) -> ::zerorx_thrift::ServerBuilder {
+                #module::register(builder, &self.0, prefix)
+            }
+        }
+    }
+}
+
+fn client(n: &Names, base: Option<&Base>, methods: &[Method]) -> TokenStream {
+    let (client, module) = (&n.client, &n.module);
+    let doc = names::docs(&[
+        format!(
+            "A typed client of service `{}` over a [`Client`](::zerorx_thrift::Client)",
+            n.idl
+        ),
+        "(clone it to call from several tasks at once: calls are pipelined).".into(),
+    ]);
+    let (base_field, base_init, deref) = match base {
+        Some(b) => {
+            let path = &b.client_path;
+            (
+                quote!(base: #path,),
+                quote!(base: ::zerorx_thrift::ServiceClient::with_prefix(client.clone(), prefix.clone()),),
+                quote! {
+                    impl ::std::ops::Deref for #client {
+                        type Target = #path;
+                        fn deref(&self) -> &#path { &self.base }
+                    }
+                },
+            )
+        }
+        None => Default::default(),
+    };
+    let fns = methods.iter().map(|m| client_fn(module, m));
+    quote! {
+        #doc
+        #[derive(Clone, Debug)]
+        pub struct #client {
+            client: ::zerorx_thrift::Client,
+            prefix: ::std::option::Option<::std::sync::Arc<str>>,
+            #base_field
+        }
+        impl ::zerorx_thrift::ServiceClient for #client {
+            fn with_prefix(
+                client: ::zerorx_thrift::Client,
+                prefix: ::std::option::Option<::std::sync::Arc<str>>,
+            ) -> Self {
+                #client { #base_init client, prefix }
+            }
+            fn client(&self) -> &::zerorx_thrift::Client { &self.client }
+        }
+        #deref
+        #[allow(clippy::should_implement_trait)]
+        impl #client {
+            #[doc = " Calls the service over `client`."]
+            pub fn new(client: ::zerorx_thrift::Client) -> Self {
+                ::zerorx_thrift::ServiceClient::with_prefix(client, ::std::option::Option::None)
+            }
+            #[doc = " Calls the service named `name` on a multiplexed server (method names sent as `name:method`)."]
+            pub fn multiplexed(client: ::zerorx_thrift::Client, name: &str) -> Self {
+                ::zerorx_thrift::ServiceClient::with_prefix(
+                    client,
+                    ::std::option::Option::Some(::std::sync::Arc::from(::std::format!("{name}:"))),
+                )
+            }
+            #[doc = " The untyped client underneath (its counters, its connection state)."]
+            pub fn client(&self) -> &::zerorx_thrift::Client { &self.client }
+            #[doc = " Connects to a server of the service."]
+            pub async fn connect(
+                addr: ::std::net::SocketAddr,
+                config: ::zerorx_thrift::ClientConfig,
+            ) -> ::std::result::Result<Self, ::zerorx_thrift::ClientError> {
+                ::std::result::Result::Ok(Self::new(::zerorx_thrift::Client::connect(addr, config).await?))
+            }
+            fn method_name(&self, name: &'static str) -> ::std::borrow::Cow<'static, str> {
+                match &self.prefix {
+                    ::std::option::Option::None => ::std::borrow::Cow::Borrowed(name),
+                    ::std::option::Option::Some(p) => ::std::borrow::Cow::Owned(::std::format!("{p}{name}")),
+                }
+            }
+            #(#fns)*
+        }
+    }
+}
+
+/// One method on the client.
+fn client_fn(module: &Ident, m: &Method) -> TokenStream {
+    let (doc, allow, name, params, ret) = (
+        m.doc(),
+        m.allow_many(),
+        &m.client_fn,
+        m.params_decl(),
+        &m.ret,
+    );
+    let args_ty = &m.args;
+    let fields = m.param_names();
+    let args = quote!(#module::#args_ty { #(#fields),* });
+    let idl = m.idl.name.as_str();
+    if m.idl.oneway {
+        return quote! {
+            #doc
+            #allow
+            pub async fn #name(&self #params) -> ::std::result::Result<(), ::zerorx_thrift::ClientError> {
+                self.client.call_oneway(&self.method_name(#idl), &#args).await
+            }
+        };
+    }
+    if m.throws.is_empty() {
+        let (reply, finish) = if m.void {
+            (
+                quote!(::zerorx_thrift::Void),
+                quote!(let _ = r; ::std::result::Result::Ok(())),
+            )
+        } else {
+            (
+                quote!(::zerorx_thrift::Returns<#ret>),
+                quote!(::std::result::Result::Ok(r.0)),
+            )
+        };
+        return quote! {
+            #doc
+            #allow
+            pub async fn #name(&self #params) -> ::std::result::Result<#ret, ::zerorx_thrift::ClientError> {
+                let r: #reply = self.client.call(&self.method_name(#idl), &#args).await?;
+                #finish
+            }
+        };
+    }
+    let (result, exc) = (&m.result, &m.exception);
+    let ok = if m.void {
+        quote!(::std::result::Result::Ok(#module::#result::Success) => ::std::result::Result::Ok(()),)
+    } else {
+        quote!(::std::result::Result::Ok(#module::#result::Success(v)) => ::std::result::Result::Ok(v),)
+    };
+    quote! {
+        #doc
+        #allow
+        pub async fn #name(&self #params) -> ::std::result::Result<#ret, ::zerorx_thrift::CallError<#module::#exc>> {
+            match self.client.call::<_, #module::#result>(&self.method_name(#idl), &#args).await {
+                #ok
+                ::std::result::Result::Ok(#module::#result::Thrown(e)) => {
+                    ::std::result::Result::Err(::zerorx_thrift::CallError::Thrown(e))
+                }
+                ::std::result::Result::Err(e) => {
+                    ::std::result::Result::Err(::zerorx_thrift::CallError::Failed(e))
+                }
+            }
+        }
+    }
 }

@@ -1,11 +1,13 @@
 //! Structs, exceptions, argument structs and unions: the Rust type and its codec.
 
+use super::codec;
 use crate::defs::Defs;
-use crate::names;
+use crate::names::{self, ident};
 use crate::values;
 use crate::Error;
 use pilota_thrift_parser::{Attribute, Field};
-use std::fmt::Write;
+use proc_macro2::{Ident, Literal, TokenStream};
+use quote::{format_ident, quote};
 
 /// What kind of struct-like is emitted.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -21,15 +23,33 @@ pub(crate) enum Kind {
 /// One field as the generated code sees it.
 struct FieldCode<'a> {
     idl: &'a Field,
-    name: String,
+    name: Ident,
     /// The value's type (boxed when the field closes a cycle), without `Option`.
-    ty: String,
+    ty: TokenStream,
     boxed: bool,
     optional: bool,
-    default: Option<String>,
+    /// The IDL type is `string` (through typedefs too).
+    string: bool,
+    default: Option<TokenStream>,
     /// The default is a constant expression (no allocation to defer).
     cheap_default: bool,
     defaultable: bool,
+}
+
+impl FieldCode<'_> {
+    /// The field id, as the match arm and `write_field` take it (`fields` refused an
+    /// id outside i16).
+    fn id(&self) -> Literal {
+        Literal::i16_unsuffixed(self.idl.id as i16)
+    }
+
+    /// `Field 3 (`name`).`, or the IDL's comment.
+    fn doc(&self) -> TokenStream {
+        names::doc(
+            &self.idl.leading_comments,
+            &format!("Field {} (`{}`).", self.idl.id, self.idl.name.as_str()),
+        )
+    }
 }
 
 fn fields<'a>(
@@ -51,13 +71,13 @@ fn fields<'a>(
         let mut ty = d.rust_type(file, &f.ty.0)?;
         let boxed = d.reaches(file, &f.ty.0, owner)?;
         if boxed {
-            ty = format!("::std::boxed::Box<{ty}>");
+            ty = quote!(::std::boxed::Box<#ty>);
         }
         let default = match &f.default {
             Some(v) => {
                 let e = values::expr(d, file, &f.ty.0, v)?;
                 Some(if boxed {
-                    format!("::std::boxed::Box::new({e})")
+                    quote!(::std::boxed::Box::new(#e))
                 } else {
                     e
                 })
@@ -66,10 +86,11 @@ fn fields<'a>(
         };
         out.push(FieldCode {
             idl: f,
-            name: names::value_name(&f.name),
+            name: ident(&names::value_name(&f.name)),
             ty,
             boxed,
             optional: f.attribute == Attribute::Optional,
+            string: d.is_string(file, &f.ty.0)?,
             default,
             cheap_default: !boxed && values::const_able(d, file, &f.ty.0)?,
             defaultable: d.field_defaultable(file, f)?,
@@ -83,19 +104,19 @@ fn derives<'a>(
     file: usize,
     idl: &'a [Field],
     default: bool,
-) -> Result<String, Error> {
-    let mut list = vec!["Clone", "Debug", "PartialEq"];
+) -> Result<TokenStream, Error> {
+    let mut list = vec![quote!(Clone), quote!(Debug), quote!(PartialEq)];
     let mut orderable = true;
     for f in idl {
         orderable &= d.orderable(file, &f.ty.0)?;
     }
     if orderable {
-        list.extend(["Eq", "Hash", "PartialOrd", "Ord"]);
+        list.extend([quote!(Eq), quote!(Hash), quote!(PartialOrd), quote!(Ord)]);
     }
     if default {
-        list.push("Default");
+        list.push(quote!(Default));
     }
-    Ok(format!("#[derive({})]\n", list.join(", ")))
+    Ok(quote!(#[derive(#(#list),*)]))
 }
 
 /// A struct (or exception, or a method's argument struct) and its codec.
@@ -105,177 +126,143 @@ pub(crate) fn struct_like<'a>(
     idl_name: &str,
     rust_name: &str,
     idl_fields: &'a [Field],
-    doc: &str,
+    doc: TokenStream,
     kind: Kind,
-) -> Result<String, Error> {
+) -> Result<TokenStream, Error> {
     let fs = fields(d, file, (file, idl_name), idl_fields)?;
+    let name = ident(rust_name);
     let all_default = fs.iter().all(|f| f.defaultable);
     let custom_default = all_default && fs.iter().any(|f| f.default.is_some() && !f.optional);
-    let mut out = String::new();
-    out += doc;
-    out += &derives(d, file, idl_fields, all_default && !custom_default)?;
-    writeln!(out, "pub struct {rust_name} {{").unwrap();
-    for f in &fs {
-        out += &names::doc(
-            &f.idl.leading_comments,
-            &format!("Field {} (`{}`).", f.idl.id, f.idl.name.as_str()),
-        );
+    let derives = derives(d, file, idl_fields, all_default && !custom_default)?;
+    let decls = fs.iter().map(|f| {
+        let (doc, n, ty) = (f.doc(), &f.name, &f.ty);
         if f.optional {
-            writeln!(out, "pub {}: ::std::option::Option<{}>,", f.name, f.ty).unwrap();
+            quote!(#doc pub #n: ::std::option::Option<#ty>,)
         } else {
-            writeln!(out, "pub {}: {},", f.name, f.ty).unwrap();
+            quote!(#doc pub #n: #ty,)
         }
-    }
-    out += "}\n";
-
+    });
+    let mut out = quote! {
+        #doc
+        #derives
+        pub struct #name { #(#decls)* }
+    };
     if custom_default {
-        writeln!(
-            out,
-            "impl ::std::default::Default for {rust_name} {{ fn default() -> Self {{ Self {{"
-        )
-        .unwrap();
-        for f in &fs {
-            let v = match (&f.default, f.optional) {
-                (Some(e), false) => e.clone(),
-                _ => "::std::default::Default::default()".into(),
-            };
-            writeln!(out, "{}: {v},", f.name).unwrap();
-        }
-        out += "} } }\n";
+        let inits = fs.iter().map(|f| {
+            let n = &f.name;
+            match (&f.default, f.optional) {
+                (Some(e), false) => quote!(#n: #e,),
+                _ => quote!(#n: ::std::default::Default::default(),),
+            }
+        });
+        out.extend(quote! {
+            impl ::std::default::Default for #name {
+                fn default() -> Self { Self { #(#inits)* } }
+            }
+        });
     }
+    out.extend(codec::thrift_type(&name));
+    out.extend(detach_struct(&name, &fs));
 
-    out += &thrift_type(rust_name);
-    out += &detach_struct(rust_name, &fs);
-    // Encoding.
-    writeln!(
-        out,
-        "impl ::zerorx_thrift::ThriftEncode for {rust_name} {{\n\
-         fn encode<W: ::zerorx_thrift::ProtocolWrite>(&self, w: &mut W) {{\n\
-         w.write_struct_begin();"
-    )
-    .unwrap();
-    for f in &fs {
+    let writes = fs.iter().map(|f| {
+        let (n, id) = (&f.name, f.id());
         if f.optional {
-            writeln!(
-                out,
-                "if let ::std::option::Option::Some(v) = &self.{} {{ ::zerorx_thrift::write_field(w, {}, v); }}",
-                f.name, f.idl.id
-            )
-            .unwrap();
+            quote! {
+                if let ::std::option::Option::Some(v) = &self.#n {
+                    ::zerorx_thrift::write_field(w, #id, v);
+                }
+            }
         } else {
-            writeln!(
-                out,
-                "::zerorx_thrift::write_field(w, {}, &self.{});",
-                f.idl.id, f.name
-            )
-            .unwrap();
+            quote!(::zerorx_thrift::write_field(w, #id, &self.#n);)
         }
-    }
-    out += "w.write_field_stop();\nw.write_struct_end();\n} }\n";
+    });
+    out.extend(codec::encode_impl(
+        &name,
+        quote! {
+            w.write_struct_begin();
+            #(#writes)*
+            w.write_field_stop();
+            w.write_struct_end();
+        },
+    ));
 
-    // Decoding.
-    writeln!(
-        out,
-        "impl ::zerorx_thrift::ThriftDecode for {rust_name} {{\n\
-         fn decode<R: ::zerorx_thrift::ProtocolRead>(r: &mut R) -> ::std::result::Result<Self, ::zerorx_thrift::DecodeError> {{"
-    )
-    .unwrap();
-    if fs.is_empty() {
-        writeln!(
-            out,
-            "::zerorx_thrift::read_struct(r, |_, _| ::std::result::Result::Ok(false))?;\n\
-             ::std::result::Result::Ok({rust_name} {{}})\n}} }}"
-        )
-        .unwrap();
-        if kind == Kind::Exception {
-            out += &exception_impls(rust_name, &fs);
-        }
-        return Ok(out);
-    }
     // Each local's type comes from the field it fills.
-    for i in 0..fs.len() {
-        writeln!(out, "let mut f{i} = ::std::option::Option::None;").unwrap();
-    }
-    out += "::zerorx_thrift::read_struct(r, |r, h| {\nmatch h.id {\n";
-    for (i, f) in fs.iter().enumerate() {
-        writeln!(
-            out,
-            "{} => if let ::std::option::Option::Some(v) = ::zerorx_thrift::read_field(r, h)? {{ f{i} = ::std::option::Option::Some(v); }},",
-            f.idl.id
-        )
-        .unwrap();
-    }
-    out +=
-        "_ => return ::std::result::Result::Ok(false),\n}\n::std::result::Result::Ok(true)\n})?;\n";
-    writeln!(out, "::std::result::Result::Ok({rust_name} {{").unwrap();
-    for (i, f) in fs.iter().enumerate() {
-        let v = if f.optional {
-            format!("f{i}")
+    let locals: Vec<Ident> = (0..fs.len()).map(|i| format_ident!("f{i}")).collect();
+    let arms = fs
+        .iter()
+        .zip(&locals)
+        .map(|(f, local)| (f.id(), quote!(#local = ::std::option::Option::Some(v);)));
+    let read = codec::read_fields(arms.collect());
+    let inits = fs.iter().zip(&locals).map(|(f, local)| {
+        let value = if f.optional {
+            quote!(#local)
         } else if let (Some(e), true) = (&f.default, f.cheap_default) {
-            format!("f{i}.unwrap_or({e})")
+            quote!(#local.unwrap_or(#e))
         } else if let Some(e) = &f.default {
-            format!("f{i}.unwrap_or_else(|| {e})")
+            quote!(#local.unwrap_or_else(|| #e))
         } else if (f.idl.attribute == Attribute::Required && kind != Kind::Args) || !f.defaultable {
-            format!(
-                "::zerorx_thrift::required(f{i}, {:?}, {:?})?",
-                idl_name,
-                f.idl.name.as_str()
-            )
+            let field = f.idl.name.as_str();
+            quote!(::zerorx_thrift::required(#local, #idl_name, #field)?)
         } else {
-            format!("f{i}.unwrap_or_default()")
+            quote!(#local.unwrap_or_default())
         };
-        writeln!(out, "{}: {v},", f.name).unwrap();
-    }
-    out += "})\n} }\n";
+        let n = &f.name;
+        quote!(#n: #value,)
+    });
+    out.extend(codec::decode_impl(
+        &name,
+        quote! {
+            #(let mut #locals = ::std::option::Option::None;)*
+            #read
+            ::std::result::Result::Ok(#name { #(#inits)* })
+        },
+    ));
     if kind == Kind::Exception {
-        out += &exception_impls(rust_name, &fs);
+        out.extend(exception_impls(&name, &fs));
     }
     Ok(out)
 }
 
-fn exception_impls(rust_name: &str, fs: &[FieldCode]) -> String {
-    // Shows a `message`/`msg`/`reason` string field when there is one, else the
-    // whole value.
+/// `Display` and `Error` for an exception.
+fn exception_impls(name: &Ident, fs: &[FieldCode]) -> TokenStream {
+    // Shows a `message`/`msg`/`reason`/`why` string field when there is one, else
+    // the whole value.
     let text = fs.iter().find(|f| {
         matches!(f.idl.name.as_str(), "message" | "msg" | "reason" | "why")
-            && f.ty == "::zerorx_thrift::Utf8Bytes"
+            && f.string
             && !f.optional
             && !f.boxed
     });
+    let shown = format!("{name}: {{}}");
     let body = match text {
-        Some(f) => format!("write!(f, \"{rust_name}: {{}}\", self.{})", f.name),
-        None => format!("write!(f, \"{rust_name}: {{:?}}\", self)"),
+        Some(f) => {
+            let n = &f.name;
+            quote!(::std::write!(f, #shown, self.#n))
+        }
+        None => {
+            let shown = format!("{name}: {{:?}}");
+            quote!(::std::write!(f, #shown, self))
+        }
     };
-    format!(
-        "impl ::std::fmt::Display for {rust_name} {{\n\
-         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {{ {body} }} }}\n\
-         impl ::std::error::Error for {rust_name} {{}}\n"
-    )
+    quote! {
+        impl ::std::fmt::Display for #name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result { #body }
+        }
+        impl ::std::error::Error for #name {}
+    }
 }
 
 /// `impl Detach` for a struct: each field detached.
-fn detach_struct(rust_name: &str, fs: &[FieldCode]) -> String {
-    let mut out = format!(
-        "impl ::zerorx_thrift::Detach for {rust_name} {{\n\
-         fn detach(self) -> Self {{ Self {{\n"
-    );
-    for f in fs {
-        writeln!(
-            out,
-            "{0}: ::zerorx_thrift::Detach::detach(self.{0}),",
-            f.name
-        )
-        .unwrap();
+fn detach_struct(name: &Ident, fs: &[FieldCode]) -> TokenStream {
+    let each = fs.iter().map(|f| {
+        let n = &f.name;
+        quote!(#n: ::zerorx_thrift::Detach::detach(self.#n),)
+    });
+    quote! {
+        impl ::zerorx_thrift::Detach for #name {
+            fn detach(self) -> Self { Self { #(#each)* } }
+        }
     }
-    out += "} } }\n";
-    out
-}
-
-/// `impl ThriftType` for a struct-like.
-pub(crate) fn thrift_type(rust_name: &str) -> String {
-    format!(
-        "impl ::zerorx_thrift::ThriftType for {rust_name} {{ const TTYPE: ::zerorx_thrift::TType = ::zerorx_thrift::TType::Struct; }}\n"
-    )
 }
 
 /// A union: a Rust enum with a variant per field; exactly one is on the wire.
@@ -284,88 +271,80 @@ pub(crate) fn union<'a>(
     file: usize,
     idl_name: &str,
     idl_fields: &'a [Field],
-    doc: &str,
-) -> Result<String, Error> {
+    doc: TokenStream,
+) -> Result<TokenStream, Error> {
     if idl_fields.is_empty() {
         return Err(Error::new(format!(
             "{}: union `{idl_name}` has no fields, so no value of it can exist",
             d.where_(file)
         )));
     }
-    let rust_name = names::type_name(idl_name);
+    let name = ident(&names::type_name(idl_name));
     let fs = fields(d, file, (file, idl_name), idl_fields)?;
-    let mut out = String::new();
-    out += doc;
-    out += &derives(d, file, idl_fields, false)?;
-    out += "#[allow(clippy::large_enum_variant, clippy::enum_variant_names)]\n";
-    writeln!(out, "pub enum {rust_name} {{").unwrap();
-    for f in &fs {
-        out += &names::doc(
-            &f.idl.leading_comments,
-            &format!("Field {} (`{}`).", f.idl.id, f.idl.name.as_str()),
-        );
-        writeln!(out, "{}({}),", names::type_name(&f.idl.name), f.ty).unwrap();
-    }
-    out += "}\n";
-    out += &thrift_type(&rust_name);
-    writeln!(
-        out,
-        "impl ::zerorx_thrift::Detach for {rust_name} {{\n\
-         fn detach(self) -> Self {{\nmatch self {{"
-    )
-    .unwrap();
-    for f in &fs {
-        writeln!(
-            out,
-            "{rust_name}::{0}(v) => {rust_name}::{0}(::zerorx_thrift::Detach::detach(v)),",
-            names::type_name(&f.idl.name)
-        )
-        .unwrap();
-    }
-    out += "} } }\n";
-    writeln!(
-        out,
-        "impl ::zerorx_thrift::ThriftEncode for {rust_name} {{\n\
-         fn encode<W: ::zerorx_thrift::ProtocolWrite>(&self, w: &mut W) {{\n\
-         w.write_struct_begin();\nmatch self {{"
-    )
-    .unwrap();
-    for f in &fs {
-        writeln!(
-            out,
-            "{rust_name}::{}(v) => ::zerorx_thrift::write_field(w, {}, v),",
-            names::type_name(&f.idl.name),
-            f.idl.id
-        )
-        .unwrap();
-    }
-    out += "}\nw.write_field_stop();\nw.write_struct_end();\n} }\n";
-    writeln!(
-        out,
-        "impl ::zerorx_thrift::ThriftDecode for {rust_name} {{\n\
-         fn decode<R: ::zerorx_thrift::ProtocolRead>(r: &mut R) -> ::std::result::Result<Self, ::zerorx_thrift::DecodeError> {{\n\
-         let mut out: ::std::option::Option<{rust_name}> = ::std::option::Option::None;\n\
-         let mut set = 0usize;\n\
-         ::zerorx_thrift::read_struct(r, |r, h| {{\nmatch h.id {{"
-    )
-    .unwrap();
-    for f in &fs {
-        writeln!(
-            out,
-            "{} => if let ::std::option::Option::Some(v) = ::zerorx_thrift::read_field(r, h)? {{ out = ::std::option::Option::Some({rust_name}::{}(v)); set += 1; }},",
-            f.idl.id,
-            names::type_name(&f.idl.name)
-        )
-        .unwrap();
-    }
-    writeln!(
-        out,
-        "_ => return ::std::result::Result::Ok(false),\n}}\n::std::result::Result::Ok(true)\n}})?;\n\
-         match out {{\n\
-         ::std::option::Option::Some(v) if set == 1 => ::std::result::Result::Ok(v),\n\
-         _ => ::std::result::Result::Err(::zerorx_thrift::DecodeError::UnionFields {{ union: {idl_name:?}, set }}),\n\
-         }}\n}} }}"
-    )
-    .unwrap();
+    let variants: Vec<Ident> = fs
+        .iter()
+        .map(|f| ident(&names::type_name(&f.idl.name)))
+        .collect();
+    let derives = derives(d, file, idl_fields, false)?;
+    let decls = fs.iter().zip(&variants).map(|(f, v)| {
+        let (doc, ty) = (f.doc(), &f.ty);
+        quote!(#doc #v(#ty),)
+    });
+    let ids: Vec<Literal> = fs.iter().map(FieldCode::id).collect();
+    let mut out = quote! {
+        #doc
+        #derives
+        #[allow(clippy::large_enum_variant, clippy::enum_variant_names)]
+        pub enum #name { #(#decls)* }
+    };
+    out.extend(codec::thrift_type(&name));
+    out.extend(quote! {
+        impl ::zerorx_thrift::Detach for #name {
+            fn detach(self) -> Self {
+                match self {
+                    #(#name::#variants(v) => #name::#variants(::zerorx_thrift::Detach::detach(v)),)*
+                }
+            }
+        }
+    });
+    out.extend(codec::encode_impl(
+        &name,
+        quote! {
+            w.write_struct_begin();
+            match self {
+                #(#name::#variants(v) => ::zerorx_thrift::write_field(w, #ids, v),)*
+            }
+            w.write_field_stop();
+            w.write_struct_end();
+        },
+    ));
+    let read = codec::read_fields(
+        ids.iter()
+            .zip(&variants)
+            .map(|(id, v)| {
+                (
+                    id.clone(),
+                    quote! {
+                        out = ::std::option::Option::Some(#name::#v(v));
+                        set += 1;
+                    },
+                )
+            })
+            .collect(),
+    );
+    out.extend(codec::decode_impl(
+        &name,
+        quote! {
+            let mut out: ::std::option::Option<#name> = ::std::option::Option::None;
+            let mut set = 0usize;
+            #read
+            match out {
+                ::std::option::Option::Some(v) if set == 1 => ::std::result::Result::Ok(v),
+                _ => ::std::result::Result::Err(
+                    ::zerorx_thrift::DecodeError::UnionFields { union: #idl_name, set },
+                ),
+            }
+        },
+    ));
     Ok(out)
 }

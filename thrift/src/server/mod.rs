@@ -345,6 +345,11 @@ impl Server {
         self.local_addr
     }
 
+    /// The settings it runs with.
+    pub fn config(&self) -> &ServerConfig {
+        &self.shared.config
+    }
+
     /// The counters now, summed over workers.
     pub fn stats(&self) -> ServerStats {
         self.shared.stats.snapshot()

@@ -308,9 +308,12 @@ pub(crate) fn attach(
                     stopped: Cell::new(false),
                 })
             } else {
+                // Once per pool, here: growth is never tried later, so nothing else
+                // would say why a pool with a ceiling stays at its first size.
                 tracing::info!(
                     worker = index,
-                    "the zero-copy pool cannot grow here (ZCRX_CTRL_ADD_AREA needs Linux 7.3); it stays at {} bytes",
+                    "the zero-copy pool cannot grow to its ceiling of {ceiling} bytes: kernel {} lacks ZCRX_CTRL_ADD_AREA (Linux 7.3+); it stays at {} bytes",
+                    zcrx::probe::capabilities().kernel_release,
                     setup.area_bytes
                 );
                 None

@@ -6,9 +6,11 @@
 //! case asserts what our API answers (the `PoolError` variant, the field or hint, the
 //! `RecvEnd` a completion maps to); where only a hand-made ABI call can (a NULL region,
 //! a read-only area), it asserts the exact errno the kernel returns, the contract the
-//! pools rely on. Every case needs `ZCRX_REG_NODEV` (Linux 7.1+); the event and area
-//! cases need 7.2 and 7.3. Without them the cases are listed as ignored with the
-//! reason, or fail with it under `ZERORX_REQUIRE_NODEV` (CI's kernel guest).
+//! pools rely on. Every case needs `ZCRX_REG_NODEV` (Linux 7.1+): without it the cases
+//! are listed as ignored with the reason, or fail with it under `ZERORX_REQUIRE_NODEV`
+//! (CI's kernel guests). The event and area cases need 7.2 and 7.3; on an older kernel
+//! a case of their refusal (our error, the kernel's errno) runs in their place, under
+//! its own name.
 //!
 //! Not mirrored: corrupted refill entries and a corrupted refill head/tail (LT 32–34)
 //! need writes into kernel-shared memory outside `zcrx::shm`, which nothing here may
@@ -546,10 +548,9 @@ fn nodev_control_ops_on_wrong_rings_and_ids() -> Result<(), Failed> {
 
 /// 7.2: an event is armed from registration; arming it again before it fires, or an
 /// unknown type, is refused; our pool ignores an unknown type instead of arming it.
+/// [`nodev_without_events_arming_and_event_descriptors_are_refused`] runs in its place
+/// on 7.1.
 fn nodev_event_arming_rules() -> Result<(), Failed> {
-    if !features().events {
-        return Err("zcrx events need Linux 7.2".into());
-    }
     let ring = new_ring()?;
     let p = pool(&ring, 16, Some(0xE7))?;
     let fd = ring.as_raw_fd();
@@ -605,12 +606,60 @@ fn nodev_event_arming_rules() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The fallback of [`nodev_event_arming_rules`] before 7.2: the kernel refuses an event
+/// descriptor at registration (the word is still reserved) and does not know the arm
+/// op, so a pool asked for events registers without them, and an event CQE handed to
+/// it anyway (none can come) is counted, and so is its refused re-arm.
+fn nodev_without_events_arming_and_event_descriptors_are_refused() -> Result<(), Failed> {
+    let mut desc = abi::ZcrxEventDesc {
+        user_data: 1,
+        type_mask: 1,
+        ..Default::default()
+    };
+    let desc_ptr = &mut desc as *mut abi::ZcrxEventDesc as u64;
+    errno_is(
+        "an event descriptor before 7.2",
+        register_errno(|r, _, _| r.event_desc = desc_ptr)?,
+        &[libc::EINVAL],
+    )?;
+    let ring = new_ring()?;
+    let p = pool(&ring, 16, Some(0xE7))?;
+    expect(
+        "registered without events",
+        p.event_user_data().is_none(),
+        p.event_user_data(),
+    )?;
+    let r = zcrx::sys::zcrx_ctrl(
+        ring.as_raw_fd(),
+        &mut ZcrxCtrl::arm_event(p.zcrx_id(), abi::ZCRX_EVENT_COPY),
+    );
+    errno_is(
+        "ZCRX_CTRL_ARM_EVENT before 7.2",
+        r.err().and_then(|e| e.raw_os_error()),
+        &[libc::EOPNOTSUPP],
+    )?;
+    let copy = abi::ZCRX_EVENT_COPY as i32;
+    expect(
+        "a COPY event is counted",
+        p.on_event(copy) == ZcEvent::Copy,
+        (),
+    )?;
+    expect("twice", p.on_event(copy) == ZcEvent::Copy, ())?;
+    let s = p.stats();
+    expect(
+        "two COPY events, two refused re-arms",
+        s.copy_events == 2 && s.event_arm_errors == 2,
+        s,
+    )?;
+    drop(ring);
+    Ok(())
+}
+
 /// 7.3: areas can be added until the instance has 1024; the next is refused with our
 /// hint, and a read-only area is refused by the kernel.
+/// [`nodev_without_add_area_areas_are_refused_and_the_instance_goes_on`] runs in its
+/// place before 7.3.
 fn nodev_area_limits() -> Result<(), Failed> {
-    if !features().add_area {
-        return Err("ZCRX_CTRL_ADD_AREA needs Linux 7.3".into());
-    }
     let ring = new_ring()?;
     let p = pool(&ring, 1, None)?;
     let ro = read_only(page())?;
@@ -677,6 +726,65 @@ fn nodev_area_limits() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The fallback of [`nodev_area_limits`] before 7.3: our pool refuses an area before the
+/// kernel sees it, naming the op and the kernel that has it; the kernel, asked
+/// directly, does not know the op; the instance keeps its one area and its control ops
+/// (a flush) keep working.
+fn nodev_without_add_area_areas_are_refused_and_the_instance_goes_on() -> Result<(), Failed> {
+    let ring = new_ring()?;
+    let p = pool(&ring, 1, None)?;
+    match p.add_area(page()) {
+        Err(PoolError::Unsupported { what, needs })
+            if what.contains("ZCRX_CTRL_ADD_AREA") && needs == "Linux 7.3" => {}
+        other => return Err(format!("an area without ADD_AREA: {other:?}").into()),
+    }
+    let extra = Mapping::new(page(), Backing::Anonymous).map_err(|e| e.to_string())?;
+    let mut area = ZcrxAreaReg {
+        addr: extra.as_ptr() as u64,
+        len: extra.len() as u64,
+        ..Default::default()
+    };
+    let r = zcrx::sys::zcrx_ctrl(
+        ring.as_raw_fd(),
+        &mut ZcrxCtrl::add_area(p.zcrx_id(), &mut area as *mut _ as u64),
+    );
+    errno_is(
+        "ZCRX_CTRL_ADD_AREA before 7.3",
+        r.err().and_then(|e| e.raw_os_error()),
+        &[libc::EOPNOTSUPP],
+    )?;
+    expect(
+        "the kernel named no area",
+        area.rq_area_token == 0,
+        area.rq_area_token,
+    )?;
+    let s = p.stats();
+    expect(
+        "one chunk, no area added",
+        s.chunks_total == 1 && s.areas_added == 0,
+        s,
+    )?;
+    zcrx::sys::zcrx_ctrl(ring.as_raw_fd(), &mut ZcrxCtrl::flush_rq(p.zcrx_id()))
+        .map_err(|e| format!("a flush after the refused area: {e}"))?;
+    drop(ring);
+    drop(extra);
+    Ok(())
+}
+
+/// The test of a feature where the kernel has it, else the test of its fallback: one
+/// or the other always runs, under its own name.
+fn feature_or_fallback(
+    has: bool,
+    feature: (&'static str, Case),
+    fallback: (&'static str, Case),
+) -> (&'static str, Case) {
+    if has {
+        feature
+    } else {
+        fallback
+    }
+}
+
 fn main() {
     let args = Arguments::from_args();
     let caps = capabilities();
@@ -721,8 +829,22 @@ fn main() {
             "nodev_control_ops_on_wrong_rings_and_ids",
             nodev_control_ops_on_wrong_rings_and_ids,
         ),
-        ("nodev_event_arming_rules", nodev_event_arming_rules),
-        ("nodev_area_limits", nodev_area_limits),
+        feature_or_fallback(
+            caps.zcrx.events,
+            ("nodev_event_arming_rules", nodev_event_arming_rules),
+            (
+                "nodev_without_events_arming_and_event_descriptors_are_refused",
+                nodev_without_events_arming_and_event_descriptors_are_refused,
+            ),
+        ),
+        feature_or_fallback(
+            caps.zcrx.add_area,
+            ("nodev_area_limits", nodev_area_limits),
+            (
+                "nodev_without_add_area_areas_are_refused_and_the_instance_goes_on",
+                nodev_without_add_area_areas_are_refused_and_the_instance_goes_on,
+            ),
+        ),
     ];
     let trials = cases
         .into_iter()

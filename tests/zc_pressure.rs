@@ -10,7 +10,7 @@ mod common;
 
 use bytes::Bytes;
 use common::Rng;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Failed};
 use std::time::Duration;
 use zcrx::probe::capabilities;
 use zerorx::runtime::ResolvedMode;
@@ -111,12 +111,5 @@ fn main() {
     }
     let name = "nodev_a_reader_keeping_every_zero_copy_buffer_receives_everything";
     let case = nodev_a_reader_keeping_every_zero_copy_buffer_receives_everything;
-    let trial = match &missing {
-        Some(reason) if std::env::var_os("ZERORX_REQUIRE_NODEV").is_some() => {
-            let reason = format!("ZERORX_REQUIRE_NODEV is set but {reason}");
-            Trial::test(name, move || Err(reason.into()))
-        }
-        _ => Trial::test(name, case).with_ignored_flag(missing.is_some()),
-    };
-    libtest_mimic::run(&args, vec![trial]).exit();
+    libtest_mimic::run(&args, vec![common::nodev_trial(name, case, &missing)]).exit();
 }

@@ -599,16 +599,6 @@ fn hw_runtime_binds_the_queue_and_keeps_loopback_on_copy() -> Result<(), Failed>
 /// A nodev test: listed as ignored, with the reason printed, where NODEV is missing,
 /// except under `ZERORX_REQUIRE_NODEV` (set by CI's kernel guest), where it fails with
 /// the reason instead.
-fn nodev_trial(name: &str, case: Case, missing: &Option<String>) -> Trial {
-    match missing {
-        Some(reason) if std::env::var_os("ZERORX_REQUIRE_NODEV").is_some() => {
-            let reason = format!("ZERORX_REQUIRE_NODEV is set but {reason}");
-            Trial::test(name, move || Err(reason.into()))
-        }
-        _ => Trial::test(name, case).with_ignored_flag(missing.is_some()),
-    }
-}
-
 /// The test of a feature where the kernel has it, else the test of its fallback: one
 /// or the other always runs, under its own name.
 fn feature_or_fallback(
@@ -717,7 +707,7 @@ fn main() {
     )];
     let trials: Vec<Trial> = nodev
         .into_iter()
-        .map(|(n, f)| nodev_trial(n, f, &nodev_reason))
+        .map(|(n, f)| common::nodev_trial(n, f, &nodev_reason))
         .chain(std::iter::once(Trial::test(
             "a_ceiling_below_the_pool_size_is_refused",
             a_ceiling_below_the_pool_size_is_refused,

@@ -84,3 +84,21 @@ pub async fn echo_verified(
     writer.await.expect("writer");
     got
 }
+
+/// A `nodev_*` test: run where the kernel has device-less ZCRX (`missing` is `None`),
+/// else listed as ignored, or failed with the reason when `ZERORX_REQUIRE_NODEV` is set
+/// (the guest suite sets it, so a kernel without it cannot pass quietly).
+pub fn nodev_trial(
+    name: &str,
+    case: fn() -> Result<(), libtest_mimic::Failed>,
+    missing: &Option<String>,
+) -> libtest_mimic::Trial {
+    use libtest_mimic::Trial;
+    match missing {
+        Some(reason) if std::env::var_os("ZERORX_REQUIRE_NODEV").is_some() => {
+            let reason = format!("ZERORX_REQUIRE_NODEV is set but {reason}");
+            Trial::test(name, move || Err(reason.into()))
+        }
+        _ => Trial::test(name, case).with_ignored_flag(missing.is_some()),
+    }
+}

@@ -260,3 +260,72 @@ fn a_limit_equal_to_the_pool_receives_only_into_the_pool() {
         assert_eq!(h.metrics()[0].recv_overflows, 0);
     });
 }
+
+#[test]
+fn streams_receiving_beside_the_pool_at_once_stay_within_the_limit_together() {
+    let _g = common::fd_lock();
+    let allowance = 64 * 1024;
+    let rt = rt(false, Some(POOL + allowance), Duration::from_secs(10));
+    let h = rt.handle().clone();
+    rt.block_on(async move {
+        let kept = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let keeping = std::rc::Rc::new(std::cell::Cell::new(true));
+        let (l, addr) = common::loopback_listener();
+        let conns = 32;
+        let per_conn = 64 * 1024;
+        let readers: Vec<_> = (0..conns)
+            .map(|_| {
+                let (kept, keeping) = (kept.clone(), keeping.clone());
+                spawn(async move {
+                    let (s, _) = TcpStream::connect(addr)
+                        .await
+                        .map(|s| (s, ()))
+                        .expect("connect");
+                    let mut got = 0;
+                    while got < per_conn {
+                        let buf = s.recv().await.expect("recv").expect("data");
+                        got += buf.len();
+                        if keeping.get() {
+                            kept.borrow_mut().push(buf);
+                        }
+                    }
+                    got
+                })
+            })
+            .collect();
+        let mut writers = Vec::new();
+        for _ in 0..conns {
+            let (s, _) = l.accept().await.expect("accept");
+            writers.push(spawn(async move {
+                s.send(Bytes::from(vec![9u8; per_conn]))
+                    .await
+                    .expect("send");
+                s
+            }));
+        }
+        // Every reader keeps everything: the pool and then the allowance fill, with
+        // many streams starting receives beside the pool at once.
+        zerorx::sleep(Duration::from_millis(500)).await;
+        let st = h.pool_stats()[0].expect("pool");
+        assert!(st.overflow_receives > 0, "{st:?}");
+        assert!(
+            st.overflow_held <= allowance as u64,
+            "{} bytes beside the pool, over the {allowance}-byte allowance",
+            st.overflow_held
+        );
+        // Letting go (and keeping nothing more) lets every stream finish.
+        keeping.set(false);
+        kept.borrow_mut().clear();
+        let mut total = 0;
+        for r in readers {
+            total += timeout(Duration::from_secs(20), r)
+                .await
+                .expect("no hang")
+                .expect("reader");
+        }
+        assert_eq!(total, conns * per_conn);
+        for w in writers {
+            drop(w.await.expect("writer"));
+        }
+    });
+}

@@ -12,6 +12,7 @@
 use super::recv::RecvInto;
 use super::SharedFd;
 use crate::metrics::add_owned;
+use crate::runtime::context;
 use crate::runtime::op::Op;
 use crate::runtime::worker::Core;
 use crate::time::Sleep;
@@ -27,8 +28,20 @@ use zcrx::RxBuf;
 #[derive(Default)]
 pub(crate) struct Overflow {
     recv: Option<Op<RecvInto>>,
+    /// The capacity of the receive in flight, counted against the worker's limit until
+    /// it completes (so streams starting receives at once cannot together pass it).
+    reserved: u64,
     /// Set when a receive first found no room under the limit; cleared by progress.
     deadline: Option<Sleep>,
+}
+
+impl Drop for Overflow {
+    fn drop(&mut self) {
+        if self.reserved > 0 {
+            let reserved = self.reserved;
+            context::with_core(|core| core.rx.release_overflow(reserved));
+        }
+    }
 }
 
 /// What the receive in flight gave.
@@ -45,8 +58,10 @@ impl Overflow {
         let Some(op) = self.recv.as_mut() else {
             return Poll::Ready(Ok(Got::Nothing));
         };
-        let (c, op) = std::task::ready!(Pin::new(op).poll(cx))?;
+        let done = std::task::ready!(Pin::new(op).poll(cx));
         self.recv = None;
+        core.rx.release_overflow(std::mem::take(&mut self.reserved));
+        let (c, op) = done?;
         let n = c.result()? as usize;
         if n == 0 {
             return Poll::Ready(Ok(Got::Eof));
@@ -77,6 +92,8 @@ impl Overflow {
                 socket: fd.clone(),
                 buf: BytesMut::with_capacity(room),
             })?);
+            self.reserved = room as u64;
+            core.rx.reserve_overflow(self.reserved);
             add_owned(&core.shared.metrics.recv_overflows, 1);
             return Poll::Ready(Ok(()));
         }

@@ -60,6 +60,9 @@ pub(crate) struct RxState {
     memory: RecvMemory,
     /// Receives waiting at the memory limit, woken when overflow memory is freed.
     room_waiters: RefCell<Vec<Waker>>,
+    /// Capacity of the overflow receives in flight: counted against the limit from
+    /// submission, before their bytes are held.
+    overflow_reserved: Cell<u64>,
     /// When the pinning warning was last logged.
     pinned_warned: Cell<Option<Instant>>,
     /// Since when receives have gone to ordinary memory (the pools held), until the
@@ -115,6 +118,7 @@ impl RxState {
             holders: Rc::default(),
             memory: limits.memory,
             room_waiters: RefCell::new(Vec::new()),
+            overflow_reserved: Cell::new(0),
             pinned_warned: Cell::new(None),
             held_since: Cell::new(None),
             steering_warned: Cell::new(false),
@@ -206,8 +210,22 @@ impl RxState {
         let Some(pool) = &self.pool else {
             return 0;
         };
-        let left = self.memory.overflow.saturating_sub(pool.overflow_held());
+        let used = pool.overflow_held() + self.overflow_reserved.get();
+        let left = self.memory.overflow.saturating_sub(used);
         left.min(pool.buffer_size() as u64) as usize
+    }
+
+    /// Counts `bytes` of an overflow receive's buffer against the limit while it is in
+    /// flight (given back with [`release_overflow`](Self::release_overflow)).
+    pub(crate) fn reserve_overflow(&self, bytes: u64) {
+        self.overflow_reserved
+            .set(self.overflow_reserved.get() + bytes);
+    }
+
+    /// Gives back what [`reserve_overflow`](Self::reserve_overflow) counted.
+    pub(crate) fn release_overflow(&self, bytes: u64) {
+        self.overflow_reserved
+            .set(self.overflow_reserved.get().saturating_sub(bytes));
     }
 
     /// Wraps the bytes an overflow receive got (see [`overflow_room`](Self::overflow_room)).

@@ -23,6 +23,9 @@ fn stalled_connection_dump() -> (RuntimeDump, SocketAddr, i32) {
         .expect("runtime");
     let handle = rt.handle().clone();
     let (tx, rx) = std::sync::mpsc::channel();
+    // The connection's fd comes back by channel: a static would be shared by the tests
+    // of this binary that run at once, each reading the other's fd.
+    let (fd_tx, fd_rx) = std::sync::mpsc::channel();
     let _server = handle.spawn_on_with(1, move || async move {
         let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).expect("bind");
         tx.send(listener.local_addr().expect("addr"))
@@ -31,8 +34,7 @@ fn stalled_connection_dump() -> (RuntimeDump, SocketAddr, i32) {
         let _nap = zerorx::spawn(zerorx::time::sleep(Duration::from_secs(60)));
         let _chan = zerorx::spawn(std::future::pending::<()>());
         use std::os::fd::AsRawFd;
-        let fd = conn.socket().as_raw_fd();
-        let _ = FD.set(fd);
+        let _ = fd_tx.send(conn.socket().as_raw_fd());
         let _ = conn.recv().await;
     });
     let addr = rx.recv_timeout(Duration::from_secs(5)).expect("listening");
@@ -49,13 +51,13 @@ fn stalled_connection_dump() -> (RuntimeDump, SocketAddr, i32) {
         }
         taker.join().expect("dump thread")
     });
-    let fd = *FD.get().expect("the connection task ran");
+    let fd = fd_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the connection task ran");
     drop(client);
     rt.shutdown(Duration::from_secs(2)).expect("shutdown");
     (dump, client_addr, fd)
 }
-
-static FD: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
 
 fn worker(dump: &RuntimeDump, i: usize) -> &WorkerDump {
     &dump.workers[i]

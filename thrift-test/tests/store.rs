@@ -1,8 +1,8 @@
 //! The store example as a test: a handler that keeps what it decodes serves every
 //! `put`, keeping all entries or every 64th, with the kept entries detached; and one
 //! that keeps the decoded slices as they are is never a silent hang: it is served
-//! beside its pinned pool until the receive memory limit, then its connection is
-//! closed with the reason counted.
+//! beside its pinned pool, within the receive memory limit, and at the limit either
+//! closed with the reason counted or still served.
 
 use zerorx_thrift_test::store::{run_puts, Keep, PutReport, PutRun};
 
@@ -64,22 +64,30 @@ fn a_store_keeping_every_64th_detached_entry_serves_every_put() {
 }
 
 #[test]
-fn a_store_keeping_slices_is_served_beside_its_pool_then_told_at_the_limit() {
+fn a_store_keeping_slices_is_served_beside_its_pool_within_its_limit() {
     // Within a generous limit: every put served, the pinned pool bypassed.
     let r = run(40_000, Keep::All, false, Some(256 << 20));
     assert_eq!((r.answered, r.failed), (40_000, 0), "{r:?}");
     assert!(r.overflow_receives > 0 && r.overflow_held > 0, "{r:?}");
-    // A limit of the pool and 1 MiB: the connection is closed at it, and the calls
-    // fail promptly instead of waiting out their timeouts one by one.
+    // A limit of the pool and 1 MiB: never a hang, never past the limit. Either the
+    // connection is closed at it with the reason counted, or (when the receives beside
+    // the pool have shrunk to the room left, so requests span them and the server
+    // copies each once) every put is still served. Which one depends on timing; the
+    // refusal itself is tested deterministically in zerorx's tests/pool_pressure.rs.
+    let allowance = 1u64 << 20;
     let started = std::time::Instant::now();
-    let r = run(200_000, Keep::All, false, Some((4 << 20) + (1 << 20)));
-    assert!(r.failed > 0 && r.answered < 200_000, "{r:?}");
-    assert!(
-        r.memory_refusals >= 1 && r.receive_memory_closes >= 1,
-        "{r:?}"
+    let r = run(
+        200_000,
+        Keep::All,
+        false,
+        Some((4 << 20) + allowance as usize),
     );
+    assert!(r.overflow_held <= allowance, "{r:?}");
+    let closed = r.failed > 0 && r.memory_refusals >= 1 && r.receive_memory_closes >= 1;
+    let served = r.answered == 200_000 && r.failed == 0;
+    assert!(closed || served, "{r:?}");
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(60),
+        started.elapsed() < std::time::Duration::from_secs(90),
         "{r:?}"
     );
 }

@@ -33,6 +33,7 @@ pub(crate) struct WorkerMetrics {
     pub(crate) accept_reset: AtomicU64,
     pub(crate) recv_overflows: AtomicU64,
     pub(crate) recv_memory_refusals: AtomicU64,
+    pub(crate) recv_zc_restarts: AtomicU64,
 }
 
 /// Number of [`RearmCounts`] fields.
@@ -129,6 +130,7 @@ impl WorkerMetrics {
             accept_reset: self.accept_reset.load(Relaxed),
             recv_overflows: self.recv_overflows.load(Relaxed),
             recv_memory_refusals: self.recv_memory_refusals.load(Relaxed),
+            recv_zc_restarts: self.recv_zc_restarts.load(Relaxed),
         }
     }
 }
@@ -189,4 +191,8 @@ pub struct WorkerMetricsSnapshot {
     /// Stream receives that failed with `OutOfMemory` after waiting at the receive
     /// memory limit (the pools held and the overflow allowance used up).
     pub recv_memory_refusals: u64,
+    /// Zero-copy receives the runtime cancelled and armed again because the kernel
+    /// (one without zcrx events: Linux 7.1) can leave a receive parked on a dry area
+    /// with no completion when chunks come back. Zero on Linux 7.2+.
+    pub recv_zc_restarts: u64,
 }

@@ -216,6 +216,36 @@ impl Driver {
         let _ = unsafe { self.push(&entry) };
     }
 
+    /// Cancels the multishot ops still streaming whose SQE had `opcode` and for which
+    /// `pick` (given the op's data) says so, leaving each to its future, which sees the
+    /// `-ECANCELED` final completion as usual (unlike [`drop_op`](Self::drop_op), which
+    /// abandons the op). Returns how many.
+    pub(crate) fn cancel_streaming(
+        &mut self,
+        opcode: u8,
+        mut pick: impl FnMut(&mut OpData) -> bool,
+    ) -> usize {
+        let keys: Vec<Key> = self
+            .ops
+            .iter_with_meta()
+            .filter(|(_, meta, slot)| {
+                meta.label == opcode
+                    && matches!(
+                        slot.lifecycle,
+                        Lifecycle::Streaming {
+                            finished: false,
+                            ..
+                        }
+                    )
+            })
+            .filter_map(|(key, _, slot)| pick(&mut slot.data).then_some(key))
+            .collect();
+        for &key in &keys {
+            self.push_cancel(key);
+        }
+        keys.len()
+    }
+
     /// Polls a single-shot op: `Ready(Some)` with its completion and data, `Ready(None)`
     /// if the slot is gone (runtime shut down).
     pub(crate) fn poll_op(

@@ -252,6 +252,16 @@ impl<T> GenSlab<T> {
             })
     }
 
+    /// Every live entry with its key and what is kept with it.
+    pub(crate) fn iter_with_meta(&mut self) -> impl Iterator<Item = (Key, Meta, &mut T)> {
+        self.slots_mut().filter_map(|(index, slot)| {
+            let (generation, meta) = (slot.generation, slot.meta);
+            slot.entry
+                .as_mut()
+                .map(|v| (Key::new(index, generation), meta, v))
+        })
+    }
+
     /// Every live entry with its key.
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (Key, &mut T)> {
         self.slots_mut().filter_map(|(index, slot)| {

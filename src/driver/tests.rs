@@ -196,3 +196,92 @@ fn a_peek_keeps_no_waker_and_leaves_the_kept_one() {
     kept.take().expect("kept").into_waker().wake();
     assert_eq!(count.0.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
+
+/// A multishot poll for input on `fd`: streams until cancelled (nothing is written).
+struct PollIn {
+    fd: std::os::fd::RawFd,
+}
+
+// SAFETY: POLL_ADD references no memory; the test keeps `fd` open until the op ends.
+unsafe impl OpCode for PollIn {
+    fn create_entry(&mut self) -> squeue::Entry {
+        opcode::PollAdd::new(types::Fd(self.fd), libc::POLLIN as u32)
+            .multi(true)
+            .build()
+    }
+
+    fn release(&mut self, _: &Completion) {}
+
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.fd)
+    }
+}
+
+#[test]
+fn cancelling_streams_by_opcode_ends_those_picked_and_leaves_them_to_their_futures() {
+    use super::op::Multi;
+    use std::os::fd::AsRawFd;
+    let mut d = driver();
+    let pairs: Vec<_> = (0..3)
+        .map(|_| std::os::unix::net::UnixStream::pair().expect("socketpair"))
+        .collect();
+    let streams: Vec<_> = pairs
+        .iter()
+        .map(|(s, _)| {
+            d.submit(
+                OpData::boxed(Box::new(Multi::new(PollIn { fd: s.as_raw_fd() }))),
+                Lifecycle::Streaming {
+                    waker: None,
+                    finished: false,
+                },
+            )
+            .expect("submit")
+        })
+        .collect();
+    let released = Rc::new(Cell::new(0));
+    let other = submit(
+        &mut d,
+        LongTimeout {
+            ts: Box::new(types::Timespec::new().sec(60)),
+            released: released.clone(),
+        },
+    );
+    d.turn(false, None).expect("submit");
+
+    // The pick sees each streaming poll's data; it spares the third.
+    let spared = pairs[2].0.as_raw_fd();
+    let mut seen = 0;
+    let picked = d.cancel_streaming(opcode::PollAdd::CODE, |data| {
+        seen += 1;
+        data.describe().0 != Some(spared)
+    });
+    assert_eq!((seen, picked), (3, 2));
+    let mut cx = Context::from_waker(Waker::noop());
+    for &key in &streams[..2] {
+        let mut ends = Vec::new();
+        turn_until(&mut d, |d| match d.poll_multi(key, &mut cx) {
+            Poll::Ready(Some(c)) => {
+                ends.push(c.res);
+                false
+            }
+            Poll::Ready(None) => true,
+            Poll::Pending => false,
+        });
+        assert_eq!(
+            ends,
+            [-libc::ECANCELED],
+            "the stream's future sees its cancelled end, not an abandoned op"
+        );
+    }
+    assert!(
+        d.poll_multi(streams[2], &mut cx).is_pending(),
+        "the spared poll streams on"
+    );
+    assert!(
+        d.poll_op(other, &mut cx).is_pending(),
+        "an op of another opcode stays in flight"
+    );
+    d.drop_op(streams[2]);
+    d.drop_op(other);
+    turn_until(&mut d, |d| d.ops_in_flight() == 0);
+}

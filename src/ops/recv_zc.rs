@@ -18,6 +18,9 @@ pub(crate) struct RecvZcMulti {
     ring: Rc<ZcRing>,
     budget: u32,
     pub(crate) decoded: Decoded,
+    /// A completion came since the last [`take_heard`](Self::take_heard): the
+    /// receive is not parked (`runtime::zc_restart`).
+    heard: bool,
 }
 
 /// Each chunk counts its length against the budget.
@@ -29,7 +32,13 @@ impl RecvZcMulti {
             ring,
             budget,
             decoded: Decoded::new(budget, ()),
+            heard: false,
         }
+    }
+
+    /// Whether a completion came since the last call.
+    pub(crate) fn take_heard(&mut self) -> bool {
+        std::mem::take(&mut self.heard)
     }
 
     /// The next buffer of the `owed` bytes of the data completion the stream took.
@@ -61,6 +70,7 @@ impl RecvZcMulti {
     }
 
     pub(crate) fn on_complete(&mut self, c: &Completion) {
+        self.heard = true;
         if c.res > 0 {
             let buf = self.decode(c).map(|b| vec![b]);
             self.decoded.push(buf, CHARGE);

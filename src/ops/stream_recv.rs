@@ -99,6 +99,15 @@ impl StreamRecv {
         with_source!(&mut self.source, op => op.take_next(owed))
     }
 
+    /// A zero-copy receive: whether a completion came since the last call (`None`
+    /// for a copy receive).
+    pub(crate) fn take_heard(&mut self) -> Option<bool> {
+        match &mut self.source {
+            Source::Zc(op) => Some(op.take_heard()),
+            Source::Copy(_) => None,
+        }
+    }
+
     /// Whether this receive asked to stop because its stream held its limit.
     pub(crate) fn stopped_at_limit(&self) -> bool {
         with_source!(&self.source, op => op.decoded.stopped_at_limit())

@@ -423,6 +423,11 @@ impl Receiver {
                 self.source = None;
                 continue;
             }
+            if end == RecvEnd::Cancelled && path == Path::ZeroCopy && core.rx.restarts_parked() {
+                // The worker cancelled it to restart a receive the kernel may have left
+                // parked on a dry area (`runtime::zc_restart`): arm again.
+                continue;
+            }
             Self::record(&core, path, c.res, &end);
             match end {
                 RecvEnd::Eof => {

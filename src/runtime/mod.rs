@@ -22,6 +22,7 @@ pub(crate) mod rx_state;
 mod shutdown;
 pub mod tuning;
 pub(crate) mod worker;
+mod zc_restart;
 pub(crate) mod zero_copy;
 
 pub use crate::driver::RingFlags;

@@ -135,6 +135,19 @@ impl RxState {
         &self.zc
     }
 
+    /// Whether the worker restarts zero-copy receives (by cancelling them) that the
+    /// kernel may have left parked: a zero-copy receive's `ECANCELED` end is then a
+    /// restart, not an error ([`ParkedRestart`]).
+    pub(crate) fn restarts_parked(&self) -> bool {
+        matches!(
+            self.zc,
+            ZcWorker::Local {
+                restart: Some(_),
+                ..
+            }
+        )
+    }
+
     /// Whether copy receives are armed as bundles.
     pub(crate) fn bundles(&self) -> bool {
         self.bundles
@@ -362,13 +375,15 @@ impl RxState {
 
     /// Publishes buffer returns to the kernel (one tail store per pool, before the
     /// kernel is entered), lets a zero-copy pool grow, and moves into `wakers` the
-    /// receives (and holders) whose wait is over.
+    /// receives (and holders) whose wait is over. Returns how long the loop may sleep
+    /// at most before it must look at its receives again (`runtime::zc_restart`).
     pub(crate) fn maintain(
         &self,
         driver: &RefCell<Driver>,
         shared: &WorkerShared,
         wakers: &mut Vec<Waker>,
-    ) {
+    ) -> Option<Duration> {
+        let mut look_within = None;
         if let Some(pool) = &self.pool {
             // Takes back buffers dropped on other threads, too.
             pool.maintain();
@@ -403,6 +418,7 @@ impl RxState {
             ring,
             importers,
             growth,
+            restart,
             ..
         } = &self.zc
         {
@@ -431,6 +447,9 @@ impl RxState {
                     }
                 }
             }
+            if let (Some(r), Some(stats)) = (restart, &self.zc_stats) {
+                look_within = r.maintain(stats, &mut driver.borrow_mut(), shared);
+            }
         }
         self.holders.take_if_low(self, wakers);
         if self.held_since.get().is_some() && super::pressure::of(self).is_some_and(|p| !p.is_low())
@@ -441,6 +460,7 @@ impl RxState {
         if !self.room_waiters.borrow().is_empty() && self.overflow_room() > 0 {
             wakers.append(&mut self.room_waiters.borrow_mut());
         }
+        look_within
     }
 
     /// Lets go of every waiting receive (shutdown); with `leaked` ops, which may still

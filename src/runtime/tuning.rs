@@ -54,7 +54,7 @@ impl fmt::Display for Setting {
 }
 
 /// Every variable, the setting it sets and what it accepts.
-pub const VARIABLES: [(&str, &str, &str); 14] = [
+pub const VARIABLES: [(&str, &str, &str); 15] = [
     (
         "ZERORX_THREADS",
         "threads",
@@ -93,6 +93,11 @@ pub const VARIABLES: [(&str, &str, &str); 14] = [
         "auto, on or off",
     ),
     ("ZERORX_RECV_BUNDLES", "recv_bundles", "on or off"),
+    (
+        "ZERORX_ZC_RESTARTS",
+        "zero_copy_restarts",
+        "auto, on or off",
+    ),
     (
         "ZERORX_COMPLETION_BATCH",
         "completion_batch",

@@ -225,8 +225,12 @@ impl Core {
         };
         self.wake_all(&mut wakers);
 
-        self.rx.maintain(&self.driver, &self.shared, &mut wakers);
+        let look_within = self.rx.maintain(&self.driver, &self.shared, &mut wakers);
         self.wake_all(&mut wakers);
+        let timeout = match (timeout, look_within) {
+            (Some(t), Some(l)) => Some(t.min(l)),
+            (t, l) => t.or(l),
+        };
 
         let mut wait = self.sched.is_idle() && !busy();
         if wait && (self.shared.sched.park() || self.shared.dump_requests.pending() || busy()) {

@@ -6,6 +6,7 @@ use super::pressure::Pressure;
 use super::receive_mode::ZeroCopyTarget;
 use super::receive_plan::ReceiveRole;
 use super::worker::WorkerShared;
+use super::zc_restart::ParkedRestart;
 use crate::driver::Driver;
 use io_uring::squeue;
 use std::cell::Cell;
@@ -30,6 +31,9 @@ pub(crate) struct ZcSetup {
     pub(crate) area_bytes: usize,
     /// How far an owned pool may grow (`Builder::zero_copy_pool_ceiling`).
     pub(crate) ceiling: Option<usize>,
+    /// Restart receives the kernel may leave parked (`Builder::zero_copy_restarts`;
+    /// `None`: where the kernel lacks zcrx events).
+    pub(crate) restarts: Option<bool>,
     pub(crate) chunk_size: u32,
 }
 
@@ -183,6 +187,9 @@ pub(crate) enum ZcWorker {
         importers: Vec<Arc<WorkerShared>>,
         /// Device-less instance: loopback flows are received zero-copy too.
         loopback: bool,
+        /// A kernel without zcrx events (Linux 7.1), which can leave a receive parked
+        /// on a dry area: restarts them ([`ParkedRestart`]).
+        restart: Option<ParkedRestart>,
     },
     /// Receives run on `owner`'s ring and are handed over.
     Handover { owner: usize, loopback: bool },
@@ -321,10 +328,17 @@ pub(crate) fn attach(
         }
         _ => None,
     };
+    // Whether this kernel can leave a receive parked is told by what it lacks: the
+    // line that fixed it (7.2) is the one that added zcrx events.
+    let restart = setup
+        .restarts
+        .unwrap_or(!features.events)
+        .then(ParkedRestart::default);
     Ok(ZcWorker::Local {
         ring: Rc::new(ring),
         growth,
         importers: links.importers,
         loopback,
+        restart,
     })
 }

@@ -70,6 +70,7 @@ impl Builder {
                 self.incremental = tuning::auto_switch(variable, value)?
             }
             "ZERORX_RECV_BUNDLES" => self.recv_bundles = tuning::switch(variable, value)?,
+            "ZERORX_ZC_RESTARTS" => self.zc_restarts = tuning::auto_switch(variable, value)?,
             "ZERORX_COMPLETION_BATCH" => {
                 self.wait_batch = tuning::completion_batch(variable, value)?
             }
@@ -121,6 +122,15 @@ impl Builder {
             "ZERORX_INCREMENTAL_BUFFERS" => (
                 "incremental_buffers",
                 match self.incremental {
+                    None => "auto",
+                    Some(true) => "on",
+                    Some(false) => "off",
+                }
+                .to_owned(),
+            ),
+            "ZERORX_ZC_RESTARTS" => (
+                "zero_copy_restarts",
+                match self.zc_restarts {
                     None => "auto",
                     Some(true) => "on",
                     Some(false) => "off",

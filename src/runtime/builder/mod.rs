@@ -25,6 +25,7 @@ pub struct Builder {
     receive_mode: ReceiveMode,
     pool_bytes: usize,
     zc_pool_ceiling: Option<usize>,
+    zc_restarts: Option<bool>,
     chunk_size: u32,
     copy_pool: CopyPoolChoice,
     incremental: Option<bool>,
@@ -97,6 +98,7 @@ impl Default for Builder {
             receive_mode: ReceiveMode::Auto,
             pool_bytes: DEFAULT_POOL_BYTES,
             zc_pool_ceiling: None,
+            zc_restarts: None,
             chunk_size: DEFAULT_CHUNK_SIZE,
             copy_pool: CopyPoolChoice::Sized,
             incremental: None,
@@ -217,6 +219,21 @@ impl Builder {
     /// `pool_size` makes [`build`](Self::build) fail.
     pub fn zero_copy_pool_ceiling(&mut self, bytes: Option<usize>) -> &mut Self {
         self.zc_pool_ceiling = bytes;
+        self
+    }
+
+    /// Whether workers restart zero-copy receives the kernel may have left parked:
+    /// Linux 7.1 can leave a multishot RECV_ZC armed without a completion once its area
+    /// ran dry, and chunks given back do not wake it, so a connection whose peer has
+    /// filled its window stalls for good. Restarting cancels the worker's zero-copy
+    /// receives when returns end a shortage (they arm again at once and take the
+    /// queued data), counted in
+    /// [`WorkerMetricsSnapshot::recv_zc_restarts`](crate::WorkerMetricsSnapshot::recv_zc_restarts).
+    /// Default: on where the kernel lacks zcrx events (Linux 7.2 added them and ends
+    /// such a receive with `ENOMEM`), which is what tells a 7.1 kernel.
+    pub fn zero_copy_restarts(&mut self, on: bool) -> &mut Self {
+        self.explicit.push("ZERORX_ZC_RESTARTS");
+        self.zc_restarts = Some(on);
         self
     }
 

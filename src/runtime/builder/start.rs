@@ -90,6 +90,7 @@ impl Builder {
             target,
             area_bytes: self.pool_bytes,
             ceiling: self.zc_pool_ceiling,
+            restarts: self.zc_restarts,
             chunk_size: self.chunk_size,
         });
         let started = self.start(threads, &cfg, report.clone(), tuning.clone());

@@ -120,6 +120,10 @@ pub struct RuntimeFigures {
     /// Receives that failed at the receive memory limit.
     #[serde(default)]
     pub recv_memory_refusals: u64,
+    /// Zero-copy receives restarted because the kernel (Linux 7.1) may have left them
+    /// parked on a dry area.
+    #[serde(default)]
+    pub recv_zc_restarts: u64,
 }
 
 /// Receive re-arms by reason (`zerorx::RearmCounts`).
@@ -161,6 +165,7 @@ impl From<zerorx::WorkerMetricsSnapshot> for RuntimeFigures {
             recv_handovers: m.recv_handovers,
             recv_overflows: m.recv_overflows,
             recv_memory_refusals: m.recv_memory_refusals,
+            recv_zc_restarts: m.recv_zc_restarts,
         }
     }
 }

@@ -183,3 +183,106 @@ fn bad_input_is_an_error_naming_the_path_and_the_cause() {
         assert_eq!(err.kind(), ErrorKind::InvalidInput);
     });
 }
+
+#[test]
+fn the_futures_io_and_tokio_traits_read_write_and_seek_a_file() {
+    use futures_util::io::{AsyncBufReadExt, AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+    use std::io::SeekFrom;
+    let dir = Scratch::new("compat");
+    let path = dir.0.join("data");
+    rt().block_on(async move {
+        let mut rng = Rng(5);
+        // More than two read-aheads, not a multiple of one.
+        let data: Vec<u8> = (0..150_000).map(|_| rng.next() as u8).collect();
+        let mut out = File::create(&path).await.expect("create").compat();
+        for piece in data.chunks(7_000) {
+            out.write_all(piece).await.expect("write");
+        }
+        out.close().await.expect("close");
+        assert_eq!(out.position(), data.len() as u64);
+        assert_eq!(std::fs::read(&path).expect("std read"), data);
+
+        // Read back whole in odd-sized reads, then seek around.
+        let mut f = File::open(&path).await.expect("open").compat();
+        let mut back = Vec::new();
+        let mut buf = [0u8; 1_000];
+        loop {
+            let n = f.read(&mut buf).await.expect("read");
+            if n == 0 {
+                break;
+            }
+            back.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(back, data);
+        assert_eq!(f.seek(SeekFrom::Start(10)).await.expect("seek"), 10);
+        let mut ten = [0u8; 10];
+        f.read_exact(&mut ten).await.expect("read at 10");
+        assert_eq!(&ten, &data[10..20]);
+        assert_eq!(f.seek(SeekFrom::Current(-5)).await.expect("seek"), 15);
+        f.read_exact(&mut ten).await.expect("read at 15");
+        assert_eq!(&ten, &data[15..25]);
+        let end = f.seek(SeekFrom::End(-3)).await.expect("seek from the end");
+        assert_eq!(end, data.len() as u64 - 3);
+        let mut tail = Vec::new();
+        f.read_to_end(&mut tail).await.expect("tail");
+        assert_eq!(tail, &data[data.len() - 3..]);
+        let before = f.seek(SeekFrom::Current(-(data.len() as i64) - 1)).await;
+        let e = before.expect_err("before the start");
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("data"), "{e}");
+
+        // A write drops what was read ahead: the next read sees the new bytes.
+        let mut rw = File::options()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .await
+            .expect("open rw")
+            .compat();
+        rw.read_exact(&mut ten).await.expect("read ahead");
+        rw.write_all(b"XYZ").await.expect("overwrite 10..13");
+        rw.flush().await.expect("flush");
+        rw.seek(SeekFrom::Start(8)).await.expect("seek");
+        rw.read_exact(&mut ten).await.expect("read over it");
+        assert_eq!(&ten[..2], &data[8..10]);
+        assert_eq!(&ten[2..5], b"XYZ");
+        assert_eq!(&ten[5..], &data[13..18]);
+
+        // Lines through AsyncBufRead.
+        fs::write(&path, &b"one\ntwo\nthree"[..])
+            .await
+            .expect("write lines");
+        let mut lines = File::open(&path).await.expect("open").compat().lines();
+        let mut got = Vec::new();
+        while let Some(line) = futures_util::StreamExt::next(&mut lines).await {
+            got.push(line.expect("line"));
+        }
+        assert_eq!(got, ["one", "two", "three"]);
+
+        // tokio's traits: write, seek and read back.
+        let mut t = File::options()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .await
+            .expect("open")
+            .compat();
+        tokio::io::AsyncWriteExt::write_all(&mut t, b"ONE")
+            .await
+            .expect("tokio write");
+        tokio::io::AsyncWriteExt::flush(&mut t)
+            .await
+            .expect("flush");
+        assert_eq!(
+            tokio::io::AsyncSeekExt::seek(&mut t, SeekFrom::Start(0))
+                .await
+                .expect("seek"),
+            0
+        );
+        let mut all = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut t, &mut all)
+            .await
+            .expect("tokio read");
+        assert_eq!(all, "ONE\ntwo\nthree");
+    });
+}

@@ -173,6 +173,12 @@ impl File {
         &self.path
     }
 
+    /// The file's position: where [`read`](Self::read) and
+    /// [`write_all`](Self::write_all) go next.
+    pub fn position(&self) -> u64 {
+        self.pos.get()
+    }
+
     /// Reads into the spare capacity of `buf` at `offset`; returns the bytes read (0 at
     /// the end of the file) with the buffer.
     pub async fn read_at(&self, buf: BytesMut, offset: u64) -> io::Result<(usize, BytesMut)> {

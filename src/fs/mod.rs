@@ -20,9 +20,11 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod compat;
 mod file;
 mod metadata;
 
+pub use compat::{FileCompat, READ_AHEAD};
 pub use file::{File, OpenOptions};
 pub use metadata::Metadata;
 

@@ -18,9 +18,11 @@ pub(crate) struct RecvZcMulti {
     ring: Rc<ZcRing>,
     budget: u32,
     pub(crate) decoded: Decoded,
-    /// A completion came since the last [`take_heard`](Self::take_heard): the
-    /// receive is not parked (`runtime::zc_restart`).
+    /// A completion came since the last [`quiet_looks`](Self::quiet_looks).
     heard: bool,
+    /// Looks in a row that found no completion since the one before
+    /// (`runtime::zc_restart`).
+    quiet: u8,
 }
 
 /// Each chunk counts its length against the budget.
@@ -33,12 +35,19 @@ impl RecvZcMulti {
             budget,
             decoded: Decoded::new(budget, ()),
             heard: false,
+            quiet: 0,
         }
     }
 
-    /// Whether a completion came since the last call.
-    pub(crate) fn take_heard(&mut self) -> bool {
-        std::mem::take(&mut self.heard)
+    /// A look at the receive: how many looks in a row (this one included) found no
+    /// completion since the look before.
+    pub(crate) fn quiet_looks(&mut self) -> u8 {
+        self.quiet = if std::mem::take(&mut self.heard) {
+            0
+        } else {
+            self.quiet.saturating_add(1)
+        };
+        self.quiet
     }
 
     /// The next buffer of the `owed` bytes of the data completion the stream took.

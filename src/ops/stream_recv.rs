@@ -99,11 +99,11 @@ impl StreamRecv {
         with_source!(&mut self.source, op => op.take_next(owed))
     }
 
-    /// A zero-copy receive: whether a completion came since the last call (`None`
-    /// for a copy receive).
-    pub(crate) fn take_heard(&mut self) -> Option<bool> {
+    /// A zero-copy receive: looks in a row without a completion (`RecvZcMulti::quiet_looks`;
+    /// `None` for a copy receive).
+    pub(crate) fn quiet_looks(&mut self) -> Option<u8> {
         match &mut self.source {
-            Source::Zc(op) => Some(op.take_heard()),
+            Source::Zc(op) => Some(op.quiet_looks()),
             Source::Copy(_) => None,
         }
     }
@@ -245,6 +245,10 @@ impl OpBox for SocketOp {
 
     fn stream_data(&mut self) -> Option<&mut dyn Any> {
         self.recv().map(|r| r as &mut dyn Any)
+    }
+
+    fn quiet_looks(&mut self) -> Option<u8> {
+        self.recv().and_then(StreamRecv::quiet_looks)
     }
 }
 

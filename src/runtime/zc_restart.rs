@@ -9,10 +9,11 @@
 //!
 //! Which receives are parked cannot be read off the pool's counters: one stalled in a
 //! guest run beside 13 of 16 chunks free. So the worker looks at the receives
-//! themselves, and only around a shortage (parks need one): from the moment its pool is
-//! seen low ([`Pressure::is_low`]) until [`WATCH`] after the last such moment, every
-//! [`CHECK_EVERY`] it cancels each RECV_ZC that has had no completion since the last
-//! look while its socket holds unread bytes (`FIONREAD`). An idle connection (nothing
+//! themselves, and only around a shortage (parks need one): from the moment its pool's
+//! owner finds it low before giving chunks back (`StatsHandle::low_passes`: a quarter
+//! of the chunks or fewer with the kernel) until [`WATCH`] after the last such moment, every
+//! [`CHECK_EVERY`] it cancels each RECV_ZC that has had no completion for two looks
+//! in a row while its socket holds unread bytes (`FIONREAD`). An idle connection (nothing
 //! to read) and a busy one (completions coming) are left alone, so a restart costs a
 //! re-arm of a receive that was stuck, and the look costs one `ioctl` per quiet
 //! receive, only while a shortage lasts.
@@ -21,12 +22,10 @@
 //! an allocation-failure event): nothing is watched there
 //! ([`Builder::zero_copy_restarts`](crate::Builder::zero_copy_restarts) decides).
 
-use super::pressure::Pressure;
 use super::worker::WorkerShared;
 use crate::driver::op::OpData;
 use crate::driver::Driver;
 use crate::metrics::add_owned;
-use crate::ops::stream_recv::StreamRecv;
 use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -39,12 +38,14 @@ const RECV_ZC: u8 = io_uring::opcode::RecvZc::CODE;
 /// receive parks at the shortage, and is found at the next look or the one after.
 const WATCH: Duration = Duration::from_secs(1);
 
-/// Time between two looks: how long a parked receive stalls at most (about).
+/// Time between two looks: a parked receive stalls for two or three of them.
 const CHECK_EVERY: Duration = Duration::from_millis(20);
 
 /// The watch of one worker receiving zero-copy on a kernel without events.
 #[derive(Debug, Default)]
 pub(crate) struct ParkedRestart {
+    /// The pool's `low_passes` at the last turn: a change is a shortage.
+    low_seen: Cell<u64>,
     /// Until when receives are looked at (`None`: no shortage lately).
     watch_until: Cell<Option<Instant>>,
     /// When the next look is due.
@@ -61,12 +62,10 @@ impl ParkedRestart {
         driver: &mut Driver,
         shared: &WorkerShared,
     ) -> Option<Duration> {
-        let s = stats.snapshot();
-        let low = Pressure {
-            available: s.chunks_total.saturating_sub(s.in_use + s.returns_pending) as usize,
-            total: s.chunks_total as usize,
-        }
-        .is_low();
+        // Counted by the owner before it gives chunks back (the pool looks fine again
+        // right after), and seen by importers as well.
+        let passes = stats.low_passes();
+        let low = passes != self.low_seen.replace(passes);
         if !low && self.watch_until.get().is_none() {
             // The usual turn: no shortage, no clock read.
             return None;
@@ -94,23 +93,20 @@ impl ParkedRestart {
     }
 }
 
-/// Cancels the worker's RECV_ZC receives that had no completion since the last look
-/// and whose socket holds unread bytes, counted in its metrics; marks the others
-/// unheard for the next look.
+/// Cancels the worker's RECV_ZC receives found [`stuck`], counted in its metrics.
 fn look(driver: &mut Driver, shared: &WorkerShared) -> usize {
     let n = driver.cancel_streaming(RECV_ZC, stuck);
     add_owned(&shared.metrics.recv_zc_restarts, n as u64);
     n
 }
 
-/// Whether the receive `data` is parked: nothing heard since the last look while its
-/// socket has bytes to read.
+/// Whether the receive `data` is parked: nothing heard for two looks in a row while
+/// its socket has bytes to read. Two, because bytes that arrived just before this look
+/// may not have been received yet: a loop turn (one kernel entry, which runs the
+/// receive) separates two looks, so after the second the receive had its chance.
 fn stuck(data: &mut OpData) -> bool {
-    let heard = data.with_stream_data(|r: &mut StreamRecv| r.take_heard());
-    if heard != Some(Some(false)) {
-        return false;
-    }
-    data.describe().0.is_some_and(has_unread_bytes)
+    let quiet = data.quiet_looks();
+    quiet.is_some_and(|n| n >= 2) && data.describe().0.is_some_and(has_unread_bytes)
 }
 
 /// Whether the socket `fd` has bytes queued for reading (`FIONREAD`); `false` when

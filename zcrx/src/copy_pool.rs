@@ -492,6 +492,14 @@ impl StatsHandle {
             .wrapping_add(s.chunks_total.load(std::sync::atomic::Ordering::Relaxed))
     }
 
+    /// [`PoolStatsSnapshot::low_passes`] alone: one load, for a check every loop turn.
+    pub fn low_passes(&self) -> u64 {
+        self.0
+            .stats
+            .low_passes
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Counts a terminal receive result (`-ENOBUFS`, `-ENOSPC`, `-ENOMEM`, `-EFAULT`).
     pub fn record_errno(&self, errno: i32) {
         self.0.stats.record_errno(errno)

@@ -68,9 +68,16 @@ impl RxBuf {
     /// [`PoolStatsSnapshot::overflow_held`]: crate::PoolStatsSnapshot::overflow_held
     pub(crate) fn overflow(core: Arc<PoolCore>, mut data: Vec<u8>) -> RxBuf {
         data.truncate(u32::MAX as usize);
-        // Exactly `len` bytes, so the allocation can be rebuilt from the handle alone
-        // (shrinking a heap block is done in place by the allocator).
-        let data: Box<[u8]> = data.into_boxed_slice();
+        // Exactly `len` bytes, so the allocation can be rebuilt from the handle alone.
+        // A receive that filled less than half its buffer is copied into a block of
+        // its own size: shrunk in place, the block's free tail could not take the next
+        // buffer-sized receive, so each small buffer a reader kept would pin a whole
+        // buffer of heap (a guest rpc run grew to 350 MiB within a 128 MiB limit).
+        let data: Box<[u8]> = if data.len() < data.capacity() / 2 {
+            Box::from(&data[..])
+        } else {
+            data.into_boxed_slice()
+        };
         let len = data.len() as u32;
         core.overflow_taken(len as u64);
         let ptr = NonNull::from(Box::leak(data)).cast::<u8>();

@@ -27,6 +27,7 @@ pub struct PoolStats {
     pub(crate) remote_returns: AtomicU64,
     pub(crate) returned_to_kernel: AtomicU64,
     pub(crate) alloc_fail_events: AtomicU64,
+    pub(crate) low_passes: AtomicU64,
     pub(crate) copy_events: AtomicU64,
     pub(crate) event_arm_errors: AtomicU64,
     pub(crate) areas_added: AtomicU64,
@@ -80,6 +81,10 @@ pub struct PoolStatsSnapshot {
     /// `ZCRX_EVENT_ALLOC_FAIL` events: the NIC found no free chunk to receive into
     /// (Linux 7.2+, zero-copy instances registered with events).
     pub alloc_fail_events: u64,
+    /// Publishes of returns that found the pool low (a quarter of its chunks or fewer
+    /// with the kernel) before giving buffers back: the moments a receive can have
+    /// met it dry.
+    pub low_passes: u64,
     /// `ZCRX_EVENT_COPY` events: the kernel copied a fragment instead of placing it
     /// (Linux 7.2+). Each event is re-armed, so this counts bursts of copies, not bytes.
     pub copy_events: u64,
@@ -127,6 +132,7 @@ impl PoolStats {
             remote_returns: self.remote_returns.load(Relaxed),
             returned_to_kernel: self.returned_to_kernel.load(Relaxed),
             alloc_fail_events: self.alloc_fail_events.load(Relaxed),
+            low_passes: self.low_passes.load(Relaxed),
             copy_events: self.copy_events.load(Relaxed),
             event_arm_errors: self.event_arm_errors.load(Relaxed),
             areas_added: self.areas_added.load(Relaxed),
@@ -179,7 +185,15 @@ impl PoolStats {
     }
 
     /// Counts entries published to the kernel.
+    /// `n` ring entries are about to be published: counted, and, when the kernel's
+    /// share before them was a quarter of the chunks or less, a low pass (the `n`
+    /// are written to the ring but not yet visible, and no longer `in_use`).
     pub(crate) fn returned(&self, n: u64) {
+        let total = self.chunks_total.load(Relaxed);
+        let out = self.in_use.load(Relaxed) + self.returns_pending.load(Relaxed) + n;
+        if total.saturating_sub(out).saturating_mul(4) <= total {
+            self.low_passes.fetch_add(1, Relaxed);
+        }
         self.returned_to_kernel.fetch_add(n, Relaxed);
     }
 

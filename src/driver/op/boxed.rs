@@ -33,6 +33,14 @@ pub(crate) trait OpBox {
     /// the stream to downcast; `None` for a single-shot op.
     fn stream_data(&mut self) -> Option<&mut dyn Any>;
 
+    /// For a zero-copy stream receive: looks in a row that found no completion since
+    /// the look before, this one included (the worker's restart of receives a 7.1
+    /// kernel left parked asks it, by op, with no knowledge of the receive's type);
+    /// `None` for any other op.
+    fn quiet_looks(&mut self) -> Option<u8> {
+        None
+    }
+
     /// Releases every completion queued for the stream of op `key`, which nobody will
     /// read.
     fn release_all_queued(&mut self, key: Key) {

@@ -168,6 +168,11 @@ impl OpData {
         self.with_op(|op| op.release_all_queued(key))
     }
 
+    /// [`OpBox::quiet_looks`] of this op.
+    pub(crate) fn quiet_looks(&mut self) -> Option<u8> {
+        self.with_op(|op| op.quiet_looks())
+    }
+
     /// Runs `f` on the data of a multishot op as a `T` ([`OpBox::stream_data`]).
     pub(crate) fn with_stream_data<T: 'static, R>(
         &mut self,

@@ -281,13 +281,13 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
         writeln!(
             o,
             "receive re-arms  (per worker: ENOBUFS / ENOSPC / ENOMEM / EINTR / ended / budget; \
-             steering fall-backs, hand-overs)"
+             steering fall-backs, hand-overs; parked zero-copy receives restarted)"
         )?;
         for w in &s.workers {
             let r = &w.runtime.rearms;
             writeln!(
                 o,
-                "  {:>6}  {} / {} / {} / {} / {} / {};  {}, {}",
+                "  {:>6}  {} / {} / {} / {} / {} / {};  {}, {};  {}",
                 w.worker,
                 count(r.no_buffers),
                 count(r.cq_full),
@@ -296,7 +296,8 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
                 count(r.ended),
                 count(r.budget),
                 w.runtime.recv_steering_fallbacks,
-                w.runtime.recv_handovers
+                w.runtime.recv_handovers,
+                count(w.runtime.recv_zc_restarts)
             )?;
         }
         match &s.rpc {

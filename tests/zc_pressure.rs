@@ -19,6 +19,8 @@ use zcrx::probe::capabilities;
 use zerorx::runtime::ResolvedMode;
 use zerorx::{spawn, timeout, ReceiveMode, Runtime};
 
+type Case = fn() -> Result<(), Failed>;
+
 fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Failed> {
     if cond {
         Ok(())
@@ -232,7 +234,7 @@ fn main() {
     if let Some(r) = &missing {
         println!("nodev_* tests not run: {r}");
     }
-    let cases: [(&str, fn() -> Result<(), Failed>); 3] = [
+    let cases: [(&str, Case); 3] = [
         (
             "nodev_a_reader_keeping_every_zero_copy_buffer_receives_everything",
             nodev_a_reader_keeping_every_zero_copy_buffer_receives_everything,

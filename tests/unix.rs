@@ -1,7 +1,7 @@
 //! Unix domain sockets: streams through the same receive pool and frame reader as TCP,
 //! the listener's socket-file rules (a stale file is an error naming it, removed only
 //! by `bind_replacing`), abstract names, datagrams, errors naming the path, a peer
-//! gone mid-stream, and one socket accepted on by every worker.
+//! gone mid-stream, and one socket accepted on by two workers.
 
 mod common;
 
@@ -377,7 +377,7 @@ fn datagrams_go_by_path_abstract_name_and_connection() {
 }
 
 #[test]
-fn every_worker_accepts_on_one_shared_socket() {
+fn two_workers_accept_on_one_shared_socket() {
     const CONNS: usize = 16;
     let rt = Runtime::builder()
         .threads(2)

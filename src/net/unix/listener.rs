@@ -17,8 +17,10 @@ use std::path::Path;
 /// There is no `SO_REUSEPORT` for Unix sockets: to accept on several workers, bind
 /// once, hand each worker its own fd for the same socket
 /// ([`into_std`](Self::into_std) and `std::os::unix::net::UnixListener::try_clone`, then
-/// [`from_std`](Self::from_std) there), and every worker's accept waits on it; the
-/// kernel gives each connection to one of them.
+/// [`from_std`](Self::from_std) there), and every worker's accept waits on it. The
+/// kernel wakes one waiting accept per connection, and a woken accept takes every
+/// connection queued by then, so a burst may land on one worker: unlike
+/// `SO_REUSEPORT`'s hash, this does not spread connections evenly.
 ///
 /// # Socket files
 /// Binding a path creates a socket file, and nothing removes it when the listener

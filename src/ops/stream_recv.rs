@@ -246,6 +246,10 @@ impl OpBox for SocketOp {
     fn stream_data(&mut self) -> Option<&mut dyn Any> {
         self.recv().map(|r| r as &mut dyn Any)
     }
+
+    fn take_heard(&mut self) -> Option<bool> {
+        self.recv().and_then(StreamRecv::take_heard)
+    }
 }
 
 impl Drop for SocketOp {

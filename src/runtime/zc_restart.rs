@@ -26,7 +26,6 @@ use super::worker::WorkerShared;
 use crate::driver::op::OpData;
 use crate::driver::Driver;
 use crate::metrics::add_owned;
-use crate::ops::stream_recv::StreamRecv;
 use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -106,8 +105,7 @@ fn look(driver: &mut Driver, shared: &WorkerShared) -> usize {
 /// Whether the receive `data` is parked: nothing heard since the last look while its
 /// socket has bytes to read.
 fn stuck(data: &mut OpData) -> bool {
-    let heard = data.with_stream_data(|r: &mut StreamRecv| r.take_heard());
-    if heard != Some(Some(false)) {
+    if data.take_heard() != Some(false) {
         return false;
     }
     data.describe().0.is_some_and(has_unread_bytes)

@@ -33,6 +33,13 @@ pub(crate) trait OpBox {
     /// the stream to downcast; `None` for a single-shot op.
     fn stream_data(&mut self) -> Option<&mut dyn Any>;
 
+    /// For a zero-copy stream receive: whether a completion came since the last call
+    /// (the worker's restart of receives a 7.1 kernel left parked asks it, by op, with
+    /// no knowledge of the receive's type); `None` for any other op.
+    fn take_heard(&mut self) -> Option<bool> {
+        None
+    }
+
     /// Releases every completion queued for the stream of op `key`, which nobody will
     /// read.
     fn release_all_queued(&mut self, key: Key) {

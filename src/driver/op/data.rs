@@ -168,6 +168,11 @@ impl OpData {
         self.with_op(|op| op.release_all_queued(key))
     }
 
+    /// [`OpBox::take_heard`] of this op.
+    pub(crate) fn take_heard(&mut self) -> Option<bool> {
+        self.with_op(|op| op.take_heard())
+    }
+
     /// Runs `f` on the data of a multishot op as a `T` ([`OpBox::stream_data`]).
     pub(crate) fn with_stream_data<T: 'static, R>(
         &mut self,

@@ -6,6 +6,24 @@
 //! `std::os::linux::net::SocketAddrExt::from_abstract_name`, or by the `*_abstract`
 //! constructors here) or unnamed (an unbound socket, a [`pair`](UnixStream::pair)).
 //!
+//! ```no_run
+//! # zerorx::Runtime::new()?.block_on(async {
+//! use zerorx::net::{FrameReader, UnixListener, UnixStream};
+//! let listener = UnixListener::bind("/run/app.sock")?; // a file left there: an error naming it
+//! zerorx::spawn(async move {
+//!     let (conn, _peer) = listener.accept().await?;
+//!     let mut frames = FrameReader::new(conn);          // the same pool and reader as TCP
+//!     while let Some(frame) = frames.read_frame(1 << 20).await? {
+//!         println!("{} bytes", frame.len());
+//!     }
+//!     Ok::<_, std::io::Error>(())
+//! });
+//! let client = UnixStream::connect("/run/app.sock").await?; // or connect_abstract("app")
+//! client.send(bytes::Bytes::from_static(b"\0\0\0\x04ping")).await?;
+//! # Ok::<_, std::io::Error>(()) })?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
 //! [`Connection`]: super::Connection
 
 mod datagram;

@@ -41,7 +41,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-use crate::net::{poll_copy_out, Compat, TcpStream};
+use crate::net::{poll_copy_out, AsConnection, Compat, TcpStream};
 use futures_io::{AsyncBufRead, AsyncWrite};
 use std::future::Future;
 use std::io;
@@ -49,7 +49,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// A [`TcpStream`] (or any futures-io stream with a read buffer) as hyper IO.
+/// A [`TcpStream`] (a [`UnixStream`](crate::net::UnixStream) through
+/// `HyperIo::from_io(stream.compat())`, or any futures-io stream with a read buffer)
+/// as hyper IO.
 ///
 /// Reads copy each received buffer once, into hyper's read buffer (hyper's API hands
 /// us its memory); a buffer hyper does not take whole is kept for the next read.
@@ -81,9 +83,11 @@ impl HyperIo<Compat> {
             inner: stream.compat(),
         }
     }
+}
 
-    /// The stream.
-    pub fn get_ref(&self) -> &TcpStream {
+impl<S: AsConnection + Unpin> HyperIo<Compat<S>> {
+    /// The stream as the adapter holds it.
+    pub fn get_ref(&self) -> &S {
         self.inner.get_ref()
     }
 

@@ -2,7 +2,8 @@
 //!
 //! - [`doctor`]: the `zerorx doctor` report of what the kernel and NICs can do.
 //! - [`runtime`]: receive modes, tuning, the state dump ([`Handle::dump`]).
-//! - [`net`]: TCP/UDP sockets; [`net::FrameReader`] cuts length-prefixed frames out of
+//! - [`net`]: TCP, UDP and Unix domain sockets (a stream of either kind is a
+//!   [`net::Connection`]); [`net::FrameReader`] cuts length-prefixed frames out of
 //!   the received buffers as [`net::BytesChain`]s (no copy), [`net::RecvStream`] is a
 //!   `Stream` of buffers and [`net::Compat`] speaks futures-io `AsyncRead`/`AsyncWrite`;
 //!   [`net::TcpStream::connect`] takes names too.

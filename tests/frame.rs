@@ -11,7 +11,7 @@ use std::io::ErrorKind;
 use std::rc::Rc;
 use std::time::Duration;
 use zcrx::CopyPoolConfig;
-use zerorx::net::{BytesChain, FrameReader, TcpStream};
+use zerorx::net::{AsConnection, BytesChain, FrameReader};
 use zerorx::{spawn, timeout, Runtime, WakeMode};
 
 const LIMIT: usize = 16 << 20;
@@ -53,7 +53,7 @@ fn flat(c: &BytesChain) -> Vec<u8> {
 }
 
 /// Bounded so a bug shows as a failure, not a hung test.
-async fn frame<S: AsRef<TcpStream>>(r: &mut FrameReader<S>, max: usize) -> Option<BytesChain> {
+async fn frame<S: AsConnection>(r: &mut FrameReader<S>, max: usize) -> Option<BytesChain> {
     timeout(Duration::from_secs(20), r.read_frame(max))
         .await
         .expect("frame in time")

@@ -180,6 +180,47 @@ fn nodev_echo_every_byte_through_recv_zc() -> Result<(), Failed> {
     })
 }
 
+/// A Unix stream on a worker with a device-less instance (which takes any TCP socket,
+/// loopback included) still receives through the copy pool: RECV_ZC refuses Unix
+/// sockets.
+fn nodev_a_unix_stream_receives_through_the_copy_pool() -> Result<(), Failed> {
+    let rt = device_less(1, 1).build().map_err(|e| e.to_string())?;
+    let total = rt.block_on(async {
+        let (a, b) = zerorx::net::UnixStream::pair()?;
+        spawn(async move {
+            while let Ok(Some(buf)) = b.recv().await {
+                if b.send(buf).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let data = Bytes::from(vec![5u8; 200_000]);
+        let a = Rc::new(a);
+        let sent = {
+            let (a, data) = (a.clone(), data.clone());
+            spawn(async move { a.send(data).await })
+        };
+        let mut got = 0;
+        while got < data.len() {
+            match timeout(Duration::from_secs(20), a.recv()).await {
+                Ok(Ok(Some(buf))) => got += buf.len(),
+                other => return Err(std::io::Error::other(format!("echo: {other:?}"))),
+            }
+        }
+        sent.await
+            .map_err(|e| std::io::Error::other(format!("{e:?}")))??;
+        Ok::<_, std::io::Error>(got)
+    })?;
+    let zc = rt.handle().zc_pool_stats()[0].ok_or("worker 0 owns a zero-copy pool")?;
+    let copy = rt.handle().pool_stats()[0].ok_or("copy pool")?;
+    check(zc.bytes == 0 && zc.efault == 0, || {
+        format!("nothing went through RECV_ZC: {zc:?}")
+    })?;
+    check(copy.bytes + copy.overflow_bytes == 2 * total as u64, || {
+        format!("both directions of {total} bytes through the copy pool: {copy:?}")
+    })
+}
+
 fn nodev_small_area_runs_dry_and_recovers_without_loss() -> Result<(), Failed> {
     let rt = device_less(1, 1)
         .pool_size(16 * 4096)
@@ -635,7 +676,11 @@ fn main() {
     if let Some(r) = &hw_reason {
         println!("hw_* tests not run: no ZCRX-capable NIC queue configured ({r})");
     }
-    let nodev: [(&str, Case); 9] = [
+    let nodev: [(&str, Case); 10] = [
+        (
+            "nodev_a_unix_stream_receives_through_the_copy_pool",
+            nodev_a_unix_stream_receives_through_the_copy_pool,
+        ),
         (
             "nodev_echo_every_byte_through_recv_zc",
             nodev_echo_every_byte_through_recv_zc,

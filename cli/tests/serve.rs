@@ -1,6 +1,7 @@
 //! `zerorx serve` as a process: every method of the reference service over binary
 //! framed and unframed, a compact client refused by a binary-only server, the drain and
-//! its counters on SIGTERM, and the state dump on SIGUSR2.
+//! its counters on SIGTERM, the state dump on SIGUSR2, and serving on a Unix socket
+//! beside or instead of TCP.
 
 mod served;
 
@@ -117,4 +118,84 @@ fn zerorx_serve_dumps_its_state_on_sigusr2() {
     let (status, stderr) = served.stop();
     assert!(status.success(), "{status}: {stderr}");
     let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn zerorx_serve_on_a_unix_socket_beside_tcp() {
+    let dir = tempfile::Builder::new()
+        .prefix("zerorx-serve")
+        .tempdir()
+        .expect("temp dir");
+    let path = dir.path().join("bench.sock");
+    let path_arg = path.to_str().expect("utf-8 temp path");
+    let served = Served::start_listing(&["--port", "0", "--unix", path_arg, "--threads", "2"], 2);
+    assert_eq!(served.2[1], format!("unix:{path_arg}"), "{:?}", served.2);
+    let tcp = served.1;
+    assert_ne!(tcp.port(), 0, "{:?}", served.2);
+    let rt = zerorx::Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        for transport in [Transport::Framed, Transport::Unframed] {
+            let c = BenchClient::connect_unix(&path, config(Protocol::Binary, transport))
+                .await
+                .expect("connect over the Unix socket");
+            let data = Bytes::from(vec![3u8; 100_000]);
+            assert_eq!(c.echo(data.clone()).await.expect("echo"), data);
+            assert_eq!(c.add(40, 2).await.expect("add"), 42);
+            c.fire(Bytes::from_static(b"x")).await.expect("fire");
+            // Read after the oneway call on this connection, so it was received.
+            assert!(c.fired().await.expect("fired") >= 1);
+        }
+        let c = BenchClient::connect(tcp, config(Protocol::Compact, Transport::Framed))
+            .await
+            .expect("connect over TCP");
+        assert_eq!(c.add(1, 2).await.expect("add"), 3);
+        // Both servers share one state: the TCP one counts the Unix one's oneway calls.
+        assert_eq!(c.fired().await.expect("fired"), 2);
+    });
+    let (status, stderr) = served.stop();
+    assert!(status.success(), "exit {status:?}: {stderr}");
+    // Counters summed over both servers: 4 requests per Unix connection, 2 over TCP.
+    assert_eq!(count(&stderr, "connections_accepted"), 3, "{stderr}");
+    assert_eq!(count(&stderr, "requests"), 2 * 4 + 2, "{stderr}");
+    assert_eq!(count(&stderr, "oneway_requests"), 2, "{stderr}");
+    assert!(!path.exists(), "the socket file is removed on stop");
+}
+
+#[test]
+fn zerorx_serve_refuses_a_stale_socket_file_and_serves_unix_only() {
+    let dir = tempfile::Builder::new()
+        .prefix("zerorx-serve")
+        .tempdir()
+        .expect("temp dir");
+    let path = dir.path().join("only.sock");
+    let path_arg = path.to_str().expect("utf-8 temp path");
+    drop(std::os::unix::net::UnixListener::bind(&path).expect("leave a stale file"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zerorx"))
+        .args(["serve", "--unix", path_arg, "--threads", "1"])
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains(path_arg) && err.contains("stale"), "{err}");
+    assert!(path.exists(), "never removed for the operator");
+    std::fs::remove_file(&path).expect("the operator removes it");
+
+    let served = Served::start_listing(&["--unix", path_arg, "--threads", "1"], 1);
+    assert_eq!(served.2, [format!("unix:{path_arg}")]);
+    let rt = zerorx::Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let c = BenchClient::connect_unix(&path, config(Protocol::Binary, Transport::Framed))
+            .await
+            .expect("connect");
+        assert_eq!(c.sum(vec![1, 2, 3]).await.expect("sum"), 6);
+    });
+    let (status, stderr) = served.stop();
+    assert!(status.success(), "exit {status:?}: {stderr}");
+    assert_eq!(count(&stderr, "requests"), 1, "{stderr}");
 }

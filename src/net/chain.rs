@@ -13,7 +13,7 @@ use std::io::IoSlice;
 /// (with more than one segment) and [`Buf::copy_to_bytes`] across a segment boundary
 /// copy.
 ///
-/// Segments that came from [`TcpStream::recv`](crate::net::TcpStream::recv) keep their
+/// Segments that came from [`Connection::recv`](crate::net::Connection::recv) keep their
 /// receive-pool chunk busy until the last view of it is dropped, so data kept for long
 /// (caches, queues) should be copied out (`into_contiguous` on a one-segment chain does
 /// not copy: use `Bytes::copy_from_slice` for that).

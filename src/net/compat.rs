@@ -1,8 +1,8 @@
-//! [`Compat`]: a [`TcpStream`] as futures-io `AsyncRead`/`AsyncBufRead`/`AsyncWrite`,
-//! so code written against those traits (codecs, `futures::io::copy`, line readers)
-//! runs on zerorx.
+//! [`Compat`]: a connection (TCP or Unix) as futures-io
+//! `AsyncRead`/`AsyncBufRead`/`AsyncWrite`, so code written against those traits
+//! (codecs, `futures::io::copy`, line readers) runs on zerorx.
 
-use super::TcpStream;
+use super::{AsConnection, Connection, TcpStream, UnixStream};
 use bytes::Bytes;
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use std::future::Future;
@@ -14,7 +14,8 @@ use zcrx::RxBuf;
 
 type OpFuture = Pin<Box<dyn Future<Output = io::Result<()>>>>;
 
-/// A [`TcpStream`] behind the futures-io traits.
+/// A connection behind the futures-io traits: a [`TcpStream`] (the default, shared in
+/// an `Rc`), or any [`AsConnection`], e.g. an `Rc<UnixStream>`.
 ///
 /// # Reading copies
 /// `AsyncRead::poll_read` hands us the caller's memory, so the received buffer is
@@ -22,7 +23,7 @@ type OpFuture = Pin<Box<dyn Future<Output = io::Result<()>>>>;
 /// for the next read. [`AsyncBufRead`] is implemented on the received buffers
 /// themselves, so `fill_buf`/`consume` users (line readers, `futures::io::copy_buf`)
 /// read without that copy. Code that can take owned buffers should use
-/// [`TcpStream::recv`] or [`FrameReader`](super::FrameReader) instead.
+/// [`Connection::recv`] or [`FrameReader`](super::FrameReader) instead.
 ///
 /// # Writing copies
 /// `AsyncWrite::poll_write` borrows the caller's slice only for the call, but the
@@ -35,8 +36,8 @@ type OpFuture = Pin<Box<dyn Future<Output = io::Result<()>>>>;
 /// already on the wire. `poll_flush` waits for a write in flight; `poll_close` also
 /// shuts down the write half. Dropping the adapter with a write in flight cancels it
 /// (some bytes may have been sent): flush or close first.
-pub struct Compat {
-    stream: Rc<TcpStream>,
+pub struct Compat<S: AsConnection = Rc<TcpStream>> {
+    stream: S,
     /// The received buffer being read from, and how far.
     rx: Option<(RxBuf, usize)>,
     eof: bool,
@@ -58,10 +59,10 @@ enum WriteState {
     Closed,
 }
 
-impl Compat {
-    /// Wraps a shared stream (other tasks may keep sending on it; interleaving is theirs
-    /// to avoid).
-    pub fn new(stream: Rc<TcpStream>) -> Compat {
+impl<S: AsConnection> Compat<S> {
+    /// Wraps a stream; held in an `Rc`, other tasks may keep sending on it
+    /// (interleaving is theirs to avoid).
+    pub fn new(stream: S) -> Compat<S> {
         Compat {
             stream,
             rx: None,
@@ -70,14 +71,14 @@ impl Compat {
         }
     }
 
-    /// The connection.
-    pub fn get_ref(&self) -> &TcpStream {
+    /// The connection as it is held.
+    pub fn get_ref(&self) -> &S {
         &self.stream
     }
 
     /// The connection back, with the received bytes not read yet (nothing is dropped).
     /// A write still in flight is cancelled: flush first.
-    pub fn into_inner(self) -> (Rc<TcpStream>, Bytes) {
+    pub fn into_inner(self) -> (S, Bytes) {
         let rest = match self.rx {
             Some((buf, pos)) => buf.into_bytes().slice(pos..),
             None => Bytes::new(),
@@ -107,11 +108,25 @@ impl TcpStream {
     }
 }
 
-impl AsyncBufRead for Compat {
+impl UnixStream {
+    /// This stream behind the futures-io traits (see [`Compat`] for what copies).
+    pub fn compat(self) -> Compat<Rc<UnixStream>> {
+        Compat::new(Rc::new(self))
+    }
+}
+
+impl Connection {
+    /// This connection behind the futures-io traits (see [`Compat`] for what copies).
+    pub fn compat(self) -> Compat<Rc<Connection>> {
+        Compat::new(Rc::new(self))
+    }
+}
+
+impl<S: AsConnection + Unpin> AsyncBufRead for Compat<S> {
     fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
         let this = self.get_mut();
         if this.rx.is_none() && !this.eof {
-            match std::task::ready!(this.stream.poll_recv(cx))? {
+            match std::task::ready!(this.stream.connection().poll_recv(cx))? {
                 Some(buf) => this.rx = Some((buf, 0)),
                 None => this.eof = true,
             }
@@ -134,10 +149,10 @@ impl AsyncBufRead for Compat {
     }
 }
 
-impl std::fmt::Debug for Compat {
+impl<S: AsConnection> std::fmt::Debug for Compat<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Compat")
-            .field("stream", &self.stream)
+            .field("stream", self.stream.connection())
             .field(
                 "buffered",
                 &self.rx.as_ref().map_or(0, |(b, pos)| b.len() - pos),
@@ -164,7 +179,7 @@ pub(crate) fn poll_copy_out<R: AsyncBufRead + Unpin + ?Sized>(
     Poll::Ready(Ok(n))
 }
 
-impl AsyncRead for Compat {
+impl<S: AsConnection + Unpin> AsyncRead for Compat<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -180,7 +195,7 @@ impl AsyncRead for Compat {
     }
 }
 
-impl AsyncWrite for Compat {
+impl<S: AsConnection + Unpin> AsyncWrite for Compat<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -213,9 +228,8 @@ impl AsyncWrite for Compat {
             return Poll::Ready(Ok(0));
         }
         let data = Bytes::copy_from_slice(buf);
-        let stream = this.stream.clone();
-        let sent = data.clone();
-        let mut fut: OpFuture = Box::pin(async move { stream.send(sent).await });
+        // The send future holds the socket itself, not a borrow of the stream.
+        let mut fut: OpFuture = Box::pin(this.stream.connection().send(data.clone()));
         match fut.as_mut().poll(cx) {
             Poll::Ready(res) => Poll::Ready(res.map(|()| data.len())),
             Poll::Pending => {
@@ -241,10 +255,11 @@ impl AsyncWrite for Compat {
         let this = self.get_mut();
         std::task::ready!(this.poll_write_done(cx))?;
         if matches!(this.write, WriteState::Idle | WriteState::Written { .. }) {
-            let stream = this.stream.clone();
-            this.write = WriteState::Closing(Box::pin(async move {
-                stream.shutdown(std::net::Shutdown::Write).await
-            }));
+            this.write = WriteState::Closing(Box::pin(
+                this.stream
+                    .connection()
+                    .shutdown_op(std::net::Shutdown::Write),
+            ));
         }
         match &mut this.write {
             WriteState::Closing(fut) => {

@@ -1,7 +1,7 @@
 //! [`FrameReader`]: byte ranges and length-prefixed frames cut out of the received
 //! buffers themselves, as [`BytesChain`]s, without copying.
 
-use super::{BytesChain, TcpStream};
+use super::{AsConnection, BytesChain};
 use crate::runtime::pressure::{self, HolderSlot, Pressure};
 use bytes::{Buf, BytesMut};
 use std::future::poll_fn;
@@ -9,11 +9,13 @@ use std::io;
 use std::task::{Context, Poll, Waker};
 use zcrx::RxBuf;
 
-/// Reads from a [`TcpStream`] and hands out byte ranges as chains of the received
-/// buffers (each `RxBuf` becomes a segment via `into_bytes()`, no copy).
+/// Reads from a connection ([`TcpStream`](super::TcpStream),
+/// [`UnixStream`](super::UnixStream) or [`Connection`](super::Connection)) and hands
+/// out byte ranges as chains of the received buffers (each `RxBuf` becomes a segment
+/// via `into_bytes()`, no copy).
 ///
-/// `S` is how the stream is held: `TcpStream`, `&TcpStream` or `Rc<TcpStream>` (to
-/// send from other tasks while this one reads).
+/// `S` is how the connection is held ([`AsConnection`]): as it is, by `&`, or in an
+/// `Rc` (to send from other tasks while this one reads).
 ///
 /// # Memory
 /// A received buffer held in a chain keeps its receive-pool chunk busy until the last
@@ -39,7 +41,7 @@ use zcrx::RxBuf;
 /// [`buffered`](Self::buffered) as they arrive and bytes are only taken out once a
 /// request is complete, so dropping a pending `fill`/`read_exact`/`read_frame` and
 /// calling again loses nothing.
-pub struct FrameReader<S: AsRef<TcpStream>> {
+pub struct FrameReader<S: AsConnection> {
     stream: S,
     buf: BytesChain,
     eof: bool,
@@ -75,7 +77,7 @@ const HEADER: usize = 4;
 /// Default [`FrameReader::set_hold_limit`]: 4 of the default pool's 64 KiB buffers.
 const DEFAULT_HOLD_LIMIT: usize = 256 * 1024;
 
-impl<S: AsRef<TcpStream>> FrameReader<S> {
+impl<S: AsConnection> FrameReader<S> {
     /// A reader with nothing buffered.
     pub fn new(stream: S) -> Self {
         FrameReader {
@@ -111,7 +113,7 @@ impl<S: AsRef<TcpStream>> FrameReader<S> {
                 self.holder = None;
                 return Poll::Ready(Ok(false));
             }
-            match self.stream.as_ref().poll_recv(cx) {
+            match self.stream.connection().poll_recv(cx) {
                 Poll::Pending => {
                     self.before_wait(cx.waker(), n);
                     return Poll::Pending;
@@ -304,19 +306,13 @@ impl<S: AsRef<TcpStream>> FrameReader<S> {
         self.stats
     }
 
-    /// The stream, e.g. to send on it.
-    pub fn get_ref(&self) -> &TcpStream {
-        self.stream.as_ref()
+    /// The stream as it is held, e.g. to send on it.
+    pub fn get_ref(&self) -> &S {
+        &self.stream
     }
 
     /// The stream and whatever was buffered but not consumed.
     pub fn into_inner(self) -> (S, BytesChain) {
         (self.stream, self.buf)
-    }
-}
-
-impl AsRef<TcpStream> for TcpStream {
-    fn as_ref(&self) -> &TcpStream {
-        self
     }
 }

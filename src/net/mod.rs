@@ -1,12 +1,18 @@
-//! TCP and UDP sockets driven by the current worker's ring.
+//! TCP, UDP and Unix domain sockets driven by the current worker's ring.
+//!
+//! A connected stream, TCP or Unix, is a [`Connection`] underneath
+//! ([`TcpStream`] and [`UnixStream`] dereference to it): the readers and adapters
+//! ([`FrameReader`], [`RecvStream`], [`Compat`]) take any [`AsConnection`].
 //!
 //! Socket types are `!Send`: they belong to the worker that created them (thread per
 //! core). Create them inside tasks, e.g. with
 //! [`Handle::spawn_on_each`](crate::Handle::spawn_on_each).
 
+mod accepting;
 mod assembly;
 mod chain;
 mod compat;
+mod connection;
 mod frame;
 #[cfg(test)]
 mod handover_tests;
@@ -17,6 +23,7 @@ mod tcp_stream;
 #[cfg(feature = "tokio-io")]
 mod tokio_io;
 mod udp;
+mod unix;
 
 pub use crate::ops::poll::Readable;
 pub use crate::ops::send_buf::SendBuf;
@@ -24,12 +31,14 @@ pub use chain::{BytesChain, ChainSegments};
 #[cfg(any(feature = "hyper", feature = "tokio-io"))]
 pub(crate) use compat::poll_copy_out;
 pub use compat::Compat;
+pub use connection::{AsConnection, Connection};
 pub use frame::{CopyStats, FrameReader};
 pub use recv_stream::RecvStream;
 pub use resolve::ToSocketAddrs;
 pub use tcp_listener::TcpListener;
 pub use tcp_stream::TcpStream;
 pub use udp::{Datagram, UdpSocket};
+pub use unix::{UnixDatagram, UnixListener, UnixStream};
 
 /// Waits on the current worker's ring until `fd` is readable: for a descriptor a
 /// library brings (a libfabric completion queue's wait fd) and wants to sleep on beside

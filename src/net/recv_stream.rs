@@ -1,25 +1,25 @@
 //! [`RecvStream`]: a connection's received buffers as a `futures_core::Stream`.
 
-use super::TcpStream;
+use super::{AsConnection, Connection};
 use futures_core::{FusedStream, Stream};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use zcrx::RxBuf;
 
-/// The buffers a [`TcpStream`] receives, as a [`Stream`] of
-/// `io::Result<RxBuf>` that ends at end of stream.
+/// The buffers a connection receives, as a [`Stream`] of `io::Result<RxBuf>` that
+/// ends at end of stream.
 ///
-/// The same zero-copy buffers as [`TcpStream::recv`], without a future per item. An
+/// The same zero-copy buffers as [`Connection::recv`], without a future per item. An
 /// error is yielded once and ends the stream. Like `recv`, one consumer at a time.
-/// `S` is how the stream is held: `&TcpStream` (from
-/// [`TcpStream::recv_stream`]), `TcpStream` or `Rc<TcpStream>`.
-pub struct RecvStream<S: AsRef<TcpStream>> {
+/// `S` is how the connection is held ([`AsConnection`]): `&Connection` (from
+/// [`Connection::recv_stream`]), a `TcpStream` or `UnixStream`, or an `Rc` of one.
+pub struct RecvStream<S: AsConnection> {
     stream: S,
     done: bool,
 }
 
-impl<S: AsRef<TcpStream>> RecvStream<S> {
+impl<S: AsConnection> RecvStream<S> {
     /// A stream of what `stream` receives.
     pub fn new(stream: S) -> Self {
         RecvStream {
@@ -28,9 +28,9 @@ impl<S: AsRef<TcpStream>> RecvStream<S> {
         }
     }
 
-    /// The connection, e.g. to send on it.
-    pub fn get_ref(&self) -> &TcpStream {
-        self.stream.as_ref()
+    /// The connection as it is held, e.g. to send on it.
+    pub fn get_ref(&self) -> &S {
+        &self.stream
     }
 
     /// The connection back.
@@ -39,14 +39,14 @@ impl<S: AsRef<TcpStream>> RecvStream<S> {
     }
 }
 
-impl TcpStream {
+impl Connection {
     /// What this connection receives, as a [`RecvStream`].
-    pub fn recv_stream(&self) -> RecvStream<&TcpStream> {
+    pub fn recv_stream(&self) -> RecvStream<&Connection> {
         RecvStream::new(self)
     }
 }
 
-impl<S: AsRef<TcpStream> + Unpin> Stream for RecvStream<S> {
+impl<S: AsConnection + Unpin> Stream for RecvStream<S> {
     type Item = io::Result<RxBuf>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -54,7 +54,7 @@ impl<S: AsRef<TcpStream> + Unpin> Stream for RecvStream<S> {
         if this.done {
             return Poll::Ready(None);
         }
-        match this.stream.as_ref().poll_recv(cx) {
+        match this.stream.connection().poll_recv(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(Some(buf))) => Poll::Ready(Some(Ok(buf))),
             Poll::Ready(Ok(None)) => {
@@ -69,7 +69,7 @@ impl<S: AsRef<TcpStream> + Unpin> Stream for RecvStream<S> {
     }
 }
 
-impl<S: AsRef<TcpStream> + Unpin> FusedStream for RecvStream<S> {
+impl<S: AsConnection + Unpin> FusedStream for RecvStream<S> {
     fn is_terminated(&self) -> bool {
         self.done
     }

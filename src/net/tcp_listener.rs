@@ -1,16 +1,11 @@
 //! [`TcpListener`]: `SO_REUSEPORT` listener with one multishot accept kept armed.
 
+use super::accepting::{count_reset, Acceptor};
 use super::{new_socket, shared, sock_addr, to_std, TcpStream};
-use crate::metrics::add_owned;
-use crate::ops::accept::{accepted_fd, AcceptMulti};
-use crate::ops::SharedFd;
-use crate::runtime::multishot::MultiOp;
 use socket2::{Protocol, SockRef, Type};
-use std::cell::RefCell;
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::task::Poll;
 
 /// A TCP listening socket.
 ///
@@ -20,9 +15,7 @@ use std::task::Poll;
 /// completion without `F_MORE`). Connections accepted while nobody awaits `accept`
 /// queue up; dropping the listener cancels the accept and closes those queued fds.
 pub struct TcpListener {
-    fd: SharedFd,
-    accept: RefCell<Option<MultiOp<AcceptMulti>>>,
-    rearms: std::cell::Cell<u64>,
+    acceptor: Acceptor,
 }
 
 impl TcpListener {
@@ -34,9 +27,7 @@ impl TcpListener {
         socket.bind(&sock_addr(addr))?;
         socket.listen(1024)?;
         Ok(TcpListener {
-            fd: shared(socket),
-            accept: RefCell::new(None),
-            rearms: std::cell::Cell::new(0),
+            acceptor: Acceptor::new(shared(socket)),
         })
     }
 
@@ -45,20 +36,20 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(false)?;
         Ok(TcpListener {
-            fd: crate::ops::SocketFd::shared(std::os::fd::OwnedFd::from(listener)),
-            accept: RefCell::new(None),
-            rearms: std::cell::Cell::new(0),
+            acceptor: Acceptor::new(crate::ops::SocketFd::shared(std::os::fd::OwnedFd::from(
+                listener,
+            ))),
         })
     }
 
     /// The bound address (with the real port after binding port 0).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        to_std(SockRef::from(&*self.fd).local_addr()?)
+        to_std(SockRef::from(&*self.acceptor.fd).local_addr()?)
     }
 
     /// Times the multishot accept was armed again after the kernel ended it.
     pub fn rearms(&self) -> u64 {
-        self.rearms.get()
+        self.acceptor.rearms()
     }
 
     /// Waits for the next connection and its peer's address. One task should accept at
@@ -97,12 +88,7 @@ impl TcpListener {
     /// as in `accept`; one reset after the kernel accepted it is returned, and its
     /// first receive or send reports the reset.
     pub async fn accept_stream(&self) -> io::Result<TcpStream> {
-        loop {
-            match self.next_accepted().await {
-                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => count_reset(),
-                accepted => return accepted,
-            }
-        }
+        self.acceptor.next().await.map(TcpStream::from_fd)
     }
 
     /// Accepts the next connection and runs `serve` with it on the worker that owns
@@ -158,43 +144,6 @@ impl TcpListener {
             }
         }
     }
-
-    /// The next socket the multishot accept produced, re-arming it when the kernel
-    /// ended it.
-    async fn next_accepted(&self) -> io::Result<TcpStream> {
-        poll_fn(|cx| loop {
-            let mut slot = self.accept.borrow_mut();
-            if slot.is_none() {
-                *slot = Some(MultiOp::submit(AcceptMulti {
-                    listener: self.fd.clone(),
-                })?);
-            }
-            let Some(op) = slot.as_mut() else {
-                continue;
-            };
-            match op.poll_next(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(c)) => {
-                    return Poll::Ready(match accepted_fd(&c) {
-                        Some(fd) => Ok(TcpStream::from_fd(fd)),
-                        None => Err(io::Error::from_raw_os_error(-c.res)),
-                    })
-                }
-                Poll::Ready(None) => {
-                    *slot = None;
-                    self.rearms.set(self.rearms.get() + 1);
-                }
-            }
-        })
-        .await
-    }
-}
-
-/// Counts a connection reset before it was accepted, on the current worker.
-fn count_reset() {
-    if let Some(core) = crate::runtime::context::current() {
-        add_owned(&core.shared.metrics.accept_reset, 1);
-    }
 }
 
 impl Drop for TcpListener {
@@ -202,7 +151,7 @@ impl Drop for TcpListener {
         // The abandoned accept keeps the fd open until its final CQE; shutting the
         // listening socket down now stops new connections at once instead of after
         // the cancel round trip. Best effort: the close that follows does the same.
-        let _ = SockRef::from(&*self.fd).shutdown(std::net::Shutdown::Read);
+        let _ = SockRef::from(&*self.acceptor.fd).shutdown(std::net::Shutdown::Read);
     }
 }
 

@@ -4,13 +4,13 @@
 //! Reads copy once into the caller's `ReadBuf` (`AsyncBufRead` reads the received
 //! buffers in place); writes are [`Compat`]'s.
 
-use super::{poll_copy_out, Compat};
+use super::{poll_copy_out, AsConnection, Compat};
 use futures_io::{AsyncBufRead, AsyncWrite};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-impl tokio::io::AsyncRead for Compat {
+impl<S: AsConnection + Unpin> tokio::io::AsyncRead for Compat<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -21,7 +21,7 @@ impl tokio::io::AsyncRead for Compat {
     }
 }
 
-impl tokio::io::AsyncBufRead for Compat {
+impl<S: AsConnection + Unpin> tokio::io::AsyncBufRead for Compat<S> {
     fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
         AsyncBufRead::poll_fill_buf(self, cx)
     }
@@ -31,7 +31,7 @@ impl tokio::io::AsyncBufRead for Compat {
     }
 }
 
-impl tokio::io::AsyncWrite for Compat {
+impl<S: AsConnection + Unpin> tokio::io::AsyncWrite for Compat<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use std::ops::Deref;
 use zcrx::RxBuf;
 
-/// What [`TcpStream::send`](crate::net::TcpStream::send) and its variants send from.
+/// What [`Connection::send`](crate::net::Connection::send) and its variants send from.
 ///
 /// A received [`RxBuf`] is sent without first becoming [`Bytes`] (which would allocate
 /// a shared owner for it): an echo or a proxy forwards pool buffers with no allocation.

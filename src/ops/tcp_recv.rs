@@ -1,4 +1,4 @@
-//! The receive side of a [`TcpStream`](crate::net::TcpStream): one multishot receive kept
+//! The receive side of a stream [`Connection`](crate::net::Connection) (TCP or Unix): one multishot receive kept
 //! armed on the best source the worker has, its completions decoded into buffers as
 //! they are reaped, and the re-arm rules of [`RecvTracker`].
 //!
@@ -7,7 +7,8 @@
 //!   imported). Only flows the NIC steers to the pool's queue are received without a
 //!   copy; a flow landing on another instance's queue ends with `EFAULT`, and the
 //!   stream falls back to copy receives. Loopback peers use the copy pool (their bytes
-//!   never cross a NIC queue), except with device-less instances.
+//!   never cross a NIC queue), except with device-less instances; Unix sockets always
+//!   do (RECV_ZC takes TCP sockets only).
 //! - **handover**: this worker has no zero-copy ring of its own (the kernel cannot
 //!   import an instance), so the receive runs on the owner's ring and the buffers are
 //!   handed over ([`super::handover`]).
@@ -161,14 +162,15 @@ fn tracker(budget: u32, received: u32) -> RecvTracker {
     t
 }
 
-/// Whether a stream may receive zero-copy: its peer is not on loopback, unless the
-/// instance is device-less (which copies anyway and serves any TCP socket).
+/// Whether a stream may receive zero-copy: its peer is an IP address (RECV_ZC takes
+/// TCP sockets only: on a Unix socket it fails), and not on loopback unless the
+/// instance is device-less (which copies anyway and serves any TCP socket). Asked once
+/// per stream, at its first receive, and only on a worker with zero-copy receives.
 fn eligible(fd: &SharedFd, loopback_ok: bool) -> bool {
-    if loopback_ok {
-        return true;
-    }
     match socket2::SockRef::from(&**fd).peer_addr() {
-        Ok(addr) => addr.as_socket().is_some_and(|a| !a.ip().is_loopback()),
+        Ok(addr) => addr
+            .as_socket()
+            .is_some_and(|a| loopback_ok || !a.ip().is_loopback()),
         Err(_) => false,
     }
 }
@@ -466,5 +468,47 @@ impl Receiver {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::eligible;
+    use crate::ops::SocketFd;
+    use std::os::fd::OwnedFd;
+
+    /// The zero-copy decision for a connected socket: (device-less, NIC-bound).
+    fn decisions(fd: OwnedFd) -> (bool, bool) {
+        let fd = SocketFd::shared(fd);
+        (eligible(&fd, true), eligible(&fd, false))
+    }
+
+    #[test]
+    fn only_ip_peers_may_receive_zero_copy() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let tcp = std::net::TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        assert_eq!(
+            decisions(OwnedFd::from(tcp)),
+            (true, false),
+            "a loopback TCP peer: device-less instances only"
+        );
+        let (unix, _peer) = std::os::unix::net::UnixStream::pair().expect("pair");
+        assert_eq!(
+            decisions(OwnedFd::from(unix)),
+            (false, false),
+            "a Unix socket never takes RECV_ZC, device-less or not"
+        );
+        let path = std::env::temp_dir().join(format!("zerorx-eligible-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind path");
+        let named = std::os::unix::net::UnixStream::connect(&path).expect("connect path");
+        let _ = std::fs::remove_file(&path);
+        assert!(named.peer_addr().expect("peer").as_pathname().is_some());
+        assert_eq!(
+            decisions(OwnedFd::from(named)),
+            (false, false),
+            "a path peer"
+        );
+        drop(listener);
     }
 }

@@ -22,7 +22,14 @@ const NOT_RAW: &[&str] = &["self", "Self", "super", "crate"];
 
 /// The associated functions a generated client has besides its methods: a method
 /// of the same name gets a `_` after it.
-const CLIENT_OWN: &[&str] = &["new", "multiplexed", "connect", "method_name", "client"];
+const CLIENT_OWN: &[&str] = &[
+    "new",
+    "multiplexed",
+    "connect",
+    "connect_unix",
+    "method_name",
+    "client",
+];
 
 fn escape(name: String, empty: &str) -> String {
     if name.is_empty() {

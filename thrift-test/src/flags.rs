@@ -1,9 +1,12 @@
 //! The flags Apache's cross-test runner passes a server (`test/tests.json`:
-//! `--port=N --protocol=P --transport=T`, plus `--server-type`, `--workers`,
-//! `--string-limit`, `--container-limit` from its other suites), read strictly: an
-//! option this server cannot honour is an error naming it, not ignored.
+//! `--port=N --protocol=P --transport=T`, `--domain-socket=PATH` for its `domain`
+//! sockets and `--abstract-namespace` with it for `abstract` ones, plus
+//! `--server-type`, `--workers`, `--string-limit`, `--container-limit` from its other
+//! suites), read strictly: an option this server cannot honour is an error naming
+//! it, not ignored.
 
 use std::fmt;
+use std::path::PathBuf;
 
 /// How a connection's messages are encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +24,13 @@ pub enum Wire {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Flags {
     /// Port to listen on, on all interfaces as Apache's servers do (0 picks one).
+    /// Unused with a domain socket (the runner passes it anyway).
     pub port: u16,
+    /// `--domain-socket=PATH`: listen on this Unix socket instead of TCP.
+    pub domain_socket: Option<PathBuf>,
+    /// `--abstract-namespace`: the domain socket's path is a Linux abstract name, not
+    /// a file.
+    pub abstract_namespace: bool,
     /// The protocol of `--protocol`.
     pub wire: Wire,
     /// `multi*`: ThriftTest and SecondService multiplexed (`ThriftTest:` and
@@ -51,6 +60,7 @@ impl std::error::Error for FlagError {}
 
 /// The usage text.
 pub const USAGE: &str = "usage: zerorx-thrift-test-server [--port=N] \
+[--domain-socket=PATH [--abstract-namespace]] \
 [--protocol=binary|compact|header|multi|multic|multih] [--transport=buffered|framed] \
 [--server-type=simple|thread-pool|threaded|nonblocking] [--workers=N] \
 [--string-limit=N] [--container-limit=N]";
@@ -60,6 +70,8 @@ impl Flags {
     pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Option<Flags>, FlagError> {
         let mut f = Flags {
             port: 9090,
+            domain_socket: None,
+            abstract_namespace: false,
             wire: Wire::Binary,
             multiplexed: false,
             framed: false,
@@ -71,6 +83,10 @@ impl Flags {
         while let Some(arg) = args.next() {
             if arg == "-h" || arg == "--help" {
                 return Ok(None);
+            }
+            if arg == "--abstract-namespace" {
+                f.abstract_namespace = true;
+                continue;
             }
             // `--name=value` or `--name value`, as boost::program_options takes them.
             let (name, inline) = match arg.split_once('=') {
@@ -87,6 +103,13 @@ impl Flags {
             };
             match name.as_str() {
                 "--port" => f.port = number(&name, &value()?)?,
+                "--domain-socket" => {
+                    let v = value()?;
+                    if v.is_empty() {
+                        return Err(FlagError(format!("{name} needs a path")));
+                    }
+                    f.domain_socket = Some(PathBuf::from(v));
+                }
                 "--protocol" => {
                     let v = value()?;
                     (f.wire, f.multiplexed) = match v.as_str() {
@@ -130,10 +153,15 @@ impl Flags {
                 "--container-limit" => f.container_limit = Some(number(&name, &value()?)?),
                 other => {
                     return Err(FlagError(format!(
-                        "{other} is not supported (TLS, HTTP, zlib, JSON and domain sockets are not served)"
+                        "{other} is not supported (TLS, HTTP, zlib and JSON are not served)"
                     )))
                 }
             }
+        }
+        if f.abstract_namespace && f.domain_socket.is_none() {
+            return Err(FlagError(
+                "--abstract-namespace needs --domain-socket=NAME (the abstract name)".into(),
+            ));
         }
         Ok(Some(f))
     }
@@ -169,6 +197,22 @@ mod tests {
             (Some(10), Some(3), 4, 9090)
         );
         assert_eq!(parse(&["--help"]), Ok(None));
+        // As the runner passes a `domain` socket (the port comes too), and `abstract`.
+        let f = parse(&[
+            "--protocol=binary",
+            "--domain-socket=/tmp/T.thrift.7",
+            "--port=7",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (f.domain_socket.as_deref(), f.abstract_namespace),
+            (Some(std::path::Path::new("/tmp/T.thrift.7")), false)
+        );
+        let f = parse(&["--abstract-namespace", "--domain-socket", "/tmp/T.thrift.8"])
+            .unwrap()
+            .unwrap();
+        assert!(f.abstract_namespace && f.domain_socket.is_some());
     }
 
     #[test]
@@ -181,6 +225,8 @@ mod tests {
             (&["--port"][..], "needs a value"),
             (&["--workers=0"][..], "at least 1"),
             (&["--server-type=forking"][..], "forking"),
+            (&["--abstract-namespace"][..], "needs --domain-socket"),
+            (&["--domain-socket="][..], "needs a path"),
         ] {
             let e = parse(args).expect_err("must fail");
             assert!(e.0.contains(needle), "{args:?}: {e}");

@@ -17,10 +17,12 @@ use std::fmt;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
+use std::os::unix::net::SocketAddr as UnixAddr;
+use std::path::Path;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
-use zerorx::net::{FrameReader, TcpStream};
+use zerorx::net::{Connection, FrameReader, TcpStream, UnixStream};
 use zerorx::JoinHandle;
 
 /// A client's settings.
@@ -43,7 +45,7 @@ pub struct ClientConfig {
     pub write_timeout: Option<Duration>,
     /// Decoder limits for replies.
     pub limits: DecodeLimits,
-    /// Sets `TCP_NODELAY` (default true).
+    /// Sets `TCP_NODELAY` on TCP connections (default true).
     pub nodelay: bool,
 }
 
@@ -152,8 +154,15 @@ impl Conn {
     }
 }
 
+/// Where a client connects.
+#[derive(Clone, Debug)]
+enum Peer {
+    Tcp(SocketAddr),
+    Unix(UnixAddr),
+}
+
 struct Inner {
-    addr: SocketAddr,
+    peer: Peer,
     config: ClientConfig,
     conn: RefCell<Option<Rc<Conn>>>,
     connecting: Cell<bool>,
@@ -191,9 +200,47 @@ impl Client {
 
     /// A client that connects at its first call.
     pub fn lazy(addr: SocketAddr, config: ClientConfig) -> Client {
+        Client::with_peer(Peer::Tcp(addr), config)
+    }
+
+    /// Connects to the server on the Unix socket at the filesystem path `path`.
+    /// Failing to (`ClientError::Connect`: no such path, nobody listening on the
+    /// socket file, a path too long) names the path.
+    pub async fn connect_unix(
+        path: impl AsRef<Path>,
+        config: ClientConfig,
+    ) -> Result<Client, ClientError> {
+        let path = path.as_ref();
+        let addr = UnixAddr::from_pathname(path).map_err(|e| {
+            ClientError::Connect(io::Error::new(
+                e.kind(),
+                format!("Unix socket path {}: {e}", path.display()),
+            ))
+        })?;
+        Client::connect_unix_addr(addr, config).await
+    }
+
+    /// Connects to the server on the Unix socket `addr`: a path or a Linux abstract
+    /// name (`std::os::linux::net::SocketAddrExt::from_abstract_name`).
+    pub async fn connect_unix_addr(
+        addr: UnixAddr,
+        config: ClientConfig,
+    ) -> Result<Client, ClientError> {
+        let c = Client::lazy_unix(addr, config);
+        c.connection().await?;
+        Ok(c)
+    }
+
+    /// A client of the server on the Unix socket `addr` that connects at its first
+    /// call.
+    pub fn lazy_unix(addr: UnixAddr, config: ClientConfig) -> Client {
+        Client::with_peer(Peer::Unix(addr), config)
+    }
+
+    fn with_peer(peer: Peer, config: ClientConfig) -> Client {
         Client {
             inner: Rc::new(Inner {
-                addr,
+                peer,
                 config,
                 conn: RefCell::new(None),
                 connecting: Cell::new(false),
@@ -277,12 +324,32 @@ impl Client {
 
     async fn open(&self) -> Result<Rc<Conn>, ClientError> {
         let cfg = &self.inner.config;
-        let stream = TcpStream::connect_timeout(self.inner.addr, cfg.connect_timeout)
-            .await
-            .map_err(ClientError::Connect)?;
-        if cfg.nodelay {
-            stream.set_nodelay(true).map_err(ClientError::Connect)?;
-        }
+        let stream: Connection = match &self.inner.peer {
+            Peer::Tcp(addr) => {
+                let stream = TcpStream::connect_timeout(*addr, cfg.connect_timeout)
+                    .await
+                    .map_err(ClientError::Connect)?;
+                if cfg.nodelay {
+                    stream.set_nodelay(true).map_err(ClientError::Connect)?;
+                }
+                stream.into()
+            }
+            Peer::Unix(addr) => {
+                zerorx::time::timeout(cfg.connect_timeout, UnixStream::connect_addr(addr))
+                    .await
+                    .map_err(|_| {
+                        ClientError::Connect(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!(
+                                "connecting to Unix socket {addr:?}: no answer within {:?}",
+                                cfg.connect_timeout
+                            ),
+                        ))
+                    })?
+                    .map_err(ClientError::Connect)?
+                    .into()
+            }
+        };
         let stream = Rc::new(stream);
         let conn = Rc::new(Conn {
             out: OutQueue::default(),
@@ -418,7 +485,7 @@ impl Client {
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("addr", &self.inner.addr)
+            .field("peer", &self.inner.peer)
             .field("config", &self.inner.config)
             .finish()
     }

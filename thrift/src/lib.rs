@@ -9,7 +9,8 @@
 //! - [`Value`]: any value without a schema.
 //! - [`ApplicationException`] is `TApplicationException`.
 //! - [`transport`]: framed/unframed, detection, whole messages out of received buffers.
-//! - [`server`]: [`Server`] on every worker; [`client`]: [`Client`].
+//! - [`server`]: [`Server`] on every worker; [`client`]: [`Client`]. Over TCP, or a
+//!   Unix domain socket ([`ServerBuilder::unix`], [`Client::connect_unix`]).
 //!
 //! The reference service `zerorx serve` runs (`bench.thrift`) is in the `zerorx-cli`
 //! crate; a service of your own is its argument structs and a handler per method:

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use std::fmt;
 use std::io;
 use std::rc::Rc;
-use zerorx::net::{BytesChain, CopyStats, FrameReader, TcpStream};
+use zerorx::net::{BytesChain, Connection, CopyStats, FrameReader};
 
 /// How messages are delimited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -148,7 +148,7 @@ pub struct Incoming {
 
 /// Whole messages from a connection.
 pub struct MessageStream {
-    reader: FrameReader<Rc<TcpStream>>,
+    reader: FrameReader<Rc<Connection>>,
     transport: Transport,
     protocol: Protocol,
     max: usize,
@@ -159,7 +159,7 @@ impl MessageStream {
     /// Messages of `transport`/`protocol` from `reader` (which may already hold bytes,
     /// e.g. the ones detection looked at).
     pub fn new(
-        reader: FrameReader<Rc<TcpStream>>,
+        reader: FrameReader<Rc<Connection>>,
         transport: Transport,
         protocol: Protocol,
         max: usize,
@@ -307,7 +307,7 @@ fn framed_only_length(prefix: &[u8]) -> Option<usize> {
 /// over `max_frame` that arrives alone is refused from its 4 bytes, so a client that
 /// sends only an oversized length is not held open waiting for a fifth byte.
 pub async fn detect_stream(
-    reader: &mut FrameReader<Rc<TcpStream>>,
+    reader: &mut FrameReader<Rc<Connection>>,
     max_frame: usize,
 ) -> Result<Option<(Transport, Protocol)>, ReadError> {
     let mut want = 1;

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::Poll;
 use std::time::Duration;
-use zerorx::net::TcpStream;
+use zerorx::net::Connection;
 use zerorx::time::{sleep_until, Sleep};
 
 /// Most segments in one `sendmsg` (the kernel's `IOV_MAX` is 1024).
@@ -56,7 +56,7 @@ pub(crate) enum WriteError {
 /// Sends what `q` holds until it is closed and empty. `on_sent(n)` is told after each
 /// write how many queued messages it carried.
 pub(crate) async fn write_loop(
-    stream: &TcpStream,
+    stream: &Connection,
     q: &OutQueue,
     timeout: Option<Duration>,
     mut on_sent: impl FnMut(usize),

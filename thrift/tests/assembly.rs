@@ -5,7 +5,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use std::rc::Rc;
 use std::time::Duration;
-use zerorx::net::{FrameReader, TcpListener, TcpStream};
+use zerorx::net::{Connection, FrameReader, TcpListener, TcpStream};
 use zerorx::timeout;
 use zerorx_thrift::transport::{Incoming, MessageStream, Transport, DEFAULT_MAX_FRAME};
 use zerorx_thrift::{DecodeLimits, Protocol};
@@ -60,7 +60,7 @@ fn straddling_messages_stay_valid_and_their_memory_is_reused_once_dropped() {
         let (c, s) = connected_pair().await;
         c.set_nodelay(true).expect("nodelay");
         let mut m = MessageStream::new(
-            FrameReader::new(Rc::new(s)),
+            FrameReader::new(Rc::new(Connection::from(s))),
             Transport::Framed,
             Protocol::Binary,
             DEFAULT_MAX_FRAME,

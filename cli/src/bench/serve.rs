@@ -4,6 +4,7 @@
 use super::{register, BenchState};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use zerorx::signal::SignalKind;
@@ -12,16 +13,23 @@ use zerorx_thrift::server::{ProtocolChoice, Server, TransportChoice};
 
 /// `zerorx serve` usage.
 pub const USAGE: &str = "\
-usage: zerorx serve --port P [--host H] [--protocol binary|compact|auto]
+usage: zerorx serve (--port P [--host H] | --unix PATH | both)
+                    [--protocol binary|compact|auto]
                     [--transport framed|unframed|auto] [--threads N] [--grace-ms MS]
                     [--pool-kib K] [--chunk-kib K] [--receive-mode MODE]
                     [--dump-file PATH]
 
 Serves the Bench service (bench.thrift) with Apache Thrift's binary or compact
 protocol, framed or unframed (auto: told from each connection's first bytes), on
-N workers (default: one per CPU). Prints `listening on ADDR` once ready. SIGINT or
-SIGTERM drains: new requests are refused, calls in flight finish (up to
---grace-ms, default 5000), then the server's counters are printed to stderr.
+N workers (default: one per CPU), over TCP (--port), a Unix domain socket at PATH
+(--unix), or both. Prints `listening on ADDR` once ready (the TCP address first,
+then `unix:PATH`). SIGINT or SIGTERM drains: new requests are refused, calls in
+flight finish (up to --grace-ms, default 5000), then the server's counters (summed
+over TCP and Unix) are printed to stderr.
+
+--unix PATH fails if PATH exists: a socket file left by a server that did not stop
+cleanly is named as stale and never removed for you (remove it first). The socket
+file is removed when the server stops.
 
 Each worker receives into a pool of --pool-kib (default 8192) in buffers of
 --chunk-kib (default 512). A request arrives as views of those buffers and is only
@@ -61,8 +69,11 @@ const _: () =
 pub struct ServeArgs {
     /// Listen address.
     pub host: IpAddr,
-    /// Listen port (0: any free one, printed).
-    pub port: u16,
+    /// Listen port (0: any free one, printed); `None`: no TCP listener (`--unix`
+    /// only).
+    pub port: Option<u16>,
+    /// A Unix domain socket path to serve on, beside or instead of TCP.
+    pub unix: Option<PathBuf>,
     /// Accepted protocols.
     pub protocol: ProtocolChoice,
     /// Accepted transports.
@@ -85,7 +96,8 @@ pub struct ServeArgs {
 pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<ServeArgs>, String> {
     let mut out = ServeArgs {
         host: IpAddr::from([0, 0, 0, 0]),
-        port: 0,
+        port: None,
+        unix: None,
         protocol: ProtocolChoice::Auto,
         transport: TransportChoice::Auto,
         threads: None,
@@ -95,7 +107,6 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
         receive_mode: zerorx::ReceiveMode::Auto,
         dump_file: None,
     };
-    let mut port = None;
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
@@ -105,11 +116,17 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
         let bad = |what: &str| format!("{flag}: {what}, got {value:?}");
         match flag.as_str() {
             "--port" => {
-                port = Some(
+                out.port = Some(
                     value
                         .parse::<u16>()
                         .map_err(|_| bad("expected a port number"))?,
                 )
+            }
+            "--unix" => {
+                if value.is_empty() {
+                    return Err(bad("expected a socket path"));
+                }
+                out.unix = Some(value.into());
             }
             "--host" => out.host = value.parse().map_err(|_| bad("expected an IP address"))?,
             "--protocol" => {
@@ -156,7 +173,9 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
             _ => return Err(format!("unknown option {flag}")),
         }
     }
-    out.port = port.ok_or("--port is required (0 picks a free port)")?;
+    if out.port.is_none() && out.unix.is_none() {
+        return Err("--port is required (0 picks a free port), or --unix PATH".into());
+    }
     if out.pool_bytes < out.chunk_bytes as usize {
         return Err(format!(
             "--pool-kib ({}) must hold at least one --chunk-kib ({})",
@@ -181,27 +200,65 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
         .receive_mode(args.receive_mode.clone());
     let rt = builder.build()?;
     eprintln!("zerorx serve: receive mode {}", rt.handle().receive_mode());
+    // One state for both servers: `fired` counts oneway calls over either.
     let state = Arc::new(BenchState::default());
-    let server = register(Server::builder(), state)
-        .addr(SocketAddr::new(args.host, args.port))
-        .protocol(args.protocol)
-        .transport(args.transport)
-        .start(rt.handle())?;
+    let builder = || {
+        register(Server::builder(), state.clone())
+            .protocol(args.protocol)
+            .transport(args.transport)
+    };
+    // A zerorx-thrift server listens on one endpoint, so TCP and Unix are two servers
+    // on one runtime, with one state and one drain. The Unix one starts first: a stale
+    // socket file fails the command before anything listens.
+    let unix = match &args.unix {
+        Some(path) => Some((builder().unix(path).start(rt.handle())?, path)),
+        None => None,
+    };
+    let tcp = match args.port {
+        Some(port) => Some(
+            builder()
+                .addr(SocketAddr::new(args.host, port))
+                .start(rt.handle())?,
+        ),
+        None => None,
+    };
     dump_signal.start(rt.handle().clone(), args.dump_file.clone())?;
     // Listening before the address is printed: a supervisor may signal at once.
     let stop = crate::signals::listen(&[SignalKind::interrupt(), SignalKind::terminate()])?;
-    println!("listening on {}", server.local_addr());
-    let shutdown = server.shutdown_handle();
-    let stats = server.stats_handle();
+    if let Some(server) = &tcp {
+        println!("listening on {}", server.local_addr());
+    }
+    if let Some((_, path)) = &unix {
+        println!("listening on unix:{}", path.display());
+    }
+    let servers: Vec<Server> = tcp.into_iter().chain(unix.map(|(s, _)| s)).collect();
+    let shutdowns: Vec<_> = servers.iter().map(Server::shutdown_handle).collect();
+    let stats: Vec<_> = servers.iter().map(Server::stats_handle).collect();
     let grace = args.grace;
     let res = rt.block_on(async move {
         crate::signals::on_first(stop, move |kind| {
             eprintln!("zerorx serve: signal {}, draining", kind.as_raw());
-            shutdown.shutdown(grace);
+            for s in &shutdowns {
+                s.shutdown(grace);
+            }
         });
-        server.stopped().await
+        let mut res = Ok(());
+        for server in servers {
+            let stopped = server.stopped().await;
+            res = res.and(stopped);
+        }
+        res
     });
-    for (name, value) in stats.snapshot().fields() {
+    let mut totals: Vec<(&str, u64)> = Vec::new();
+    for s in &stats {
+        for (i, (name, value)) in s.snapshot().fields().into_iter().enumerate() {
+            match totals.get_mut(i) {
+                Some((_, total)) => *total += value,
+                None => totals.push((name, value)),
+            }
+        }
+    }
+    for (name, value) in totals {
         eprintln!("{name:>22} {value}");
     }
     // The receive side's counters: how often the pool ran dry or receives re-armed,
@@ -266,7 +323,7 @@ mod tests {
         ])
         .expect("valid")
         .expect("not help");
-        assert_eq!(a.port, 9090);
+        assert_eq!((a.port, a.unix), (Some(9090), None));
         assert_eq!(a.host, IpAddr::from([127, 0, 0, 1]));
         assert_eq!(a.protocol, ProtocolChoice::Compact);
         assert_eq!(a.transport, TransportChoice::Unframed);
@@ -288,12 +345,27 @@ mod tests {
         );
         assert_eq!((d.pool_bytes, d.chunk_bytes), (DEFAULT_POOL, DEFAULT_CHUNK));
         assert_eq!(parse(&["--help"]), Ok(None));
+        let u = parse(&["--unix", "/run/bench.sock"])
+            .expect("valid")
+            .expect("not help");
+        assert_eq!(
+            (u.port, u.unix.as_deref()),
+            (None, Some(std::path::Path::new("/run/bench.sock")))
+        );
+        let both = parse(&["--unix", "/run/b.sock", "--port", "0"])
+            .expect("valid")
+            .expect("not help");
+        assert_eq!((both.port, both.unix.is_some()), (Some(0), true));
     }
 
     #[test]
     fn rejects_bad_options_with_a_reason() {
         for (args, needle) in [
-            (&[][..], "--port is required"),
+            (
+                &[][..],
+                "--port is required (0 picks a free port), or --unix PATH",
+            ),
+            (&["--unix", ""][..], "expected a socket path"),
             (&["--port"][..], "needs a value"),
             (&["--port", "70000"][..], "port number"),
             (

@@ -1,4 +1,6 @@
 //! `zerorx serve` as a child process for the tests that talk to the binary.
+// Each test binary includes this module and uses a part of it.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -6,12 +8,20 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// `zerorx serve` as a child process, killed (SIGKILL) if a test fails before it
-/// stops it.
-pub struct Served(pub Child, pub SocketAddr);
+/// stops it: the child, its TCP address on loopback (`0.0.0.0:0` when it serves on a
+/// Unix socket only) and every `listening on` line's address, in order.
+pub struct Served(pub Child, pub SocketAddr, pub Vec<String>);
 
 impl Served {
-    /// Starts `zerorx serve ARGS` and waits for its `listening on` line.
+    /// Starts `zerorx serve ARGS` and waits for its `listening on` line (a TCP
+    /// address).
     pub fn start(args: &[&str]) -> Served {
+        Served::start_listing(args, 1)
+    }
+
+    /// Starts `zerorx serve ARGS` and waits for `lines` lines saying where it
+    /// listens: with `--port` and `--unix`, the TCP address, then `unix:PATH`.
+    pub fn start_listing(args: &[&str], lines: usize) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_zerorx"))
             .arg("serve")
             .args(args)
@@ -19,18 +29,24 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn zerorx serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("first line");
-        let addr: SocketAddr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .expect("address");
-        Served(child, SocketAddr::from(([127, 0, 0, 1], addr.port())))
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut listening = Vec::new();
+        for _ in 0..lines {
+            let mut line = String::new();
+            stdout.read_line(&mut line).expect("a line");
+            let at = line
+                .trim()
+                .strip_prefix("listening on ")
+                .unwrap_or_else(|| panic!("unexpected line {line:?} (listening on {listening:?})"));
+            listening.push(at.to_owned());
+        }
+        let tcp = listening
+            .iter()
+            .find_map(|at| at.parse::<SocketAddr>().ok())
+            .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |a| {
+                SocketAddr::from(([127, 0, 0, 1], a.port()))
+            });
+        Served(child, tcp, listening)
     }
 
     /// SIGTERM, then the exit status and stderr (bounded wait).

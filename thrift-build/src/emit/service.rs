@@ -614,6 +614,13 @@ fn client(n: &Names, base: Option<&Base>, methods: &[Method]) -> TokenStream {
             ) -> ::std::result::Result<Self, ::zerorx_thrift::ClientError> {
                 ::std::result::Result::Ok(Self::new(::zerorx_thrift::Client::connect(addr, config).await?))
             }
+            #[doc = " Connects to a server of the service on the Unix socket at `path`."]
+            pub async fn connect_unix(
+                path: impl ::std::convert::AsRef<::std::path::Path>,
+                config: ::zerorx_thrift::ClientConfig,
+            ) -> ::std::result::Result<Self, ::zerorx_thrift::ClientError> {
+                ::std::result::Result::Ok(Self::new(::zerorx_thrift::Client::connect_unix(path, config).await?))
+            }
             fn method_name(&self, name: &'static str) -> ::std::borrow::Cow<'static, str> {
                 match &self.prefix {
                     ::std::option::Option::None => ::std::borrow::Cow::Borrowed(name),

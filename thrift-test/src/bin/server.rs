@@ -1,9 +1,13 @@
 //! `zerorx-thrift-test-server`: the ThriftTest server for Apache Thrift's
 //! cross-language test (`test/test.py`, entry in `thrift-test/tests.json`). Prints
-//! `listening on ADDR` when ready; SIGINT, SIGTERM or SIGHUP (the runner's stop)
-//! end it within a second.
+//! `listening on ADDR` when ready (`listening on unix:PATH`, or `unix:@NAME` for an
+//! abstract name, with `--domain-socket`); SIGINT, SIGTERM or SIGHUP (the runner's
+//! stop) end it within a second.
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::net::SocketAddr as UnixAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 use zerorx::signal::SignalKind;
@@ -74,14 +78,37 @@ fn builder(flags: &Flags) -> ServerBuilder {
 
 fn serve(flags: &Flags) -> std::io::Result<()> {
     let rt = zerorx::Runtime::builder().threads(flags.workers).build()?;
-    // Both address families, as Apache's servers listen (clients given `localhost`
-    // may try ::1 first); IPv4 alone where IPv6 is off.
-    let v6 = SocketAddr::from((Ipv6Addr::UNSPECIFIED, flags.port));
-    let server = match builder(flags).addr(v6).start(rt.handle()) {
-        Ok(s) => s,
-        Err(_) => builder(flags)
-            .addr(SocketAddr::from((Ipv4Addr::UNSPECIFIED, flags.port)))
-            .start(rt.handle())?,
+    let (server, shown) = match &flags.domain_socket {
+        // A domain socket replaces TCP, as in Apache's servers (the port is unused).
+        Some(path) => {
+            let (addr, shown) = if flags.abstract_namespace {
+                let name = path.as_os_str().as_bytes();
+                let addr = UnixAddr::from_abstract_name(name)?;
+                (addr, format!("unix:@{}", path.display()))
+            } else {
+                let addr = UnixAddr::from_pathname(path).map_err(|e| {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!("--domain-socket={}: {e}", path.display()),
+                    )
+                })?;
+                (addr, format!("unix:{}", path.display()))
+            };
+            (builder(flags).unix_addr(addr).start(rt.handle())?, shown)
+        }
+        None => {
+            // Both address families, as Apache's servers listen (clients given
+            // `localhost` may try ::1 first); IPv4 alone where IPv6 is off.
+            let v6 = SocketAddr::from((Ipv6Addr::UNSPECIFIED, flags.port));
+            let server = match builder(flags).addr(v6).start(rt.handle()) {
+                Ok(s) => s,
+                Err(_) => builder(flags)
+                    .addr(SocketAddr::from((Ipv4Addr::UNSPECIFIED, flags.port)))
+                    .start(rt.handle())?,
+            };
+            let shown = server.local_addr().to_string();
+            (server, shown)
+        }
     };
     // Listening before the address is printed: the cross-test runner sends SIGHUP
     // as soon as its client is done.
@@ -90,7 +117,7 @@ fn serve(flags: &Flags) -> std::io::Result<()> {
         SignalKind::terminate(),
         SignalKind::hangup(),
     ])?;
-    println!("listening on {}", server.local_addr());
+    println!("listening on {shown}");
     let shutdown = server.shutdown_handle();
     rt.block_on(async move {
         zerorx_cli::signals::on_first(stop, move |_| shutdown.shutdown(Duration::from_millis(500)));

@@ -4,10 +4,14 @@ thrift-test/idl/ThriftTest.thrift call every method (and SecondService's, when
 multiplexed) and check every answer as Apache's reference clients do.
 
 usage: cross_client.py --port=N [--host=H] [--protocol=P] [--transport=T]
+                       [--domain-socket=PATH [--abstract-namespace]]
   P: binary | compact | multi | multic | accel | accelc
      | header | headerc (compact inside) | headerz (zlib transform) | multih
   T: buffered | framed (with a header protocol: a header frame inside a plain frame,
      as Apache's clients send it)
+  --domain-socket: connect to this Unix socket instead of HOST:PORT (as Apache's
+     cross-test runner passes it); with --abstract-namespace, PATH is a Linux
+     abstract name
 
 Prints `ok <checks>` and exits 0 when every check passed. Otherwise prints each
 failure and exits with a bitmask of the failed groups, as Apache's C++ client does:
@@ -224,9 +228,16 @@ def main():
     p.add_option("--port", type="int", default=9090)
     p.add_option("--protocol", default="binary")
     p.add_option("--transport", default="buffered")
+    p.add_option("--domain-socket", default=None)
+    p.add_option("--abstract-namespace", action="store_true", default=False)
     opts, _ = p.parse_args()
     make, multiplexed = protocol_factory(opts.protocol)
-    sock = TSocket.TSocket(opts.host, opts.port)
+    if opts.domain_socket:
+        # Python's AF_UNIX connect reads a leading NUL as the abstract namespace.
+        path = ("\0" if opts.abstract_namespace else "") + opts.domain_socket
+        sock = TSocket.TSocket(unix_socket=path)
+    else:
+        sock = TSocket.TSocket(opts.host, opts.port)
     sock.setTimeout(10000)
     if opts.transport == "framed":
         trans = TTransport.TFramedTransport(sock)

@@ -32,6 +32,18 @@ pub fn idl_without_uuid() -> String {
 
 /// Starts `cmd` (stdout piped) and reads its first line, `listening on …PORT`.
 pub fn spawn_listening(cmd: &mut Command) -> (Child, u16) {
+    let (child, at) = spawn_listening_at(cmd);
+    let port = at
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{cmd:?}: no port in {at:?}"));
+    (child, port)
+}
+
+/// Starts `cmd` (stdout piped) and reads its first line, `listening on WHERE`:
+/// returns WHERE (an address, or `unix:PATH` for a server on a Unix socket).
+pub fn spawn_listening_at(cmd: &mut Command) -> (Child, String) {
     let mut child = cmd
         .stdout(Stdio::piped())
         .spawn()
@@ -40,11 +52,10 @@ pub fn spawn_listening(cmd: &mut Command) -> (Child, u16) {
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut line)
         .expect("first line");
-    let port = line
+    let at = line
         .trim()
         .strip_prefix("listening on ")
-        .and_then(|a| a.rsplit(':').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("{cmd:?}: unexpected first line {line:?}"));
-    (child, port)
+        .unwrap_or_else(|| panic!("{cmd:?}: unexpected first line {line:?}"))
+        .to_owned();
+    (child, at)
 }

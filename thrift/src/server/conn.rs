@@ -16,7 +16,7 @@ use std::pin::{pin, Pin};
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
-use zerorx::net::{FrameReader, TcpStream};
+use zerorx::net::{Connection, FrameReader};
 use zerorx::JoinHandle;
 
 /// State the connection's tasks share.
@@ -85,7 +85,7 @@ enum End {
     Abort,
 }
 
-pub(super) async fn serve(stream: TcpStream, w: Rc<WorkerCtx>, key: usize) {
+pub(super) async fn serve(stream: Connection, w: Rc<WorkerCtx>, key: usize) {
     let stream = Rc::new(stream);
     let conn = Rc::new(Conn {
         out: OutQueue::default(),
@@ -151,7 +151,7 @@ enum Event {
     Failed,
 }
 
-async fn read_loop(stream: &Rc<TcpStream>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -> End {
+async fn read_loop(stream: &Rc<Connection>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) -> End {
     let cfg = &w.shared.config;
     let stats = &w.stats;
     let mut reader = FrameReader::new(stream.clone());

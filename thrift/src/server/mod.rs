@@ -1,7 +1,8 @@
 //! [`Server`]: a Thrift server on every worker of a runtime.
 //!
 //! Each worker accepts on its own `SO_REUSEPORT` listener and serves its connections
-//! itself. Per connection: one task reads messages (detecting transport and protocol
+//! itself; on a Unix socket ([`ServerBuilder::unix`]), every worker accepts on the one
+//! listening socket. Per connection: one task reads messages (detecting transport and protocol
 //! from the first bytes unless configured) and runs each request's handler right
 //! there; a handler that has to wait continues as a task of its own. One writer task
 //! sends the replies queued since its last write in one vectored send. Requests are
@@ -37,10 +38,12 @@ use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
 use std::net::SocketAddr;
+use std::os::unix::net::SocketAddr as UnixAddr;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use zerorx::net::TcpListener;
+use zerorx::net::{Connection, TcpListener, TcpStream, UnixListener, UnixStream};
 use zerorx::Handle;
 use zerorx::JoinHandle;
 
@@ -71,6 +74,22 @@ pub enum TransportChoice {
 pub struct ServerConfig {
     /// Address to listen on (port 0 picks one; every worker then binds the same).
     pub addr: SocketAddr,
+    /// A Unix socket to listen on instead of `addr`: a filesystem path or a Linux
+    /// abstract name (`std::os::linux::net::SocketAddrExt::from_abstract_name`).
+    /// Default `None` (TCP). One server listens on one of the two; to serve both, start
+    /// two servers with the same handlers on one runtime.
+    ///
+    /// Every worker accepts on the one socket (Unix sockets have no `SO_REUSEPORT`):
+    /// the kernel gives each connection to a waiting worker, and one woken with several
+    /// connections queued takes them all, so connections made in a burst may be served
+    /// by one worker.
+    ///
+    /// A path that exists when the server starts is an error naming it (a stale socket
+    /// file is never removed: remove it, or bind it with
+    /// `zerorx::net::UnixListener::bind_replacing` and pass the listener's address).
+    /// The server removes the socket file it made once it has stopped, if the path
+    /// still names that file.
+    pub unix: Option<UnixAddr>,
     /// Accepted protocols (default `Auto`).
     pub protocol: ProtocolChoice,
     /// Accepted transports (default `Auto`).
@@ -89,7 +108,7 @@ pub struct ServerConfig {
     pub write_timeout: Option<Duration>,
     /// Decoder limits for requests.
     pub limits: DecodeLimits,
-    /// Sets `TCP_NODELAY` on accepted connections (default true: replies are whole
+    /// Sets `TCP_NODELAY` on accepted TCP connections (default true: replies are whole
     /// messages, so waiting to coalesce them only adds latency).
     pub nodelay: bool,
 }
@@ -98,6 +117,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            unix: None,
             protocol: ProtocolChoice::Auto,
             transport: TransportChoice::Auto,
             max_frame: DEFAULT_MAX_FRAME,
@@ -115,6 +135,8 @@ impl Default for ServerConfig {
 pub struct ServerBuilder {
     config: ServerConfig,
     methods: HashMap<Box<[u8]>, Arc<dyn Method>>,
+    /// A setting that could not be taken (a Unix path too long), returned by `start`.
+    invalid: Option<io::Error>,
 }
 
 /// A handler's result: the method's result struct, or a `TApplicationException`.
@@ -130,6 +152,30 @@ impl ServerBuilder {
     /// The listen address.
     pub fn addr(mut self, addr: SocketAddr) -> Self {
         self.config.addr = addr;
+        self
+    }
+
+    /// Listens on the Unix socket at the filesystem path `path` instead of TCP (see
+    /// [`ServerConfig::unix`]). A path no Unix socket address can hold (too long, or
+    /// with a NUL byte) makes [`start`](Self::start) fail, naming it.
+    pub fn unix(mut self, path: impl AsRef<Path>) -> Self {
+        let path = path.as_ref();
+        match UnixAddr::from_pathname(path) {
+            Ok(addr) => self.config.unix = Some(addr),
+            Err(e) => {
+                self.invalid = Some(io::Error::new(
+                    e.kind(),
+                    format!("Unix socket path {}: {e}", path.display()),
+                ))
+            }
+        }
+        self
+    }
+
+    /// Listens on the Unix socket address `addr` (a path or a Linux abstract name)
+    /// instead of TCP.
+    pub fn unix_addr(mut self, addr: UnixAddr) -> Self {
+        self.config.unix = Some(addr);
         self
     }
 
@@ -229,10 +275,14 @@ impl ServerBuilder {
         self
     }
 
-    /// Binds one listener per worker of `handle` (`SO_REUSEPORT`, same port) and
-    /// starts serving. Binding errors are returned here. Worker 0 serves only while
-    /// its thread is inside `Runtime::block_on`.
+    /// Binds one listener per worker of `handle` (`SO_REUSEPORT`, same port), or the
+    /// one Unix socket every worker accepts on, and starts serving. Binding errors are
+    /// returned here. Worker 0 serves only while its thread is inside
+    /// `Runtime::block_on`.
     pub fn start(self, handle: &Handle) -> io::Result<Server> {
+        if let Some(e) = self.invalid {
+            return Err(e);
+        }
         let cfg = &self.config;
         if cfg.max_in_flight == 0 || cfg.max_connections_per_worker == 0 {
             return Err(io::Error::new(
@@ -243,10 +293,35 @@ impl ServerBuilder {
         let workers = handle.threads();
         let mut listeners = Vec::with_capacity(workers);
         let mut addr = cfg.addr;
-        for _ in 0..workers {
-            let l = bind_reuseport(addr)?;
-            addr = l.local_addr()?;
-            listeners.push(l);
+        let mut socket_file = None;
+        match &cfg.unix {
+            None => {
+                for _ in 0..workers {
+                    let l = bind_reuseport(addr)?;
+                    addr = l.local_addr()?;
+                    listeners.push(WorkerListener::Tcp(l));
+                }
+            }
+            Some(unix) => {
+                // SO_REUSEPORT does not apply to Unix sockets: one socket, and each
+                // worker accepts on an fd of its own for it, serving what it accepts.
+                // io_uring waits on a listener's queue exclusively, so the kernel wakes
+                // one worker's accept per connection; the woken accept takes every
+                // connection queued by then, so a burst can land on one worker (no
+                // even spread as SO_REUSEPORT's hash gives TCP). Chosen over accepting
+                // on one worker and serving there (the others would idle) and over
+                // handing accepted fds round-robin to the others (a cross-thread
+                // wake-up per connection, and more code) for the simplest path with
+                // every worker taking part; zerorx's bind names a stale socket file as
+                // one.
+                let l = UnixListener::bind_addr(unix)?.into_std()?;
+                socket_file = unix.as_pathname().and_then(SocketFile::made_at);
+                addr = SocketAddr::from(([0, 0, 0, 0], 0));
+                for _ in 1..workers {
+                    listeners.push(WorkerListener::Unix(l.try_clone()?));
+                }
+                listeners.push(WorkerListener::Unix(l));
+            }
         }
         let shared = Arc::new(ServerShared {
             config: self.config,
@@ -254,6 +329,7 @@ impl ServerBuilder {
             stats: StatsHandle::new(workers),
             shutdown: Arc::new(SharedSignal::default()),
             deadline: Mutex::new(None),
+            _socket_file: socket_file,
         });
         let tasks = listeners
             .into_iter()
@@ -284,6 +360,75 @@ fn bind_reuseport(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     Ok(s.into())
 }
 
+/// A listener before it reaches its worker (std sockets are `Send`).
+enum WorkerListener {
+    Tcp(std::net::TcpListener),
+    Unix(std::os::unix::net::UnixListener),
+}
+
+/// A worker's listener.
+enum Listening {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+/// A connection as accepted, before it becomes a [`Connection`] (TCP has options to
+/// set first).
+enum Accepted {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Listening {
+    /// `l` on the current worker.
+    fn wrap(l: WorkerListener) -> io::Result<Listening> {
+        Ok(match l {
+            WorkerListener::Tcp(l) => Listening::Tcp(TcpListener::from_std(l)?),
+            WorkerListener::Unix(l) => Listening::Unix(UnixListener::from_std(l)?),
+        })
+    }
+
+    async fn accept(&self) -> io::Result<Accepted> {
+        match self {
+            Listening::Tcp(l) => l.accept().await.map(|(s, _)| Accepted::Tcp(s)),
+            Listening::Unix(l) => l.accept().await.map(|(s, _)| Accepted::Unix(s)),
+        }
+    }
+}
+
+/// The socket file a server on a Unix path made, removed when the server has
+/// stopped (its last worker gone and the `Server` dropped) if the path still names
+/// that file: a file another process bound meanwhile is not ours to remove.
+struct SocketFile {
+    path: PathBuf,
+    /// Device and inode of the file the bind made.
+    id: (u64, u64),
+}
+
+impl SocketFile {
+    fn made_at(path: &Path) -> Option<SocketFile> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        Some(SocketFile {
+            path: path.to_owned(),
+            id: (meta.dev(), meta.ino()),
+        })
+    }
+}
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        use std::os::unix::fs::MetadataExt;
+        let still_ours =
+            std::fs::symlink_metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.id);
+        if still_ours {
+            if let Err(e) = std::fs::remove_file(&self.path) {
+                tracing::warn!(path = %self.path.display(), error = %e, "removing the server's Unix socket file");
+            }
+        }
+    }
+}
+
 /// What every worker of a server shares.
 pub(crate) struct ServerShared {
     pub(crate) config: ServerConfig,
@@ -291,6 +436,8 @@ pub(crate) struct ServerShared {
     pub(crate) stats: StatsHandle,
     shutdown: Arc<SharedSignal>,
     deadline: Mutex<Option<Instant>>,
+    /// Removed with the last owner of this.
+    _socket_file: Option<SocketFile>,
 }
 
 impl ServerShared {
@@ -337,12 +484,20 @@ impl Server {
         ServerBuilder {
             config: ServerConfig::default(),
             methods: HashMap::new(),
+            invalid: None,
         }
     }
 
-    /// The address every worker listens on.
+    /// The TCP address every worker listens on. A server on a Unix socket has none:
+    /// this is then the unspecified address `0.0.0.0:0`, and
+    /// [`local_unix_addr`](Self::local_unix_addr) says where it listens.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The Unix socket address the server listens on, if it is on one.
+    pub fn local_unix_addr(&self) -> Option<&UnixAddr> {
+        self.shared.config.unix.as_ref()
     }
 
     /// The settings it runs with.
@@ -400,10 +555,12 @@ impl Server {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("local_addr", &self.local_addr)
-            .field("workers", &self.tasks.len())
-            .finish()
+        let mut d = f.debug_struct("Server");
+        match self.local_unix_addr() {
+            Some(unix) => d.field("local_unix_addr", unix),
+            None => d.field("local_addr", &self.local_addr),
+        };
+        d.field("workers", &self.tasks.len()).finish()
     }
 }
 
@@ -428,11 +585,11 @@ pub(crate) struct WorkerCtx {
 }
 
 enum AcceptEvent {
-    Accepted(io::Result<(zerorx::net::TcpStream, SocketAddr)>),
+    Accepted(io::Result<Accepted>),
     Shutdown,
 }
 
-async fn worker_main(listener: std::net::TcpListener, shared: Arc<ServerShared>, index: usize) {
+async fn worker_main(listener: WorkerListener, shared: Arc<ServerShared>, index: usize) {
     let stats = shared.stats.workers[index].clone();
     let w = Rc::new(WorkerCtx {
         shared: shared.clone(),
@@ -453,7 +610,7 @@ async fn worker_main(listener: std::net::TcpListener, shared: Arc<ServerShared>,
             })
             .collect(),
     });
-    let listener = match TcpListener::from_std(listener) {
+    let listener = match Listening::wrap(listener) {
         Ok(l) => Some(l),
         Err(e) => {
             tracing::error!(worker = index, error = %e, "rpc listener");
@@ -476,17 +633,23 @@ async fn worker_main(listener: std::net::TcpListener, shared: Arc<ServerShared>,
         };
         match ev {
             AcceptEvent::Shutdown => break,
-            AcceptEvent::Accepted(Ok((stream, _peer))) => {
+            AcceptEvent::Accepted(Ok(accepted)) => {
                 if w.conns.borrow().len() >= shared.config.max_connections_per_worker {
                     bump(&w.stats.connections_rejected, 1);
-                    drop(stream);
+                    drop(accepted);
                     continue;
                 }
-                if shared.config.nodelay {
-                    if let Err(e) = stream.set_nodelay(true) {
-                        tracing::debug!(worker = index, error = %e, "TCP_NODELAY");
+                let stream: Connection = match accepted {
+                    Accepted::Tcp(s) => {
+                        if shared.config.nodelay {
+                            if let Err(e) = s.set_nodelay(true) {
+                                tracing::debug!(worker = index, error = %e, "TCP_NODELAY");
+                            }
+                        }
+                        s.into()
                     }
-                }
+                    Accepted::Unix(s) => s.into(),
+                };
                 bump(&w.stats.connections_accepted, 1);
                 bump(&w.stats.connections_active, 1);
                 let key = w.conns.borrow().vacant_key();

@@ -244,6 +244,8 @@ pub fn same(a: &Value, b: &Value) -> bool {
 /// sockets, the `thrift` crate's blocking client, subprocesses).
 pub struct Harness {
     pub addr: std::net::SocketAddr,
+    /// Where a server on a Unix socket listens.
+    pub unix: Option<std::os::unix::net::SocketAddr>,
     pub shutdown: zerorx_thrift::server::ShutdownHandle,
     pub stats: zerorx_thrift::server::StatsHandle,
     pub state: std::sync::Arc<zerorx_cli::bench::BenchState>,
@@ -270,17 +272,19 @@ impl Harness {
             let server = configure(builder).start(rt.handle())?;
             let _ = tx.send((
                 server.local_addr(),
+                server.local_unix_addr().cloned(),
                 server.shutdown_handle(),
                 server.stats_handle(),
                 state,
             ));
             rt.block_on(server.stopped())
         });
-        let (addr, shutdown, stats, state) = rx
+        let (addr, unix, shutdown, stats, state) = rx
             .recv_timeout(std::time::Duration::from_secs(20))
             .expect("server started");
         Harness {
             addr,
+            unix,
             shutdown,
             stats,
             state,

@@ -1,5 +1,5 @@
 //! ThriftTest (the cross-language test's service), the codegen tests' IDLs and the
-//! store example's, generated the way a user's build script does it.
+//! store and app examples', generated the way a user's build script does it.
 
 fn main() {
     for (idl, out) in [
@@ -7,6 +7,7 @@ fn main() {
         ("idl/coverage.thrift", "coverage.rs"),
         ("idl/store.thrift", "store.rs"),
         ("idl/names.thrift", "names.rs"),
+        ("idl/app.thrift", "app.rs"),
     ] {
         if let Err(e) = zerorx_thrift_build::Builder::new()
             .file(idl)

@@ -27,8 +27,13 @@ type ReadFuture = Pin<Box<dyn Future<Output = io::Result<(usize, BytesMut)>>>>;
 type WriteFuture = Pin<Box<dyn Future<Output = io::Result<()>>>>;
 type SizeFuture = Pin<Box<dyn Future<Output = io::Result<u64>>>>;
 
-/// A [`File`] with a position of its own, behind the futures-io traits (see the
-/// [module](self) for what copies).
+/// A [`File`] with a position of its own, behind the futures-io traits.
+///
+/// The traits lend their buffers only for the call while io_uring needs memory it
+/// owns until the op completes, so a read fills an owned buffer of its own
+/// ([`READ_AHEAD`] bytes) that `poll_read` copies out of (`poll_fill_buf` hands it out
+/// in place), and a write copies the caller's bytes. Code that can pass owned buffers
+/// should call [`File`]'s methods directly.
 ///
 /// A write returns `Ready(n)` once the kernel has written all `n` bytes at the
 /// position. After `poll_write` returns `Pending` the write is already under way: call

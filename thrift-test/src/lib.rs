@@ -9,11 +9,14 @@
 //!   servers do.
 //! - [`store`]: the store example's key-value handler, which keeps what it decodes
 //!   (`idl/store.thrift`; `examples/store.rs`, docs/rpc.md).
+//! - [`app`]: the app example's digest handler and its config file
+//!   (`idl/app.thrift`; `examples/app.rs`).
 //! - [`flags`]: the command line Apache's cross-test runner (`test/test.py`) gives a
 //!   server.
 //!
 //! The binary `zerorx-thrift-test-server` serves them.
 
+pub mod app;
 pub mod flags;
 pub mod handlers;
 pub mod store;
@@ -37,6 +40,11 @@ pub mod generated {
     pub mod names_idl {
         include!(concat!(env!("OUT_DIR"), "/names.rs"));
     }
+    /// From `idl/app.thrift`: module `app`.
+    pub mod app_idl {
+        include!(concat!(env!("OUT_DIR"), "/app.rs"));
+    }
+    pub use app_idl::app;
     pub use coverage_idl::{coverage, shared};
     pub use names_idl::names;
     pub use store_idl::store;

@@ -14,6 +14,7 @@ pub mod client;
 pub mod echo;
 pub mod fabric_engine;
 pub mod frame_echo;
+pub mod fs;
 pub mod http;
 pub mod procfs;
 pub mod profile;

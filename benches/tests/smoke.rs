@@ -1,6 +1,7 @@
-//! Runs the echo, wake, HTTP and TLS benchmarks once, briefly (`--smoke`), so they cannot
-//! rot: every server must answer every request of every workload correctly, and every
-//! wake-up round trip must complete. No speed is asserted. The echo benchmark runs a
+//! Runs the echo, wake, HTTP, TLS and file benchmarks once, briefly (`--smoke`), so they
+//! cannot rot: every server must answer every request of every workload correctly, every
+//! wake-up round trip must complete, and every byte a file benchmark reads must be the
+//! one it wrote. No speed is asserted. The echo benchmark runs a
 //! second time with `--profile` (perf sampling each server's window), and a third
 //! with the `zerorx-alt` server (`--alt-env`).
 //!
@@ -21,6 +22,7 @@ fn main() {
     let wake = zerorx_bench::wake::main_with_args(vec![program.clone(), "--smoke".into()]);
     let http = zerorx_bench::http::main_with_args(vec![program.clone(), "--smoke".into()]);
     let tls = zerorx_bench::tls::main_with_args(vec![program.clone(), "--smoke".into()]);
+    let fs = zerorx_bench::fs::main_with_args(vec![program.clone(), "--smoke".into()]);
     let profile = zerorx_bench::echo::main_with_args(
         [
             program.as_str(),
@@ -49,7 +51,7 @@ fn main() {
         .map(String::from)
         .to_vec(),
     );
-    let all = [echo, wake, http, tls, profile, alt];
+    let all = [echo, wake, http, tls, fs, profile, alt];
     let failed = all.iter().filter(|&&rc| rc != 0).count();
     println!("\nsmoke: {} passed, {failed} failed", all.len() - failed);
     std::process::exit(i32::from(failed > 0));

@@ -4,7 +4,6 @@
 
 use super::SendBuf;
 use crate::driver::op::{OpCode, Single};
-use crate::ops::recv::RecvInto;
 use crate::ops::send::{Send, SendMsg, SendZc};
 use crate::ops::shutdown::Shutdown;
 use crate::ops::tcp_recv::Receiver;
@@ -213,19 +212,7 @@ impl Connection {
     /// the number of bytes received (0 = end of stream) with the buffer. Dropping the
     /// future cancels the receive.
     pub async fn recv_into(&self, buf: BytesMut) -> io::Result<(usize, BytesMut)> {
-        if buf.capacity() == buf.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "recv_into needs a buffer with spare capacity",
-            ));
-        }
-        let (c, op) = Op::submit(RecvInto {
-            socket: self.fd.clone(),
-            buf,
-        })?
-        .await?;
-        let n = c.result()? as usize;
-        Ok((n, op.into_filled(n)))
+        super::recv_into(&self.fd, buf, "recv_into").await
     }
 
     /// Shuts down the read, write or both halves.

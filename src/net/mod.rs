@@ -63,6 +63,28 @@ fn new_socket(addr: &SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket
     Socket::new(Domain::for_address(*addr), ty.cloexec(), Some(proto))
 }
 
+/// One plain receive into the spare capacity of `buf` (what `what` names in the error
+/// for a buffer without any); the bytes received (0: end of stream) with the buffer.
+async fn recv_into(
+    fd: &SharedFd,
+    buf: bytes::BytesMut,
+    what: &str,
+) -> io::Result<(usize, bytes::BytesMut)> {
+    if buf.capacity() == buf.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{what} needs a buffer with spare capacity"),
+        ));
+    }
+    let (c, op) = crate::runtime::op::Op::submit(crate::ops::recv::RecvInto {
+        socket: fd.clone(),
+        buf,
+    })?
+    .await?;
+    let n = c.result()? as usize;
+    Ok((n, op.into_filled(n)))
+}
+
 fn shared(socket: Socket) -> SharedFd {
     crate::ops::SocketFd::shared(OwnedFd::from(socket))
 }

@@ -154,10 +154,27 @@ impl Conn {
     }
 }
 
+/// A TCP connection to `peer` as `cfg` says (connect timeout, `TCP_NODELAY`).
+async fn tcp(
+    peer: impl zerorx::net::ToSocketAddrs,
+    cfg: &ClientConfig,
+) -> Result<Connection, ClientError> {
+    let stream = TcpStream::connect_timeout(peer, cfg.connect_timeout)
+        .await
+        .map_err(ClientError::Connect)?;
+    if cfg.nodelay {
+        stream.set_nodelay(true).map_err(ClientError::Connect)?;
+    }
+    Ok(stream.into())
+}
+
 /// Where a client connects.
 #[derive(Clone, Debug)]
 enum Peer {
     Tcp(SocketAddr),
+    /// `host:port`, resolved at every connect (on the runtime's blocking pool), so a
+    /// reconnect follows the name to wherever it points then.
+    Named(String),
     Unix(UnixAddr),
 }
 
@@ -201,6 +218,26 @@ impl Client {
     /// A client that connects at its first call.
     pub fn lazy(addr: SocketAddr, config: ClientConfig) -> Client {
         Client::with_peer(Peer::Tcp(addr), config)
+    }
+
+    /// Connects to `name`, a `"host:port"` (`"db.internal:9090"`, `"[::1]:9090"`):
+    /// resolved on the runtime's blocking pool, each address tried in order; failing
+    /// (`ClientError::Connect`) names the host and every address tried. The name is
+    /// resolved again at every reconnect. A generated client wraps the result:
+    /// `BenchClient::new(Client::connect_to("bench:9090", config).await?)`.
+    pub async fn connect_to(
+        name: impl Into<String>,
+        config: ClientConfig,
+    ) -> Result<Client, ClientError> {
+        let c = Client::lazy_to(name, config);
+        c.connection().await?;
+        Ok(c)
+    }
+
+    /// A client of `name` (`"host:port"`, as [`connect_to`](Self::connect_to)) that
+    /// connects at its first call.
+    pub fn lazy_to(name: impl Into<String>, config: ClientConfig) -> Client {
+        Client::with_peer(Peer::Named(name.into()), config)
     }
 
     /// Connects to the server on the Unix socket at the filesystem path `path`.
@@ -325,15 +362,8 @@ impl Client {
     async fn open(&self) -> Result<Rc<Conn>, ClientError> {
         let cfg = &self.inner.config;
         let stream: Connection = match &self.inner.peer {
-            Peer::Tcp(addr) => {
-                let stream = TcpStream::connect_timeout(*addr, cfg.connect_timeout)
-                    .await
-                    .map_err(ClientError::Connect)?;
-                if cfg.nodelay {
-                    stream.set_nodelay(true).map_err(ClientError::Connect)?;
-                }
-                stream.into()
-            }
+            Peer::Tcp(addr) => tcp(*addr, cfg).await?,
+            Peer::Named(name) => tcp(name.as_str(), cfg).await?,
             Peer::Unix(addr) => {
                 zerorx::time::timeout(cfg.connect_timeout, UnixStream::connect_addr(addr))
                     .await

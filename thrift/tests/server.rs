@@ -460,3 +460,32 @@ fn replies_sent_long_after_the_write_timer_was_armed_do_not_time_out() {
     assert_eq!(s.write_timeouts, 0, "{s:#?}");
     assert_eq!(s.io_errors, 0, "{s:#?}");
 }
+
+#[test]
+fn a_client_connects_by_name_and_a_failure_names_the_host() {
+    let h = Harness::start(1, |b| b.addr("127.0.0.1:0".parse().expect("addr")));
+    let port = h.addr.port();
+    // A port nothing listens on (bound, then closed).
+    let refused = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    client_rt().block_on(async move {
+        let config = client_config(Protocol::Binary, Transport::Framed);
+        // "localhost" resolves through /etc/hosts, on the blocking pool.
+        let c = zerorx_thrift::Client::connect_to(format!("localhost:{port}"), config.clone())
+            .await
+            .expect("connect by name");
+        let c = BenchClient::new(c);
+        assert_eq!(c.add(40, 2).await.expect("add"), 42);
+        let e = zerorx_thrift::Client::connect_to(format!("localhost:{refused}"), config)
+            .await
+            .err()
+            .expect("nothing listens there");
+        assert!(
+            matches!(e, ClientError::Connect(_)) && e.to_string().contains("localhost"),
+            "{e}"
+        );
+    });
+    h.stop(Duration::from_secs(1)).expect("stop");
+}

@@ -2,7 +2,7 @@
 //! buffers through the ring.
 
 use super::{abstract_addr, context, new_unix_socket, path_addr, show, sock_addr, to_std};
-use crate::ops::recv::{RecvFrom, RecvInto};
+use crate::ops::recv::RecvFrom;
 use crate::ops::send::SendMsg;
 use crate::ops::{SharedFd, SocketFd};
 use crate::runtime::op::Op;
@@ -139,19 +139,7 @@ impl UnixDatagram {
     /// Receives one datagram into `buf`'s spare capacity; returns its length and the
     /// buffer.
     pub async fn recv(&self, buf: BytesMut) -> io::Result<(usize, BytesMut)> {
-        if buf.capacity() == buf.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "recv needs a buffer with spare capacity",
-            ));
-        }
-        let (c, op) = Op::submit(RecvInto {
-            socket: self.fd.clone(),
-            buf,
-        })?
-        .await?;
-        let n = c.result()? as usize;
-        Ok((n, op.into_filled(n)))
+        crate::net::recv_into(&self.fd, buf, "recv").await
     }
 
     /// The bound address (unnamed when unbound).

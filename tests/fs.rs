@@ -286,3 +286,77 @@ fn the_futures_io_and_tokio_traits_read_write_and_seek_a_file() {
         assert_eq!(all, "ONE\ntwo\nthree");
     });
 }
+
+#[test]
+fn small_reads_and_writes_of_a_file_in_memory_are_done_on_the_worker() {
+    // tmpfs takes no read without blocking (io_uring would hand each to an io-wq
+    // thread), so small ones are copied on the worker: no SQE for them.
+    let shm = std::path::Path::new("/dev/shm");
+    assert!(
+        shm.is_dir(),
+        "/dev/shm (a tmpfs) is missing: this test needs one mounted there"
+    );
+    let path = shm.join(format!("zerorx-fs-inline-{}", std::process::id()));
+    // The target directory is on disk (the system's temporary one may be a tmpfs).
+    let disk_path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("zerorx-fs-inline-{}", std::process::id()));
+    let rt = rt();
+    let h = rt.handle().clone();
+    rt.block_on(async move {
+        let mut rng = Rng(9);
+        let data = Bytes::from((0..300_000).map(|_| rng.next() as u8).collect::<Vec<_>>());
+        for (p, in_memory) in [(&path, true), (&disk_path, false)] {
+            let f = File::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(p)
+                .await
+                .expect("open");
+            // 4 KiB writes (inline in memory), then one large one (always the ring).
+            for (i, piece) in data[..200_000].chunks(4096).enumerate() {
+                f.write_all_at(Bytes::copy_from_slice(piece), (i * 4096) as u64)
+                    .await
+                    .expect("small write");
+            }
+            f.write_all_at(data.slice(200_000..), 200_000)
+                .await
+                .expect("large write");
+            let worker = zerorx::Handle::try_current()
+                .and_then(|h| h.current_worker())
+                .expect("on a worker");
+            let sqes = |h: &zerorx::Handle| h.metrics()[worker].sqes_submitted;
+            let before = sqes(&h);
+            for offset in (0..300_000u64).step_by(7_919) {
+                let got = f.read_exact_at(4096.min(300_000 - offset as usize), offset).await;
+                let got = got.expect("small read");
+                assert_eq!(&got[..], &data[offset as usize..offset as usize + got.len()]);
+            }
+            let small_read_sqes = sqes(&h) - before;
+            if in_memory {
+                assert_eq!(small_read_sqes, 0, "small reads of a tmpfs file use no SQE");
+            } else {
+                assert!(small_read_sqes >= 38, "{small_read_sqes} SQEs for 38 disk reads");
+            }
+            // A large read goes through the ring either way, and sees the same bytes.
+            let whole = f.read_exact_at(300_000, 0).await.expect("large read");
+            assert_eq!(whole, data);
+            // Past the end: 0 bytes, not an error.
+            let (n, _) = f
+                .read_at(BytesMut::with_capacity(100), 400_000)
+                .await
+                .expect("eof");
+            assert_eq!(n, 0);
+        }
+        // Errors still name the path: a write to a file opened read-only.
+        let ro = File::open(&path).await.expect("open read-only");
+        let e = ro
+            .write_at(Bytes::from_static(b"x"), 0)
+            .await
+            .expect_err("read-only");
+        assert!(e.to_string().contains("zerorx-fs-inline"), "{e}");
+        fs::remove_file(&path).await.expect("remove");
+        fs::remove_file(&disk_path).await.expect("remove");
+    });
+}

@@ -1,5 +1,6 @@
 //! [`File`] and [`OpenOptions`].
 
+use super::inline::{self, INLINE_MAX};
 use super::{c_path, context, Metadata};
 use crate::ops::file::{opened_fd, Fsync, OpenAt, ReadAt, Statx, WriteAt};
 use crate::runtime::op::Op;
@@ -7,7 +8,7 @@ use bytes::{Bytes, BytesMut};
 use std::cell::Cell;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -128,10 +129,12 @@ impl OpenOptions {
         let (c, _) = Op::submit(op)?.await?;
         c.result().map_err(|e| context(e, "opening", path))?;
         let fd = opened_fd(&c).ok_or_else(|| io::Error::other("openat gave no fd"))?;
+        let inline = super::inline::memory_backed(fd.as_raw_fd());
         Ok(File {
             fd: Arc::new(fd),
             path: path.into(),
             pos: Cell::new(0),
+            inline,
         })
     }
 }
@@ -145,6 +148,9 @@ pub struct File {
     fd: Arc<OwnedFd>,
     path: PathBuf,
     pos: Cell<u64>,
+    /// A memory filesystem's file: small reads and writes are done on the worker
+    /// (`fs::inline`).
+    inline: bool,
 }
 
 impl File {
@@ -187,6 +193,10 @@ impl File {
                 io::ErrorKind::InvalidInput,
                 "read_at needs a buffer with spare capacity",
             ));
+        }
+        if self.inline && buf.capacity() - buf.len() <= INLINE_MAX {
+            return inline::pread(self.fd.as_raw_fd(), buf, offset)
+                .map_err(|e| context(e, "reading", &self.path));
         }
         let (c, op) = Op::submit(ReadAt {
             file: self.fd.clone(),
@@ -247,6 +257,10 @@ impl File {
 
     /// Writes `buf` at `offset`; returns how much was written (maybe less).
     pub async fn write_at(&self, buf: Bytes, offset: u64) -> io::Result<usize> {
+        if self.inline && buf.len() <= INLINE_MAX {
+            return inline::pwrite(self.fd.as_raw_fd(), &buf, offset)
+                .map_err(|e| context(e, "writing", &self.path));
+        }
         let (c, _) = Op::submit(WriteAt {
             file: self.fd.clone(),
             buf,

@@ -22,6 +22,7 @@
 
 mod compat;
 mod file;
+mod inline;
 mod metadata;
 
 pub use compat::{FileCompat, READ_AHEAD};

@@ -329,15 +329,23 @@ fn small_reads_and_writes_of_a_file_in_memory_are_done_on_the_worker() {
             let sqes = |h: &zerorx::Handle| h.metrics()[worker].sqes_submitted;
             let before = sqes(&h);
             for offset in (0..300_000u64).step_by(7_919) {
-                let got = f.read_exact_at(4096.min(300_000 - offset as usize), offset).await;
+                let got = f
+                    .read_exact_at(4096.min(300_000 - offset as usize), offset)
+                    .await;
                 let got = got.expect("small read");
-                assert_eq!(&got[..], &data[offset as usize..offset as usize + got.len()]);
+                assert_eq!(
+                    &got[..],
+                    &data[offset as usize..offset as usize + got.len()]
+                );
             }
             let small_read_sqes = sqes(&h) - before;
             if in_memory {
                 assert_eq!(small_read_sqes, 0, "small reads of a tmpfs file use no SQE");
             } else {
-                assert!(small_read_sqes >= 38, "{small_read_sqes} SQEs for 38 disk reads");
+                assert!(
+                    small_read_sqes >= 38,
+                    "{small_read_sqes} SQEs for 38 disk reads"
+                );
             }
             // A large read goes through the ring either way, and sees the same bytes.
             let whole = f.read_exact_at(300_000, 0).await.expect("large read");

@@ -27,7 +27,7 @@ pub(crate) fn memory_backed(fd: RawFd) -> bool {
         return false;
     }
     // SAFETY: the call succeeded, so it filled `s`.
-    let kind = unsafe { s.assume_init() }.f_type as i64;
+    let kind = i64::from(unsafe { s.assume_init() }.f_type);
     kind == TMPFS_MAGIC || kind == RAMFS_MAGIC
 }
 

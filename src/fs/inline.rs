@@ -18,8 +18,6 @@ pub(crate) const INLINE_MAX: usize = 64 * 1024;
 
 /// Whether `fd` is a file of a memory filesystem (tmpfs or ramfs).
 pub(crate) fn memory_backed(fd: RawFd) -> bool {
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
-    const RAMFS_MAGIC: i64 = 0x8584_58f6;
     let mut s = std::mem::MaybeUninit::<libc::statfs>::zeroed();
     // SAFETY: fstatfs writes one `statfs` into `s`, which lives across the call.
     let rc = unsafe { libc::fstatfs(fd, s.as_mut_ptr()) };
@@ -27,8 +25,8 @@ pub(crate) fn memory_backed(fd: RawFd) -> bool {
         return false;
     }
     // SAFETY: the call succeeded, so it filled `s`.
-    let kind = i64::from(unsafe { s.assume_init() }.f_type);
-    kind == TMPFS_MAGIC || kind == RAMFS_MAGIC
+    let kind = unsafe { s.assume_init() }.f_type;
+    kind == libc::TMPFS_MAGIC || kind == libc::RAMFS_MAGIC
 }
 
 /// `pread` into the spare capacity of `buf`; the bytes read with the buffer.

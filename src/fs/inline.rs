@@ -18,6 +18,8 @@ pub(crate) const INLINE_MAX: usize = 64 * 1024;
 
 /// Whether `fd` is a file of a memory filesystem (tmpfs or ramfs).
 pub(crate) fn memory_backed(fd: RawFd) -> bool {
+    // ramfs's magic (linux/magic.h; libc has TMPFS_MAGIC only), as `f_type` holds it.
+    const RAMFS_MAGIC: libc::c_long = 0x8584_58f6_u32 as libc::c_long;
     let mut s = std::mem::MaybeUninit::<libc::statfs>::zeroed();
     // SAFETY: fstatfs writes one `statfs` into `s`, which lives across the call.
     let rc = unsafe { libc::fstatfs(fd, s.as_mut_ptr()) };
@@ -26,7 +28,7 @@ pub(crate) fn memory_backed(fd: RawFd) -> bool {
     }
     // SAFETY: the call succeeded, so it filled `s`.
     let kind = unsafe { s.assume_init() }.f_type;
-    kind == libc::TMPFS_MAGIC || kind == libc::RAMFS_MAGIC
+    kind == libc::TMPFS_MAGIC || kind == RAMFS_MAGIC
 }
 
 /// `pread` into the spare capacity of `buf`; the bytes read with the buffer.

@@ -480,8 +480,7 @@ fn a_client_connects_by_name_and_a_failure_names_the_host() {
         assert_eq!(c.add(40, 2).await.expect("add"), 42);
         let e = zerorx_thrift::Client::connect_to(format!("localhost:{refused}"), config)
             .await
-            .err()
-            .expect("nothing listens there");
+            .expect_err("nothing listens there");
         assert!(
             matches!(e, ClientError::Connect(_)) && e.to_string().contains("localhost"),
             "{e}"

@@ -140,8 +140,29 @@ pub(super) async fn serve(stream: Connection, w: Rc<WorkerCtx>, key: usize) {
             if let Some(writer) = writer {
                 let _ = writer.await;
             }
+            linger(&stream).await;
         }
     }
+}
+
+/// Longest a drained connection waits for its peer to close after the last reply.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// After the last reply: sends end of stream, then reads (and drops) what the peer
+/// still sends until it closes, for at most [`LINGER`] (and never past the drain
+/// deadline, which aborts this task). Closing at once would leave the calls the peer
+/// sent after the drain began unread, and a socket closed with unread data sends a
+/// reset, which can destroy the replies still on their way to the peer: a client
+/// under load lost 2 of 2,516 answered calls at SIGTERM that way
+/// (`thrift-test/tests/app.rs`).
+async fn linger(stream: &Connection) {
+    if stream.shutdown(std::net::Shutdown::Write).await.is_err() {
+        return;
+    }
+    let _ = zerorx::time::timeout(LINGER, async {
+        while let Ok(Some(_)) = stream.recv().await {}
+    })
+    .await;
 }
 
 enum Event {

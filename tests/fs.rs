@@ -368,3 +368,83 @@ fn small_reads_and_writes_of_a_file_in_memory_are_done_on_the_worker() {
         fs::remove_file(&disk_path).await.expect("remove");
     });
 }
+
+#[test]
+fn fixed_buffers_read_and_write_and_their_limits_are_clear_errors() {
+    use zerorx::fs::{FixedBuf, FIXED_BUFFER_SLOTS};
+    let dir = Scratch::new("fixed");
+    let path = dir.0.join("data");
+    // Off a worker: an error, not a panic.
+    let e = FixedBuf::new(4096).expect_err("no runtime here");
+    assert!(e.to_string().contains("runtime"), "{e}");
+    rt().block_on(async move {
+        let mut rng = Rng(12);
+        let data: Vec<u8> = (0..(1 << 20) + 123).map(|_| rng.next() as u8).collect();
+        let f = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .await
+            .expect("open");
+        // Written through one registered buffer in 64 KiB pieces, read back through another.
+        let mut out = FixedBuf::new(64 * 1024).expect("register");
+        for (i, piece) in data.chunks(64 * 1024).enumerate() {
+            out.clear();
+            out.extend_from_slice(piece).expect("fits");
+            let (n, b) = f
+                .write_fixed_at(out, (i * 64 * 1024) as u64)
+                .await
+                .expect("write_fixed_at");
+            assert_eq!(n, piece.len());
+            out = b;
+        }
+        let mut back = Vec::new();
+        let mut inb = FixedBuf::new(100_000).expect("register");
+        loop {
+            let (n, b) = f
+                .read_fixed_at(inb, back.len() as u64)
+                .await
+                .expect("read_fixed_at");
+            inb = b;
+            assert_eq!(inb.len(), n);
+            if n == 0 {
+                break;
+            }
+            back.extend_from_slice(&inb);
+        }
+        assert_eq!(back, data);
+        // Too much for the buffer: an error saying so; the contents stay.
+        let e = out
+            .extend_from_slice(&[0; 70_000])
+            .expect_err("over capacity");
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            FixedBuf::new(0).expect_err("empty").kind(),
+            ErrorKind::InvalidInput
+        );
+        // The worker's table is full at FIXED_BUFFER_SLOTS; a dropped buffer frees its slot.
+        let mut held = vec![out, inb];
+        while held.len() < usize::from(FIXED_BUFFER_SLOTS) {
+            held.push(FixedBuf::new(4096).expect("a free slot"));
+        }
+        let e = FixedBuf::new(4096).expect_err("table full");
+        assert!(e.to_string().contains("fixed buffers already"), "{e}");
+        held.pop();
+        let again = FixedBuf::new(4096).expect("the dropped buffer's slot");
+        // And it works in that slot.
+        let (n, again) = f
+            .read_fixed_at(again, 0)
+            .await
+            .expect("read in a reused slot");
+        assert_eq!(&again[..n], &data[..4096]);
+        drop(held);
+        // A write error names the path.
+        let ro = File::open(&path).await.expect("open read-only");
+        let mut one = FixedBuf::new(16).expect("register");
+        one.extend_from_slice(b"x").expect("fits");
+        let e = ro.write_fixed_at(one, 0).await.expect_err("read-only");
+        assert!(e.to_string().contains("data"), "{e}");
+    });
+}

@@ -107,13 +107,15 @@ fn default_disk_dir() -> PathBuf {
 pub enum Io {
     /// `zerorx::fs` on a one-worker runtime.
     Zerorx,
+    /// `zerorx::fs` with registered buffers (`read_fixed_at`/`write_fixed_at`).
+    ZerorxFixed,
     /// `tokio::fs` on a current-thread runtime (its blocking pool does the calls).
     Tokio,
     /// `std::fs` on the calling thread.
     Std,
 }
 
-const IOS: [Io; 3] = [Io::Zerorx, Io::Tokio, Io::Std];
+const IOS: [Io; 4] = [Io::Zerorx, Io::ZerorxFixed, Io::Tokio, Io::Std];
 const CHUNK: usize = 1 << 20;
 const PAGE: u64 = 4096;
 
@@ -215,6 +217,62 @@ fn measure(io: Io, path: &Path, size: u64, offsets: &[u64]) -> io::Result<[f64; 
                     let (n, b) = f.read_at(buf, o).await?;
                     buf = b;
                     check(&buf[..n], o, "zerorx random read")?;
+                }
+                let random = offsets.len() as f64 / 1e3 / t.elapsed().as_secs_f64();
+                Ok([write, read, random])
+            })
+        }
+        Io::ZerorxFixed => {
+            let rt = zerorx::Runtime::builder().threads(1).build()?;
+            rt.block_on(async {
+                use zerorx::fs::{File, FixedBuf};
+                let t = Instant::now();
+                let f = File::create(path).await?;
+                let mut buf = FixedBuf::new(CHUNK)?;
+                for (i, c) in chunks.iter().enumerate() {
+                    let at = i as u64 * CHUNK as u64;
+                    let len = (size - at).min(CHUNK as u64) as usize;
+                    buf.clear();
+                    buf.extend_from_slice(&c[..len])?;
+                    let mut done = 0;
+                    while done < len {
+                        // A short write leaves the rest for the next call.
+                        let (n, b) = f.write_fixed_at(buf, at + done as u64).await?;
+                        buf = b;
+                        if n == 0 {
+                            return Err(io::Error::new(io::ErrorKind::WriteZero, "write_fixed_at"));
+                        }
+                        done += n;
+                        if done < len {
+                            let rest = buf[n..].to_vec();
+                            buf.clear();
+                            buf.extend_from_slice(&rest)?;
+                        }
+                    }
+                }
+                f.sync_all().await?;
+                let write = mb / t.elapsed().as_secs_f64();
+
+                let t = Instant::now();
+                let f = File::open(path).await?;
+                let mut at = 0;
+                loop {
+                    let (n, b) = f.read_fixed_at(buf, at).await?;
+                    buf = b;
+                    if n == 0 {
+                        break;
+                    }
+                    check(&buf, at, "zerorx fixed read")?;
+                    at += n as u64;
+                }
+                let read = mb / t.elapsed().as_secs_f64();
+
+                let t = Instant::now();
+                let mut page = FixedBuf::new(PAGE as usize)?;
+                for &o in offsets {
+                    let (_, p) = f.read_fixed_at(page, o).await?;
+                    page = p;
+                    check(&page, o, "zerorx fixed random read")?;
                 }
                 let random = offsets.len() as f64 / 1e3 / t.elapsed().as_secs_f64();
                 Ok([write, read, random])
@@ -349,17 +407,19 @@ pub fn table(cells: &[FsCell], opts: &FsOptions) -> String {
     let mut out = format!(
         "\nfiles: {} rounds, {} MiB written and read in 1 MiB calls, {} random 4 KiB reads \
          (MB/s; random: thousands of reads/s; ratio = zerorx / peer, above 1 = zerorx faster)\n\
-         {:<14} {:<13} {:>24} {:>24} {:>24} {:>20} {:>20}\n",
+         {:<14} {:<13} {:>24} {:>24} {:>24} {:>24} {:>20} {:>20} {:>20}\n",
         opts.rounds,
         opts.size >> 20,
         opts.reads,
         "dir",
         "workload",
         "zerorx",
+        "zerorx fixed",
         "tokio::fs",
         "std::fs",
         "zerorx / tokio",
-        "zerorx / std"
+        "zerorx / std",
+        "fixed / zerorx"
     );
     let fmt = |s: Option<Spread>, digits: usize| {
         s.map_or("-".into(), |s| {
@@ -378,8 +438,8 @@ pub fn table(cells: &[FsCell], opts: &FsOptions) -> String {
                     .collect()
             };
             let rates = |io: Io| Spread::of(&of(io).iter().map(|c| c.rate).collect::<Vec<_>>());
-            let ratio = |peer: Io| {
-                let v: Vec<f64> = of(Io::Zerorx)
+            let ratio = |ours: Io, peer: Io| {
+                let v: Vec<f64> = of(ours)
                     .iter()
                     .filter_map(|z| {
                         let p = of(peer).into_iter().find(|p| p.round == z.round)?;
@@ -389,14 +449,16 @@ pub fn table(cells: &[FsCell], opts: &FsOptions) -> String {
                 Spread::of(&v)
             };
             out += &format!(
-                "{:<14} {:<13} {:>24} {:>24} {:>24} {:>20} {:>20}\n",
+                "{:<14} {:<13} {:>24} {:>24} {:>24} {:>24} {:>20} {:>20} {:>20}\n",
                 dir.display().to_string(),
                 w,
                 fmt(rates(Io::Zerorx), 0),
+                fmt(rates(Io::ZerorxFixed), 0),
                 fmt(rates(Io::Tokio), 0),
                 fmt(rates(Io::Std), 0),
-                fmt(ratio(Io::Tokio), 2),
-                fmt(ratio(Io::Std), 2)
+                fmt(ratio(Io::Zerorx, Io::Tokio), 2),
+                fmt(ratio(Io::Zerorx, Io::Std), 2),
+                fmt(ratio(Io::ZerorxFixed, Io::Zerorx), 2)
             );
         }
     }

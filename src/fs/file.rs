@@ -2,7 +2,10 @@
 
 use super::inline::{self, INLINE_MAX};
 use super::{c_path, context, Metadata};
-use crate::ops::file::{opened_fd, Fsync, OpenAt, ReadAt, Statx, WriteAt};
+use crate::ops::file::{
+    opened_fd, Fsync, OpenAt, ReadAt, ReadFixedAt, Statx, WriteAt, WriteFixedAt,
+};
+use crate::runtime::fixed_buffers::FixedBuf;
 use crate::runtime::op::Op;
 use bytes::{Bytes, BytesMut};
 use std::cell::Cell;
@@ -296,6 +299,46 @@ impl File {
         self.write_all_at(buf, self.pos.get()).await?;
         self.pos.set(self.pos.get() + len);
         Ok(())
+    }
+
+    /// Reads into `buf` (up to its capacity) at `offset` with `READ_FIXED`: the kernel
+    /// pinned the buffer's pages once, at registration, instead of at every call.
+    /// Returns the bytes read (0 at the end of the file) with the buffer, holding them.
+    pub async fn read_fixed_at(
+        &self,
+        mut buf: FixedBuf,
+        offset: u64,
+    ) -> io::Result<(usize, FixedBuf)> {
+        buf.check_ring()?;
+        let (c, op) = Op::submit(ReadFixedAt {
+            file: self.fd.clone(),
+            buf,
+            offset,
+        })?
+        .await?;
+        let mut op = op;
+        let n = c.result().map_err(|e| context(e, "reading", &self.path))? as usize;
+        op.buf.set_filled(n);
+        buf = op.buf;
+        Ok((n, buf))
+    }
+
+    /// Writes `buf`'s bytes at `offset` with `WRITE_FIXED`; returns how many were
+    /// written (maybe fewer) with the buffer.
+    pub async fn write_fixed_at(
+        &self,
+        buf: FixedBuf,
+        offset: u64,
+    ) -> io::Result<(usize, FixedBuf)> {
+        buf.check_ring()?;
+        let (c, op) = Op::submit(WriteFixedAt {
+            file: self.fd.clone(),
+            buf,
+            offset,
+        })?
+        .await?;
+        let n = c.result().map_err(|e| context(e, "writing", &self.path))? as usize;
+        Ok((n, op.buf))
     }
 
     /// Flushes data and metadata to the device (`fsync`).

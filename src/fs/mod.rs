@@ -25,6 +25,7 @@ mod file;
 mod inline;
 mod metadata;
 
+pub use crate::runtime::fixed_buffers::{FixedBuf, SLOTS as FIXED_BUFFER_SLOTS};
 pub use compat::{FileCompat, READ_AHEAD};
 pub use file::{File, OpenOptions};
 pub use metadata::Metadata;

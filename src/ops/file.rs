@@ -210,3 +210,59 @@ unsafe impl OpCode for MkDirAt {
             .build()
     }
 }
+
+/// `pread` into a registered buffer (`READ_FIXED`), up to its capacity.
+pub(crate) struct ReadFixedAt {
+    pub(crate) file: Arc<OwnedFd>,
+    pub(crate) buf: crate::runtime::fixed_buffers::FixedBuf,
+    pub(crate) offset: u64,
+}
+
+// SAFETY: the kernel writes into `buf`'s registered memory, which the op owns (and
+// nobody reads) until the completion; `file` keeps the fd open; the slot is `buf`'s
+// on this worker's ring (checked before submitting).
+unsafe impl OpCode for ReadFixedAt {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.file.as_raw_fd())
+    }
+
+    fn create_entry(&mut self) -> squeue::Entry {
+        let (slot, ptr, cap) = self.buf.raw();
+        opcode::ReadFixed::new(
+            types::Fd(self.file.as_raw_fd()),
+            ptr,
+            cap.min(u32::MAX as usize) as u32,
+            slot,
+        )
+        .offset(self.offset)
+        .build()
+    }
+}
+
+/// `pwrite` from a registered buffer (`WRITE_FIXED`): its filled bytes.
+pub(crate) struct WriteFixedAt {
+    pub(crate) file: Arc<OwnedFd>,
+    pub(crate) buf: crate::runtime::fixed_buffers::FixedBuf,
+    pub(crate) offset: u64,
+}
+
+// SAFETY: the kernel reads `buf`'s filled bytes, registered memory the op owns until
+// the completion; `file` keeps the fd open; the slot is `buf`'s on this ring.
+unsafe impl OpCode for WriteFixedAt {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.file.as_raw_fd())
+    }
+
+    fn create_entry(&mut self) -> squeue::Entry {
+        let len = self.buf.len();
+        let (slot, ptr, _) = self.buf.raw();
+        opcode::WriteFixed::new(
+            types::Fd(self.file.as_raw_fd()),
+            ptr,
+            len.min(u32::MAX as usize) as u32,
+            slot,
+        )
+        .offset(self.offset)
+        .build()
+    }
+}

@@ -9,6 +9,7 @@ mod blocking;
 mod builder;
 pub(crate) mod context;
 mod dump;
+pub(crate) mod fixed_buffers;
 mod handle;
 pub(crate) mod multishot;
 pub(crate) mod op;

@@ -124,6 +124,8 @@ pub(crate) struct Core {
     pub(crate) time: Rc<Timers>,
     /// Scratch space for wakers to call once no borrow is held.
     wakers: Cell<Vec<Waker>>,
+    /// The fixed-buffer table, registered with the ring at the first `FixedBuf`.
+    pub(crate) fixed: RefCell<Option<Rc<super::fixed_buffers::FixedTable>>>,
 }
 
 /// Tasks polled per turn at most, so I/O completions and timers are not starved by a
@@ -192,6 +194,7 @@ impl Core {
             rx,
             time: Rc::default(),
             wakers: Cell::new(Vec::new()),
+            fixed: RefCell::new(None),
         })
     }
 

@@ -63,6 +63,15 @@ fn harness(args: &[&str], limit: Duration) -> Out {
 /// Starts `zerorx-stress serve` (1 thread, 60 s at most) with `extra` options and
 /// returns it with the address from its first (JSON) line.
 fn standalone_server(extra: &[&str]) -> (std::process::Child, String) {
+    start_standalone(extra, Stdio::null())
+}
+
+/// As [`standalone_server`], with the server's stderr kept for the test to read.
+fn standalone_server_with_stderr(extra: &[&str]) -> (std::process::Child, String) {
+    start_standalone(extra, Stdio::piped())
+}
+
+fn start_standalone(extra: &[&str], stderr: Stdio) -> (std::process::Child, String) {
     let mut server = Command::new(BIN)
         .arg("serve")
         .args(extra)
@@ -75,7 +84,7 @@ fn standalone_server(extra: &[&str]) -> (std::process::Child, String) {
             "60s",
         ])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("start server");
     let mut first = String::new();
@@ -791,4 +800,35 @@ fn hostile_refuses_an_external_server() {
         err.contains("must be shorter than --hostile-timeout"),
         "{err}"
     );
+}
+
+#[test]
+fn a_standalone_server_stops_cleanly_on_sigterm_and_sigint() {
+    for (signal, service) in [("TERM", "frames"), ("INT", "rpc")] {
+        let (mut server, _addr) = standalone_server_with_stderr(&["--service", service]);
+        let sent = std::time::Instant::now();
+        let killed = Command::new("kill")
+            .args([format!("-{signal}"), server.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        let status = loop {
+            if let Some(s) = server.try_wait().expect("wait") {
+                break s;
+            }
+            assert!(
+                sent.elapsed() < Duration::from_secs(10),
+                "{service} server still running 10 s after SIG{signal}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        if let Some(mut e) = server.stderr.take() {
+            std::io::Read::read_to_string(&mut e, &mut err).expect("server stderr");
+        }
+        assert!(
+            status.success(),
+            "{service} server after SIG{signal}: {status}; its stderr:\n{err}"
+        );
+    }
 }

@@ -81,8 +81,8 @@ pub enum ControlLine {
     Dump(zerorx::runtime::RuntimeDump),
 }
 
-/// Runs the server until stdin closes (with `control`), the duration passes, or the
-/// process is killed.
+/// Runs the server until stdin closes (with `control`), the duration passes, SIGTERM
+/// or SIGINT arrives (a clean stop, as when stdin closes), or the process is killed.
 pub fn serve(cfg: &ServeConfig) -> io::Result<()> {
     let threads = cfg.threads.max(1);
     // Before the runtime's threads start, so they inherit the blocked signal.
@@ -122,6 +122,7 @@ fn serve_frames(rt: &Runtime, cfg: &ServeConfig) -> io::Result<()> {
         let addr = start_listeners(&handle, cfg, &counters).await?;
         let (h, c, m) = (handle.clone(), counters.clone(), mode.clone());
         let snap: Snapshotter = Box::new(move || snapshot(&h, &c, &m, None));
+        stop_on_signals(&stop)?;
         announce(cfg, addr, &handle, &mode, &stop, snap)?;
         wait_for_stop(cfg, &stop, started).await;
         Ok::<(), io::Error>(())
@@ -162,6 +163,8 @@ fn serve_rpc(rt: &Runtime, cfg: &ServeConfig) -> io::Result<()> {
         };
         snapshot(&h, &counters, &m, Some(rpc))
     });
+    // The listeners' tasks live on worker 0, whose loop the block_on below runs.
+    rt.block_on(async { stop_on_signals(&stop) })?;
     announce(cfg, addr, &handle, &mode, &stop, snap)?;
     let shutdown = server.shutdown_handle();
     rt.block_on(async {
@@ -205,6 +208,19 @@ fn announce(
             mode.mode, mode.reason
         );
     }
+    Ok(())
+}
+
+/// Listens for SIGTERM and SIGINT (before the server says it is up, so none is lost):
+/// the first one stops the server as closing stdin does.
+fn stop_on_signals(stop: &Arc<AtomicBool>) -> io::Result<()> {
+    let kinds = [
+        zerorx::signal::SignalKind::terminate(),
+        zerorx::signal::SignalKind::interrupt(),
+    ];
+    let signals = zerorx_cli::signals::listen(&kinds)?;
+    let stop = stop.clone();
+    zerorx_cli::signals::on_first(signals, move |_| stop.store(true, Ordering::SeqCst));
     Ok(())
 }
 

@@ -15,6 +15,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
+use zerorx_bench::count;
 use zerorx_cli::bench::AddArgs;
 use zerorx_thrift::{encode_message, DecodeLimits, MessageReader, MessageType, Protocol, Returns};
 
@@ -187,6 +188,33 @@ fn workloads(o: &Options) -> Vec<Workload> {
         .collect()
 }
 
+/// The servers `--count` counts unless `--servers` names others.
+const COUNT_SERVERS: [Kind; 3] = [Kind::Zerorx, Kind::Tokio, Kind::Volo];
+
+/// `--count`: the 64-byte `echo` call, counted per request for each server.
+fn count_rpc(c: &count::cli::Args, setup: &Setup, servers: &[Kind]) -> i32 {
+    let targets: Vec<count::Target<'_>> = servers
+        .iter()
+        .map(|&kind| count::Target {
+            name: kind.name().to_owned(),
+            launch: Box::new(move || {
+                let port = servers::free_port()?;
+                Ok(count::Launch {
+                    command: servers::command(kind, setup, port)?,
+                    ready: count::Ready::Accepts(SocketAddr::from(([127, 0, 0, 1], port))),
+                    stop: count::Stop::Sigterm,
+                })
+            }),
+        })
+        .collect();
+    let (request, len) = load::echo_call(64);
+    let exchange = count::Exchange {
+        request,
+        reply: count::Reply::Framed { len },
+    };
+    count::cli::main(c, "RPC-64B", exchange, &targets, Kind::Tokio.name())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--serve") {
@@ -196,10 +224,21 @@ fn main() {
 }
 
 fn run(args: &[String]) -> i32 {
-    let o = match parse(args) {
+    let mut args = args.to_vec();
+    let count = match count::cli::take(&mut args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rpc bench: {e}");
+            return 2;
+        }
+    };
+    let mut o = match parse(&args) {
         Ok(Some(o)) => o,
         Ok(None) => {
-            print!("{USAGE}");
+            print!(
+                "{USAGE}\n--count (RPC 64 B; zerorx, tokio and volo unless --servers):\n{}",
+                count::cli::USAGE
+            );
             return 0;
         }
         Err(e) => {
@@ -207,6 +246,9 @@ fn run(args: &[String]) -> i32 {
             return 2;
         }
     };
+    if count.is_some() && !args.iter().any(|a| a == "--servers") {
+        o.servers = COUNT_SERVERS.to_vec();
+    }
     if let Err(e) = zerorx_bench::procfs::raise_fd_limit() {
         eprintln!("rpc bench: could not raise the fd limit: {e}");
     }
@@ -254,6 +296,9 @@ fn run(args: &[String]) -> i32 {
         alt_exe: o.alt_exe.clone(),
         alt_env: o.alt_env.clone(),
     };
+    if let Some(c) = count {
+        return count_rpc(&c, &setup, &servers);
+    }
     let wls = workloads(&o);
     println!(
         "rpc bench: {} round(s) x {} workload(s) x {} server(s), {}s warm-up + {}s measured per cell; \

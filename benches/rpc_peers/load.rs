@@ -72,6 +72,16 @@ struct Template {
     payload: Bytes,
 }
 
+/// One whole `echo` call with a `payload`-byte argument (seqid 0) and the length of
+/// its reply frame: the counted work's request.
+pub fn echo_call(payload: usize) -> (Vec<u8>, usize) {
+    let t = template(payload);
+    let mut call = t.head.clone();
+    call[t.seqid_at..t.seqid_at + 4].copy_from_slice(&0i32.to_be_bytes());
+    call.extend_from_slice(&t.tail);
+    (call, t.reply_len)
+}
+
 fn template(payload: usize) -> Template {
     let data = Bytes::from(
         (0..payload)

@@ -102,11 +102,52 @@ pub struct Server {
     log: PathBuf,
 }
 
-fn free_port() -> Result<u16, String> {
+/// A port free on 127.0.0.1 now (a server started next binds it).
+pub fn free_port() -> Result<u16, String> {
     let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind 127.0.0.1:0: {e}"))?;
     l.local_addr()
         .map(|a| a.port())
         .map_err(|e| format!("local_addr: {e}"))
+}
+
+/// The command that runs `kind` listening on 127.0.0.1:`port`; SIGTERM stops it.
+pub fn command(kind: Kind, setup: &Setup, port: u16) -> Result<Command, String> {
+    let threads = setup.threads;
+    let cmd = match kind {
+        Kind::TNonblocking | Kind::Volo => {
+            let bin = match kind {
+                Kind::Volo => setup
+                    .volo
+                    .as_deref()
+                    .ok_or("the volo server was not built")?,
+                _ => setup.cpp.as_deref().ok_or("the C++ server was not built")?,
+            };
+            let mut c = Command::new(bin);
+            c.arg(port.to_string()).arg(threads.to_string());
+            c
+        }
+        _ => {
+            let exe = match (kind, &setup.alt_exe) {
+                (Kind::ZerorxAlt, Some(alt)) => alt.clone(),
+                _ => std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+            };
+            let mut c = Command::new(exe);
+            let serve = match kind {
+                Kind::ZerorxAlt => Kind::Zerorx,
+                k => k,
+            };
+            c.args(["--serve", serve.name(), "--port", &port.to_string()]);
+            c.args(["--threads", &threads.to_string()]);
+            if serve == Kind::Zerorx {
+                c.args(&setup.zerorx_args);
+            }
+            if kind == Kind::ZerorxAlt {
+                c.envs(setup.alt_env.iter().map(|(k, v)| (k, v)));
+            }
+            c
+        }
+    };
+    Ok(cmd)
 }
 
 impl Server {
@@ -114,41 +155,7 @@ impl Server {
     pub fn start(kind: Kind, setup: &Setup) -> Result<Server, String> {
         let port = free_port()?;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let threads = setup.threads;
-        let mut cmd = match kind {
-            Kind::TNonblocking | Kind::Volo => {
-                let bin = match kind {
-                    Kind::Volo => setup
-                        .volo
-                        .as_deref()
-                        .ok_or("the volo server was not built")?,
-                    _ => setup.cpp.as_deref().ok_or("the C++ server was not built")?,
-                };
-                let mut c = Command::new(bin);
-                c.arg(port.to_string()).arg(threads.to_string());
-                c
-            }
-            _ => {
-                let exe = match (kind, &setup.alt_exe) {
-                    (Kind::ZerorxAlt, Some(alt)) => alt.clone(),
-                    _ => std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
-                };
-                let mut c = Command::new(exe);
-                let serve = match kind {
-                    Kind::ZerorxAlt => Kind::Zerorx,
-                    k => k,
-                };
-                c.args(["--serve", serve.name(), "--port", &port.to_string()]);
-                c.args(["--threads", &threads.to_string()]);
-                if serve == Kind::Zerorx {
-                    c.args(&setup.zerorx_args);
-                }
-                if kind == Kind::ZerorxAlt {
-                    c.envs(setup.alt_env.iter().map(|(k, v)| (k, v)));
-                }
-                c
-            }
-        };
+        let mut cmd = command(kind, setup, port)?;
         std::fs::create_dir_all(&setup.log_dir)
             .map_err(|e| format!("{}: {e}", setup.log_dir.display()))?;
         let log = setup.log_dir.join(format!("{}.log", kind.name()));
@@ -296,7 +303,10 @@ pub fn serve_child(args: &[String]) -> i32 {
             ];
             let args = args.iter().map(|s| s.to_string()).chain(extra);
             match zerorx_cli::bench::serve::parse_args(args) {
-                Ok(Some(a)) => zerorx_cli::bench::serve::run(&a).map_err(|e| e.to_string()),
+                Ok(Some(a)) => {
+                    zerorx_cli::bench::serve::run_with(&a, zerorx_bench::count::spawn_exit_listener)
+                        .map_err(|e| e.to_string())
+                }
                 Ok(None) => Err("unexpected --help".into()),
                 Err(e) => Err(e),
             }

@@ -19,6 +19,21 @@ use std::time::{Duration, Instant};
 /// The command-line flag that turns the benchmark binary into a server.
 pub const SERVE_FLAG: &str = "--serve";
 
+/// The command that runs `kind` as a child: this executable with `--serve`. It prints
+/// `listening ADDR` on stdout and exits when its stdin closes.
+pub fn command(kind: ServerKind, cfg: &ServerConfig) -> io::Result<Command> {
+    let mut cmd = Command::new(std::env::current_exe()?);
+    if kind == ServerKind::ZerorxAlt {
+        cmd.envs(cfg.alt_env.iter().map(|(k, v)| (k, v)));
+    }
+    cmd.arg(SERVE_FLAG)
+        .arg(kind.name())
+        .arg(format!("--pool-buffers={}", cfg.pool_buffers))
+        .arg(format!("--pool-buffer-size={}", cfg.pool_buffer_size))
+        .arg(format!("--life={}", cfg.life_secs));
+    Ok(cmd)
+}
+
 /// A running server child.
 pub struct ServerProcess {
     kind: ServerKind,
@@ -32,17 +47,7 @@ impl ServerProcess {
     /// Starts `kind` in a child process (this executable with `--serve`) and waits
     /// until it listens.
     pub fn start(kind: ServerKind, cfg: &ServerConfig) -> io::Result<ServerProcess> {
-        let exe = std::env::current_exe()?;
-        let mut cmd = Command::new(exe);
-        if kind == ServerKind::ZerorxAlt {
-            cmd.envs(cfg.alt_env.iter().map(|(k, v)| (k, v)));
-        }
-        let mut child = cmd
-            .arg(SERVE_FLAG)
-            .arg(kind.name())
-            .arg(format!("--pool-buffers={}", cfg.pool_buffers))
-            .arg(format!("--pool-buffer-size={}", cfg.pool_buffer_size))
-            .arg(format!("--life={}", cfg.life_secs))
+        let mut child = command(kind, cfg)?
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

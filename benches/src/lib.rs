@@ -11,6 +11,7 @@
 
 pub mod child;
 pub mod client;
+pub mod count;
 pub mod echo;
 pub mod fabric_engine;
 pub mod frame_echo;

@@ -14,6 +14,7 @@ use serde::Serialize;
 use std::io;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod count;
 mod options;
 
 use options::DEFAULT_OPEN_RATE;
@@ -337,7 +338,16 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             }
         }
     }
-    let opts = match Options::parse(&args[1.min(args.len())..]) {
+    let mut rest = args[1.min(args.len())..].to_vec();
+    match crate::count::cli::take(&mut rest) {
+        Ok(Some(c)) => return count::main(&c, &rest),
+        Ok(None) => {}
+        Err(msg) => {
+            eprintln!("{msg}");
+            return 2;
+        }
+    }
+    let opts = match Options::parse(&rest) {
         Ok(o) => o,
         Err(msg) => {
             eprintln!("{msg}");

@@ -242,7 +242,12 @@ impl Options {
                             .ok_or_else(|| format!("--open-rate: bad rate {v:?}"))?,
                     );
                 }
-                "-h" | "--help" => return Err(USAGE.into()),
+                "-h" | "--help" => {
+                    return Err(format!(
+                        "{USAGE}\n--count (W2; zerorx and tokio-ct unless --servers):\n{}",
+                        crate::count::cli::USAGE
+                    ))
+                }
                 other => return Err(format!("unknown argument {other:?}\n\n{USAGE}")),
             }
         }

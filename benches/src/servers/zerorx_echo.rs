@@ -39,6 +39,7 @@ pub(super) fn serve(threads: usize, cfg: &ServerConfig, ready: Ready) -> io::Res
     }
     let stats_handle = handle.clone();
     rt.block_on(async move {
+        crate::count::spawn_exit_listener();
         let l = TcpListener::from_std(first)?;
         ready(addr, Arc::new(move || stats(&stats_handle)));
         accept_loop(l).await;

@@ -189,6 +189,12 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Serve
 /// Runs `zerorx serve` until a termination signal; prints the address when ready and
 /// the counters at the end.
 pub fn run(args: &ServeArgs) -> io::Result<()> {
+    run_with(args, || {})
+}
+
+/// [`run`], calling `on_worker0` on worker 0 once the servers listen (a benchmark
+/// spawns its own tasks there).
+pub fn run_with(args: &ServeArgs, on_worker0: impl FnOnce()) -> io::Result<()> {
     let dump_signal = zerorx::runtime::DumpSignal::block()?;
     let mut builder = Runtime::builder();
     if let Some(n) = args.threads {
@@ -236,6 +242,7 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
     let stats: Vec<_> = servers.iter().map(Server::stats_handle).collect();
     let grace = args.grace;
     let res = rt.block_on(async move {
+        on_worker0();
         crate::signals::on_first(stop, move |kind| {
             eprintln!("zerorx serve: signal {}, draining", kind.as_raw());
             for s in &shutdowns {

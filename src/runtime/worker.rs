@@ -199,6 +199,11 @@ impl Core {
     }
 
     fn wake_all(&self, wakers: &mut Vec<Waker>) {
+        // Called three times a turn, mostly with nothing to wake: an empty `drain`
+        // still costs its set-up and drop (~18 instructions, counted).
+        if wakers.is_empty() {
+            return;
+        }
         for w in wakers.drain(..) {
             w.wake();
         }

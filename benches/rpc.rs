@@ -191,8 +191,9 @@ fn workloads(o: &Options) -> Vec<Workload> {
 /// The servers `--count` counts unless `--servers` names others.
 const COUNT_SERVERS: [Kind; 3] = [Kind::Zerorx, Kind::Tokio, Kind::Volo];
 
-/// `--count`: the 64-byte `echo` call, counted per request for each server.
-fn count_rpc(c: &count::cli::Args, setup: &Setup, servers: &[Kind]) -> i32 {
+/// `--count`: the `echo` call with a `payload`-byte argument, counted per request for
+/// each server.
+fn count_rpc(c: &count::cli::Args, setup: &Setup, servers: &[Kind], payload: usize) -> i32 {
     let targets: Vec<count::Target<'_>> = servers
         .iter()
         .map(|&kind| count::Target {
@@ -207,12 +208,17 @@ fn count_rpc(c: &count::cli::Args, setup: &Setup, servers: &[Kind]) -> i32 {
             }),
         })
         .collect();
-    let (request, len) = load::echo_call(64);
+    let (request, len) = load::echo_call(payload);
     let exchange = count::Exchange {
         request,
         reply: count::Reply::Framed { len },
     };
-    count::cli::main(c, "RPC-64B", exchange, &targets, Kind::Tokio.name())
+    let name = if payload >= 1024 {
+        format!("RPC-{}KiB", payload / 1024)
+    } else {
+        format!("RPC-{payload}B")
+    };
+    count::cli::main(c, &name, exchange, &targets, Kind::Tokio.name())
 }
 
 fn main() {
@@ -236,7 +242,7 @@ fn run(args: &[String]) -> i32 {
         Ok(Some(o)) => o,
         Ok(None) => {
             print!(
-                "{USAGE}\n--count (RPC 64 B; zerorx, tokio and volo unless --servers):\n{}",
+                "{USAGE}\n--count (RPC 64 B, or --workloads 64B,64KiB; zerorx, tokio and volo unless --servers):\n{}",
                 count::cli::USAGE
             );
             return 0;
@@ -297,7 +303,16 @@ fn run(args: &[String]) -> i32 {
         alt_env: o.alt_env.clone(),
     };
     if let Some(c) = count {
-        return count_rpc(&c, &setup, &servers);
+        let payloads = if args.iter().any(|a| a == "--workloads") {
+            o.payloads.clone()
+        } else {
+            vec![64]
+        };
+        return payloads
+            .iter()
+            .map(|&p| count_rpc(&c, &setup, &servers, p))
+            .max()
+            .unwrap_or(0);
     }
     let wls = workloads(&o);
     println!(

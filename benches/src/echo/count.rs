@@ -1,10 +1,12 @@
-//! `--count` for the echo benchmark: W2's 64-byte echo, counted per request for each
-//! server (zerorx and tokio current-thread unless `--servers` names others).
+//! `--count` for the echo benchmark: W2's 64-byte echo (and W5's 64 KiB one with
+//! `--workloads W2,W5`), counted per request for each server (zerorx and tokio
+//! current-thread unless `--servers` names others).
 
 use super::Options;
 use crate::child;
 use crate::count::{self, cli, Exchange, Launch, Ready, Reply, Stop, Target};
 use crate::servers::ServerKind;
+use crate::workloads::Workload;
 
 /// The servers counted when `--servers` is not given.
 const DEFAULT_SERVERS: [ServerKind; 2] = [ServerKind::Zerorx, ServerKind::TokioCt];
@@ -38,9 +40,35 @@ pub(super) fn main(args: &cli::Args, rest: &[String]) -> i32 {
             }),
         })
         .collect();
-    let exchange = Exchange {
-        request: (0..64u8).map(|i| i.wrapping_mul(37)).collect(),
-        reply: Reply::Echo,
+    let workloads = if rest.iter().any(|a| a.starts_with("--workloads")) {
+        opts.workloads.clone()
+    } else {
+        vec![Workload::W2]
     };
-    count::cli::main(args, "W2", exchange, &targets, ServerKind::TokioCt.name())
+    let mut status = 0;
+    for w in workloads {
+        let Some(size) = request_size(w) else {
+            eprintln!(
+                "--count counts W2 (64 B) and W5 (64 KiB) request/response, not {}",
+                w.id()
+            );
+            return 2;
+        };
+        let exchange = Exchange {
+            request: (0..size).map(|i| (i as u8).wrapping_mul(37)).collect(),
+            reply: Reply::Echo,
+        };
+        let s = count::cli::main(args, w.id(), exchange, &targets, ServerKind::TokioCt.name());
+        status = status.max(s);
+    }
+    status
+}
+
+/// The request size of a workload `--count` can count: the request/response ones.
+fn request_size(w: Workload) -> Option<usize> {
+    match w {
+        Workload::W2 => Some(64),
+        Workload::W5 => Some(64 * 1024),
+        _ => None,
+    }
 }

@@ -442,7 +442,7 @@ fn dispatch(
         );
     };
     let expects_reply = call && !method.is_oneway();
-    let future = match method.start(&mut r, to.clone()) {
+    let future = match method.start(&mut r, to.clone(), &w.future_slot) {
         Ok(f) => f,
         Err(e) => {
             let bad_args = e.is_bad_content();
@@ -472,6 +472,8 @@ fn dispatch(
     if let Poll::Ready(outcome) =
         Pin::new(&mut future).poll(&mut Context::from_waker(Waker::noop()))
     {
+        // Its memory holds the next call's future (`future_slot`).
+        w.future_slot.recycle(future.0);
         finish_call(outcome, expects_reply, &to, conn, w);
         return true;
     }

@@ -1,6 +1,7 @@
 //! Handlers behind one object-safe face: a method decodes its arguments with the
 //! connection's protocol and returns a future that encodes its own reply.
 
+use super::future_slot::FutureSlot;
 use crate::exception::ApplicationException;
 use crate::message::{encode_framed, MessageReader};
 use crate::out::{Framing, Segments};
@@ -63,7 +64,12 @@ pub(crate) trait Method: Send + Sync {
     /// its future is re-raised when the future is first polled, so it is caught with
     /// the future's. Takes `&self`: no reference count shared by every worker is
     /// touched per call.
-    fn start(&self, r: &mut MessageReader, to: ReplyTo) -> Result<HandlerFuture, DecodeError>;
+    fn start(
+        &self,
+        r: &mut MessageReader,
+        to: ReplyTo,
+        slot: &FutureSlot,
+    ) -> Result<HandlerFuture, DecodeError>;
 }
 
 pub(crate) struct TwoWay<A, F> {
@@ -82,13 +88,18 @@ where
         false
     }
 
-    fn start(&self, r: &mut MessageReader, to: ReplyTo) -> Result<HandlerFuture, DecodeError> {
+    fn start(
+        &self,
+        r: &mut MessageReader,
+        to: ReplyTo,
+        slot: &FutureSlot,
+    ) -> Result<HandlerFuture, DecodeError> {
         let args: A = r.decode()?;
         let call = match catch_unwind(AssertUnwindSafe(|| (self.f)(args))) {
             Ok(call) => call,
             Err(panic) => return Ok(Box::pin(async move { resume_unwind(panic) })),
         };
-        Ok(Box::pin(async move {
+        Ok(slot.boxed(async move {
             match call.await {
                 Ok(result) => match to.encode(MessageType::Reply, &result) {
                     Ok(segs) => Outcome::Reply(segs),
@@ -115,13 +126,18 @@ where
         true
     }
 
-    fn start(&self, r: &mut MessageReader, _to: ReplyTo) -> Result<HandlerFuture, DecodeError> {
+    fn start(
+        &self,
+        r: &mut MessageReader,
+        _to: ReplyTo,
+        slot: &FutureSlot,
+    ) -> Result<HandlerFuture, DecodeError> {
         let args: A = r.decode()?;
         let call = match catch_unwind(AssertUnwindSafe(|| (self.f)(args))) {
             Ok(call) => call,
             Err(panic) => return Ok(Box::pin(async move { resume_unwind(panic) })),
         };
-        Ok(Box::pin(async move {
+        Ok(slot.boxed(async move {
             call.await;
             Outcome::Done
         }))

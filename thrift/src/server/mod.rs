@@ -18,6 +18,7 @@
 //! after the replies in progress are sent. Every case is counted in [`ServerStats`].
 
 mod conn;
+mod future_slot;
 mod method;
 mod stats;
 
@@ -582,6 +583,8 @@ pub(crate) struct WorkerCtx {
     /// Fx-hashed: SipHash cost 2 % of a small request's CPU, and the table is fixed
     /// after start (a peer's names only probe it, so there is nothing to flood).
     pub(crate) methods: rustc_hash::FxHashMap<Bytes, (Bytes, Arc<dyn Method>)>,
+    /// Memory for the next handler future (`future_slot`).
+    pub(crate) future_slot: future_slot::FutureSlot,
 }
 
 enum AcceptEvent {
@@ -609,6 +612,7 @@ async fn worker_main(listener: WorkerListener, shared: Arc<ServerShared>, index:
                 (name, (reply, m.clone()))
             })
             .collect(),
+        future_slot: future_slot::FutureSlot::default(),
     });
     let listener = match Listening::wrap(listener) {
         Ok(l) => Some(l),

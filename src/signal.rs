@@ -15,7 +15,9 @@
 //! is one wake-up, as with any Unix signal. Once a handler is installed for a signal
 //! its default action (terminate, for `SIGINT`/`SIGTERM`/`SIGHUP`) no longer happens,
 //! also after every listener is gone: a program that listens for `SIGTERM` decides
-//! itself when to exit.
+//! itself when to exit. For the same reason a handler that a shared library installed
+//! for the signal (libfabric's PSM provider installs ones that `exit(1)`) is removed
+//! when the first listener starts.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -88,6 +90,7 @@ pub fn signal(kind: SignalKind) -> io::Result<Signal> {
             ),
         ));
     }
+    drop_foreign_handler(kind.0)?;
     // SAFETY: eventfd takes no pointers; the result is checked before use.
     let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
     if raw < 0 {
@@ -112,6 +115,61 @@ pub fn signal(kind: SignalKind) -> io::Result<Signal> {
         )
     })?;
     Ok(Signal { kind, fd, id })
+}
+
+/// Removes a handler that a shared library installed for `signum`, before the first
+/// listener's handler goes in.
+///
+/// Why: the registry calls the handler it found installed after its own actions, and
+/// some libraries install handlers at load time that end the process.
+/// `libpsm_infinipath`, which libfabric loads (zerorx's `libfabric` feature), installs
+/// handlers for SIGINT and SIGTERM that `exit(1)`: a server listening for SIGTERM to
+/// drain exited with status 1 instead (found by the stress server's signal test in a
+/// build with every feature on). A handler in this program's own object (the registry's
+/// own, from an earlier listener here or in tokio, or the program's) is kept.
+fn drop_foreign_handler(signum: libc::c_int) -> io::Result<()> {
+    // SAFETY: `sigaction` is plain data; a zeroed one is a valid out-parameter.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action only reads the current one into `old`.
+    if unsafe { libc::sigaction(signum, std::ptr::null(), &mut old) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let handler = old.sa_sigaction;
+    if handler == libc::SIG_DFL
+        || handler == libc::SIG_IGN
+        || same_object(handler, drop_foreign_handler as *const () as usize)
+    {
+        return Ok(());
+    }
+    // SAFETY: as above; the new action is the default disposition, with no handler.
+    let mut default: libc::sigaction = unsafe { std::mem::zeroed() };
+    default.sa_sigaction = libc::SIG_DFL;
+    // SAFETY: `default` is a valid action; the old one is not needed.
+    if unsafe { libc::sigaction(signum, &default, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    tracing::debug!(
+        signum,
+        "replaced a shared library's handler for a signal this program listens for"
+    );
+    Ok(())
+}
+
+/// Whether two code addresses lie in the same loaded object (executable or library);
+/// true too when either cannot be placed, so nothing is removed on a guess.
+fn same_object(a: usize, b: usize) -> bool {
+    let base = |addr: usize| {
+        // SAFETY: `Dl_info` is plain data; dladdr fills it for an address in a loaded
+        // object and returns 0 otherwise.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid out-parameter; the address is only looked up.
+        let found = unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } != 0;
+        found.then_some(info.dli_fbase as usize)
+    };
+    match (base(a), base(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => true,
+    }
 }
 
 /// Waits for the next `SIGINT` (Ctrl-C). Listening starts at the call, not at the

@@ -88,3 +88,27 @@ fn signals_no_handler_may_take_are_refused() {
         assert!(err.to_string().contains(&forbidden.to_string()), "{err}");
     }
 }
+
+#[test]
+fn a_handler_a_shared_library_installed_does_not_run_after_a_listener() {
+    // What libpsm_infinipath (loaded with libfabric) does at load time: a handler in
+    // another object that ends the process. Here it is libc's `_exit`, which the
+    // kernel calls with the signal's number: had it stayed chained after the
+    // listener's, this test binary would exit with status 1 at the delivery.
+    // SAFETY: `sigaction` is plain data; zeroed is a valid starting value.
+    let mut foreign: libc::sigaction = unsafe { std::mem::zeroed() };
+    foreign.sa_sigaction = libc::_exit as *const () as libc::sighandler_t;
+    // SAFETY: installs a valid function address as SIGHUP's handler; nothing raises
+    // SIGHUP before the listener below replaces it.
+    let rc = unsafe { libc::sigaction(libc::SIGHUP, &foreign, std::ptr::null_mut()) };
+    assert_eq!(rc, 0);
+    let rt = Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let mut s = signal(SignalKind::hangup()).expect("listen");
+        raise(SignalKind::hangup());
+        timeout(Duration::from_secs(10), s.recv())
+            .await
+            .expect("delivered")
+            .expect("recv");
+    });
+}

@@ -280,7 +280,7 @@ mod tokio_io {
     //! tokio's IO traits on [`FileCompat`]: the same reads, writes and seeks.
 
     use super::FileCompat;
-    use futures_io::{AsyncBufRead, AsyncSeek, AsyncWrite};
+    use futures_io::AsyncSeek;
     use std::io::{self, SeekFrom};
     use std::pin::Pin;
     use std::task::{Context, Poll};
@@ -298,33 +298,7 @@ mod tokio_io {
         }
     }
 
-    impl tokio::io::AsyncBufRead for FileCompat {
-        fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-            AsyncBufRead::poll_fill_buf(self, cx)
-        }
-
-        fn consume(self: Pin<&mut Self>, amt: usize) {
-            AsyncBufRead::consume(self, amt)
-        }
-    }
-
-    impl tokio::io::AsyncWrite for FileCompat {
-        fn poll_write(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            AsyncWrite::poll_write(self, cx, buf)
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            AsyncWrite::poll_flush(self, cx)
-        }
-
-        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            AsyncWrite::poll_close(self, cx)
-        }
-    }
+    crate::net::tokio_io::tokio_buf_read_and_write_from_futures_io!([] FileCompat);
 
     /// tokio splits a seek in two calls: the target is kept until it completes.
     impl tokio::io::AsyncSeek for FileCompat {

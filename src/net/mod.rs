@@ -21,7 +21,7 @@ mod resolve;
 mod tcp_listener;
 mod tcp_stream;
 #[cfg(feature = "tokio-io")]
-mod tokio_io;
+pub(crate) mod tokio_io;
 mod udp;
 mod unix;
 

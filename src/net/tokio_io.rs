@@ -5,7 +5,6 @@
 //! buffers in place); writes are [`Compat`]'s.
 
 use super::{poll_copy_out, AsConnection, Compat};
-use futures_io::{AsyncBufRead, AsyncWrite};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -21,30 +20,49 @@ impl<S: AsConnection + Unpin> tokio::io::AsyncRead for Compat<S> {
     }
 }
 
-impl<S: AsConnection + Unpin> tokio::io::AsyncBufRead for Compat<S> {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        AsyncBufRead::poll_fill_buf(self, cx)
-    }
+/// tokio's `AsyncBufRead` and `AsyncWrite` for a type that has futures-io's: the same
+/// calls under tokio's names (`poll_shutdown` is futures-io's `poll_close`). Used for
+/// the socket's [`Compat`] and the file's `FileCompat`.
+macro_rules! tokio_buf_read_and_write_from_futures_io {
+    ([$($generics:tt)*] $ty:ty) => {
+        impl<$($generics)*> tokio::io::AsyncBufRead for $ty {
+            fn poll_fill_buf(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<&[u8]>> {
+                futures_io::AsyncBufRead::poll_fill_buf(self, cx)
+            }
 
-    fn consume(self: Pin<&mut Self>, amt: usize) {
-        AsyncBufRead::consume(self, amt)
-    }
+            fn consume(self: std::pin::Pin<&mut Self>, amt: usize) {
+                futures_io::AsyncBufRead::consume(self, amt)
+            }
+        }
+
+        impl<$($generics)*> tokio::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                futures_io::AsyncWrite::poll_write(self, cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                futures_io::AsyncWrite::poll_flush(self, cx)
+            }
+
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                futures_io::AsyncWrite::poll_close(self, cx)
+            }
+        }
+    };
 }
+pub(crate) use tokio_buf_read_and_write_from_futures_io;
 
-impl<S: AsConnection + Unpin> tokio::io::AsyncWrite for Compat<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        AsyncWrite::poll_write(self, cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        AsyncWrite::poll_flush(self, cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        AsyncWrite::poll_close(self, cx)
-    }
-}
+tokio_buf_read_and_write_from_futures_io!([S: AsConnection + Unpin] Compat<S>);

@@ -199,7 +199,7 @@ fn count_rpc(c: &count::cli::Args, setup: &Setup, servers: &[Kind], payload: usi
         .map(|&kind| count::Target {
             name: kind.name().to_owned(),
             launch: Box::new(move || {
-                let port = servers::free_port()?;
+                let port = zerorx_bench::free_port()?;
                 Ok(count::Launch {
                     command: servers::command(kind, setup, port)?,
                     ready: count::Ready::Accepts(SocketAddr::from(([127, 0, 0, 1], port))),

@@ -6,7 +6,7 @@
 //! builds, the volo-thrift server the one `volo` builds.
 
 use std::fs::File;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -102,14 +102,6 @@ pub struct Server {
     log: PathBuf,
 }
 
-/// A port free on 127.0.0.1 now (a server started next binds it).
-pub fn free_port() -> Result<u16, String> {
-    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind 127.0.0.1:0: {e}"))?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|e| format!("local_addr: {e}"))
-}
-
 /// The command that runs `kind` listening on 127.0.0.1:`port`; SIGTERM stops it.
 pub fn command(kind: Kind, setup: &Setup, port: u16) -> Result<Command, String> {
     let threads = setup.threads;
@@ -153,7 +145,7 @@ pub fn command(kind: Kind, setup: &Setup, port: u16) -> Result<Command, String> 
 impl Server {
     /// Starts `kind` and waits (up to 20 s) until it accepts connections.
     pub fn start(kind: Kind, setup: &Setup) -> Result<Server, String> {
-        let port = free_port()?;
+        let port = zerorx_bench::free_port()?;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let mut cmd = command(kind, setup, port)?;
         std::fs::create_dir_all(&setup.log_dir)

@@ -467,18 +467,5 @@ pub fn table(cells: &[FsCell], opts: &FsOptions) -> String {
 
 /// The file benchmark's `main`; returns the exit code.
 pub fn main_with_args(args: Vec<String>) -> i32 {
-    let opts = match FsOptions::parse(&args[1.min(args.len())..]) {
-        Ok(o) => o,
-        Err(msg) => {
-            eprintln!("{msg}");
-            return 2;
-        }
-    };
-    match run(&opts) {
-        Ok(_) => 0,
-        Err(e) => {
-            eprintln!("file benchmark failed: {e}");
-            1
-        }
-    }
+    crate::main_with(&args, "file", FsOptions::parse, run)
 }

@@ -25,6 +25,38 @@ pub mod tls;
 pub mod wake;
 pub mod workloads;
 
+/// A benchmark binary's `main` over its option parser and its run: 2 for bad
+/// arguments (the parser's message printed), 1 when the run fails, else 0.
+pub fn main_with<O, R, E: std::fmt::Display>(
+    args: &[String],
+    name: &str,
+    parse: impl FnOnce(&[String]) -> Result<O, String>,
+    run: impl FnOnce(&O) -> Result<R, E>,
+) -> i32 {
+    let opts = match parse(&args[1.min(args.len())..]) {
+        Ok(o) => o,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return 2;
+        }
+    };
+    match run(&opts) {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("{name} benchmark failed: {e}");
+            1
+        }
+    }
+}
+
+/// A port free on 127.0.0.1 now (a server started next binds it).
+pub fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("bind 127.0.0.1:0: {e}"))
+}
+
 /// Parses `--alt-env`'s value, `ZERORX_NAME=VALUE` pairs separated by spaces: the
 /// environment a benchmark's `zerorx-alt` server runs with.
 pub fn parse_alt_env(value: &str) -> Result<Vec<(String, String)>, String> {

@@ -244,20 +244,7 @@ pub fn table(cells: &[WakeCell], opts: &WakeOptions) -> String {
 
 /// The wake benchmark's `main`; returns the exit code.
 pub fn main_with_args(args: Vec<String>) -> i32 {
-    let opts = match WakeOptions::parse(&args[1.min(args.len())..]) {
-        Ok(o) => o,
-        Err(msg) => {
-            eprintln!("{msg}");
-            return 2;
-        }
-    };
-    match run(&opts) {
-        Ok(_) => 0,
-        Err(e) => {
-            eprintln!("wake benchmark failed: {e}");
-            1
-        }
-    }
+    crate::main_with(&args, "wake", WakeOptions::parse, run)
 }
 
 #[cfg(test)]

@@ -250,14 +250,12 @@ impl PoolCore {
             // thread takes them off, so zero means the channel is empty or its send
             // is about to be followed by the notifier's wake-up: the channel's own
             // check cost ~50 instructions a turn (counted), this load one.
-            if stats.returns_pending.load(Ordering::Relaxed) == 0 {
-                r.publish(stats);
-                return n;
-            }
-            while let Ok(ret) = self.remote_rx.try_recv() {
-                stats.returns_pending.fetch_sub(1, Ordering::Relaxed);
-                r.recycle(ret, stats);
-                n += 1;
+            if stats.returns_pending.load(Ordering::Relaxed) > 0 {
+                while let Ok(ret) = self.remote_rx.try_recv() {
+                    stats.returns_pending.fetch_sub(1, Ordering::Relaxed);
+                    r.recycle(ret, stats);
+                    n += 1;
+                }
             }
             r.publish(stats);
             n

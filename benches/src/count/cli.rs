@@ -61,30 +61,9 @@ pub fn take(args: &mut Vec<String>) -> Result<Option<Args>, String> {
         match flag.as_str() {
             "--count" => {}
             "--count-no-syscalls" => a.syscalls = false,
-            "--count-connections" => {
-                let v = value()?;
-                a.connections = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=1024).contains(n))
-                    .ok_or_else(|| format!("--count-connections: expected 1..=1024, got {v:?}"))?;
-            }
-            "--count-requests" => {
-                let v = value()?;
-                a.requests = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (100..=100_000_000).contains(n))
-                    .ok_or_else(|| format!("--count-requests: expected 100..=1e8, got {v:?}"))?;
-            }
-            "--count-repeats" => {
-                let v = value()?;
-                a.repeats = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=20).contains(n))
-                    .ok_or_else(|| format!("--count-repeats: expected 1..=20, got {v:?}"))?;
-            }
+            "--count-connections" => a.connections = in_range(&flag, &value()?, 1..=1024)?,
+            "--count-requests" => a.requests = in_range(&flag, &value()?, 100..=100_000_000)?,
+            "--count-repeats" => a.repeats = in_range(&flag, &value()?, 1..=20)?,
             "--count-json" => a.json = Some(value()?.into()),
             "--count-baseline" => a.baseline = Some(value()?.into()),
             "--count-write-baseline" => a.write_baseline = Some(value()?.into()),
@@ -93,6 +72,17 @@ pub fn take(args: &mut Vec<String>) -> Result<Option<Args>, String> {
     }
     *args = rest;
     Ok(Some(a))
+}
+
+/// Parses `v`, the value of `flag`, as a number within `range`.
+fn in_range<T>(flag: &str, v: &str, range: std::ops::RangeInclusive<T>) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Debug,
+{
+    v.parse()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| format!("{flag}: expected {range:?}, got {v:?}"))
 }
 
 /// Counts `targets` through `workload` and prints the tables; checks or writes the

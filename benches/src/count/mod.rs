@@ -85,6 +85,13 @@ pub struct Plan {
     pub syscalls: bool,
 }
 
+impl Plan {
+    /// Requests of the short run, whose count is taken from the long one's.
+    pub fn short_requests(&self) -> u64 {
+        (self.requests / 5).max(self.connections as u64)
+    }
+}
+
 /// A server to count: its name and how to start it (called once per run).
 pub struct Target<'a> {
     /// The name in tables.
@@ -137,13 +144,19 @@ const TOP: usize = 12;
 /// Counts every target under `plan`, printing progress as it goes.
 pub fn run(plan: &Plan, targets: &[Target<'_>]) -> Result<Vec<Counts>, String> {
     tools::check_available(plan.syscalls)?;
-    let short = (plan.requests / 5).max(plan.connections as u64);
+    let short = plan.short_requests();
     if plan.requests <= short {
         return Err(format!(
             "--count-requests {} must be more than 5 per connection ({} connections)",
             plan.requests, plan.connections
         ));
     }
+    let counted = count_all(plan, targets, short);
+    tools::remove_scratch();
+    counted
+}
+
+fn count_all(plan: &Plan, targets: &[Target<'_>], short: u64) -> Result<Vec<Counts>, String> {
     let delta = (plan.requests - short) as f64;
     let mut all = Vec::new();
     for t in targets {
@@ -228,7 +241,7 @@ pub fn render(plan: &Plan, counts: &[Counts], reference: &str) -> String {
         plan.connections,
         plan.requests,
         plan.requests,
-        (plan.requests / 5).max(plan.connections as u64),
+        plan.short_requests(),
     );
     let _ = writeln!(
         out,

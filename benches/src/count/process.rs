@@ -40,14 +40,6 @@ pub enum Stop {
 const READY_LIMIT: Duration = Duration::from_secs(120);
 const EXIT_LIMIT: Duration = Duration::from_secs(120);
 
-/// A port free on 127.0.0.1 now.
-fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("bind 127.0.0.1:0: {e}"))
-}
-
 /// A running server.
 pub(super) struct Running {
     child: Child,
@@ -75,7 +67,7 @@ impl Running {
             ready,
             stop,
         } = launch;
-        let exit_port = free_port()?;
+        let exit_port = crate::free_port()?;
         let mut cmd = if wrapper.is_empty() {
             let mut c = Command::new(command.get_program());
             c.args(command.get_args());

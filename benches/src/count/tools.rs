@@ -30,11 +30,21 @@ pub(super) fn check_available(syscalls: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// A scratch directory for one run's files.
+/// This process's directory for the counters' files.
+fn scratch_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("zerorx-count-{}", std::process::id()))
+}
+
+/// A file in the scratch directory, which is made on first use.
 fn scratch(tool: &str) -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("zerorx-count-{}", std::process::id()));
+    let dir = scratch_dir();
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     Ok(dir.join(tool))
+}
+
+/// Removes the scratch directory (a count's files, up to a few MiB, are read by then).
+pub(super) fn remove_scratch() {
+    let _ = std::fs::remove_dir_all(scratch_dir());
 }
 
 /// Runs one server under `wrapper` through `requests` requests and stops it.

@@ -96,6 +96,21 @@ fn start_standalone(extra: &[&str], stderr: Stdio) -> (std::process::Child, Stri
     (server, addr)
 }
 
+/// Sends `signum` to process `pid` (a server this test started and has not reaped).
+/// With libc rather than the `kill` command, which a minimal machine lacks.
+fn send_signal(pid: u32, signum: libc::c_int) {
+    let pid = libc::pid_t::try_from(pid).expect("a pid fits pid_t");
+    // SAFETY: kill(2) takes no pointers; `pid` names a live child of this test or of
+    // its harness, so no other process.
+    let rc = unsafe { libc::kill(pid, signum) };
+    assert_eq!(
+        rc,
+        0,
+        "kill({pid}, {signum}): {}",
+        std::io::Error::last_os_error()
+    );
+}
+
 /// A directory for one test's files, removed when the test ends (also when it fails).
 fn scratch() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -236,11 +251,7 @@ fn a_killed_server_is_a_clear_failure_not_a_hang() {
     };
     // Let the load start, then kill the server outright.
     std::thread::sleep(Duration::from_millis(700));
-    let killed = Command::new("kill")
-        .args(["-9", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
+    send_signal(pid.parse().expect("pid"), libc::SIGKILL);
     let t0 = Instant::now();
     let drain = std::thread::spawn(move || lines.count());
     let out = wait_bounded(child, Duration::from_secs(30));
@@ -804,14 +815,13 @@ fn hostile_refuses_an_external_server() {
 
 #[test]
 fn a_standalone_server_stops_cleanly_on_sigterm_and_sigint() {
-    for (signal, service) in [("TERM", "frames"), ("INT", "rpc")] {
+    for (signal, signum, service) in [
+        ("TERM", libc::SIGTERM, "frames"),
+        ("INT", libc::SIGINT, "rpc"),
+    ] {
         let (mut server, _addr) = standalone_server_with_stderr(&["--service", service]);
         let sent = std::time::Instant::now();
-        let killed = Command::new("kill")
-            .args([format!("-{signal}"), server.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(killed.success());
+        send_signal(server.id(), signum);
         let status = loop {
             if let Some(s) = server.try_wait().expect("wait") {
                 break s;

@@ -1,6 +1,7 @@
 //! Framed echo server and client. A request is a 4-byte big-endian length and a body;
 //! the server reads it with `FrameReader` (the body stays in the received buffers, no
-//! copy) and sends the header and those same buffers back with one `send_vectored`.
+//! copy) and queues the header and those same buffers back with one
+//! `queue_send_vectored` (no task waits for the send).
 //! The client checks every echoed byte and prints requests per second.
 //!
 //! ```text
@@ -15,7 +16,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use zerorx::net::{BytesChain, FrameReader, TcpListener, TcpStream};
+use zerorx::net::{BytesChain, FrameReader, SendBuf, TcpListener, TcpStream};
 use zerorx::{spawn, Runtime};
 
 /// Largest frame the server accepts.
@@ -172,21 +173,25 @@ async fn accept_loop(l: TcpListener) {
     }
 }
 
-/// Echoes frames back: the body goes out as the buffers it arrived in.
+/// Echoes frames back: the body goes out as the buffers it arrived in, queued with no
+/// task waiting; past [`MAX_BACKLOG`] queued bytes (a client that does not read) the
+/// connection waits for them to go.
 async fn echo_conn(s: TcpStream) -> std::io::Result<()> {
     s.set_nodelay(true)?;
     let mut r = FrameReader::new(&s);
-    let mut parts = Vec::new();
     while let Some(body) = r.read_frame(MAX_FRAME).await? {
-        parts.push(Bytes::copy_from_slice(&(body.len() as u32).to_be_bytes()));
-        parts.extend(body.segments().cloned());
-        s.send_vectored(&parts).await?;
-        // Let go of the received buffers before waiting for the next frame: an idle
-        // connection holding one would keep a pool chunk busy.
-        parts.clear();
+        let header = Bytes::copy_from_slice(&(body.len() as u32).to_be_bytes());
+        let body = body.segments().cloned().map(SendBuf::from);
+        s.queue_send_vectored(std::iter::once(header.into()).chain(body))?;
+        if s.send_backlog() > MAX_BACKLOG {
+            s.flush_sends().await?;
+        }
     }
-    Ok(())
+    s.flush_sends().await
 }
+
+/// Bytes a connection queues before it waits for its sends.
+const MAX_BACKLOG: usize = 1 << 20;
 
 fn client(addr: SocketAddr, o: &Opts) -> std::io::Result<()> {
     let rt = Runtime::builder().threads(o.threads).build()?;

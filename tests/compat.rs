@@ -7,7 +7,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{connected_pair, Rng};
+use common::{connected_pair, random, Rng};
 use futures_util::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use futures_util::stream::{FusedStream, StreamExt, TryStreamExt};
 use std::future::poll_fn;
@@ -21,11 +21,6 @@ use zerorx::{spawn, timeout, Runtime, WakeMode};
 
 fn rt() -> Runtime {
     common::rt(1, WakeMode::EventFd)
-}
-
-fn random(seed: u64, len: usize) -> Vec<u8> {
-    let mut rng = Rng(seed | 1);
-    (0..len).map(|_| rng.next() as u8).collect()
 }
 
 fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {

@@ -6,7 +6,7 @@
 mod common;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use common::{connected_pair, Rng};
+use common::{connected_pair, random, Rng};
 use std::io::ErrorKind;
 use std::rc::Rc;
 use std::time::Duration;
@@ -31,11 +31,6 @@ fn rt_with_pool(buffers: u16, size: u32) -> Runtime {
         .shutdown_timeout(Duration::from_secs(5))
         .build()
         .expect("runtime")
-}
-
-fn random(seed: u64, len: usize) -> Vec<u8> {
-    let mut rng = Rng(seed | 1);
-    (0..len).map(|_| rng.next() as u8).collect()
 }
 
 /// `bodies` framed with 4-byte big-endian lengths, back to back.

@@ -8,12 +8,12 @@
 
 mod common;
 
-use common::Rng;
+use common::{in_use, join_peer, pool_drained, random};
 use std::io::{Read, Write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use zcrx::CopyPoolConfig;
 use zerorx::net::{SendBuf, TcpStream};
-use zerorx::{sleep, spawn, timeout, Handle, Runtime};
+use zerorx::{sleep, spawn, timeout, Runtime};
 
 fn rt() -> Runtime {
     Runtime::builder()
@@ -26,44 +26,6 @@ fn rt() -> Runtime {
         .shutdown_timeout(Duration::from_secs(5))
         .build()
         .expect("runtime")
-}
-
-fn in_use(h: &Handle) -> u64 {
-    h.pool_stats()[0]
-        .expect("the runtime has a copy pool")
-        .in_use
-}
-
-/// Waits (bounded) until every pool buffer is back; fails with the last count.
-async fn pool_drained(h: &Handle) {
-    let start = Instant::now();
-    while in_use(h) != 0 {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "pool buffers still held: {:?}",
-            h.pool_stats()[0]
-        );
-        sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// Joins a peer thread without blocking the worker, which must keep running to
-/// close the server's socket (its receive op holds the fd until cancelled).
-async fn join_peer<T>(peer: std::thread::JoinHandle<T>) -> T {
-    let start = Instant::now();
-    while !peer.is_finished() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the peer thread did not finish"
-        );
-        sleep(Duration::from_millis(5)).await;
-    }
-    peer.join().expect("peer thread")
-}
-
-fn random(seed: u64, n: usize) -> Vec<u8> {
-    let mut rng = Rng(seed);
-    (0..n).map(|_| rng.next() as u8).collect()
 }
 
 #[test]
@@ -84,23 +46,7 @@ fn rxbuf_echo_is_byte_exact_and_returns_every_buffer() {
         // Several connections' worth of data in odd-sized writes, from a thread that
         // reads the echo concurrently (so neither side's socket buffer fills up).
         let data = random(7, 300_000);
-        let client = std::thread::spawn(move || {
-            let mut c = std::net::TcpStream::connect(addr).expect("connect");
-            c.set_read_timeout(Some(Duration::from_secs(20)))
-                .expect("timeout");
-            let mut reader = c.try_clone().expect("clone");
-            let expect = data.clone();
-            let read = std::thread::spawn(move || {
-                let mut got = vec![0u8; expect.len()];
-                reader.read_exact(&mut got).expect("read the echo");
-                assert!(got == expect, "the echo differs from what was sent");
-            });
-            for piece in data.chunks(7_001) {
-                c.write_all(piece).expect("write");
-            }
-            read.join().expect("reader");
-            c.shutdown(std::net::Shutdown::Write).expect("shutdown");
-        });
+        let client = common::std_echo_client(addr, data, 7_001);
         let echoed = timeout(Duration::from_secs(30), server)
             .await
             .expect("the server finished in time")

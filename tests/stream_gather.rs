@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::join_peer;
 use std::future::poll_fn;
 use std::io::{Read, Write};
 use std::task::Poll;
@@ -178,18 +179,4 @@ async fn accepted_pair() -> (TcpStream, std::net::TcpStream) {
     let c = std::net::TcpStream::connect(addr).expect("connect");
     let (s, _) = l.accept().await.expect("accept");
     (s, c)
-}
-
-/// Joins the peer thread without blocking the worker.
-async fn join_peer<T>(peer: std::thread::JoinHandle<T>) -> T {
-    for _ in 0..2000 {
-        if peer.is_finished() {
-            break;
-        }
-        zerorx::sleep(Duration::from_millis(10)).await;
-    }
-    match peer.join() {
-        Ok(v) => v,
-        Err(e) => std::panic::resume_unwind(e),
-    }
 }

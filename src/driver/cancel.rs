@@ -39,7 +39,7 @@ impl Driver {
                     slot.data.release(&c);
                     false
                 }
-                Lifecycle::Pending(_) | Lifecycle::Abandoned => false,
+                Lifecycle::Pending(_) | Lifecycle::Detached | Lifecycle::Abandoned => false,
             };
             if finished {
                 // The final CQE already came: nothing of this op is left in the kernel.

@@ -70,6 +70,9 @@ pub enum OpState {
     Streaming,
     /// A multishot op that has ended, with completions not yet taken.
     Finished,
+    /// Sent on with no task waiting for it (a queued send): the runtime takes its
+    /// completion and sends what follows.
+    Detached,
     /// Its future was dropped: the op waits for its last completion, keeping its
     /// memory, which the kernel may still write.
     Cancelled,
@@ -83,6 +86,7 @@ impl fmt::Display for OpState {
             OpState::Completed => "completed, not yet taken",
             OpState::Streaming => "streaming",
             OpState::Finished => "finished, completions not yet taken",
+            OpState::Detached => "sending, no task waiting",
             OpState::Cancelled => "cancelled, waiting for its last completion",
         })
     }
@@ -214,6 +218,7 @@ fn describe(meta: Meta, slot: &mut OpSlot, now: u32) -> OpInFlight {
             finished: true,
             waker,
         } => (OpState::Finished, waker.as_ref()),
+        Lifecycle::Detached => (OpState::Detached, None),
         Lifecycle::Abandoned => (OpState::Cancelled, None),
     };
     let waker = waker.map(SlimWaker::to_waker);

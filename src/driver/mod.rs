@@ -81,6 +81,13 @@ pub(crate) struct Driver {
     /// completions were dispatched; cancelled once reaping is done, so a full SQ cannot
     /// make dispatching re-enter itself out of kernel order.
     stops: Vec<Key>,
+    /// Detached ops that asked to be submitted again while their completions were
+    /// dispatched; pushed once reaping is done, for the same reason as `stops`.
+    again: Vec<Key>,
+    /// Completions reaped this turn, and how many of them were detached ops ending
+    /// with nobody to wake ([`quiet_turn`](Self::quiet_turn)).
+    reaped: u32,
+    quiet: u32,
     metrics: Arc<WorkerMetrics>,
     shutting_down: bool,
     /// ZCRX event CQEs reaped this turn (their `res`, the event type), for the worker.
@@ -110,6 +117,9 @@ impl Driver {
             spare: SpareBoxes::default(),
             wakers: Vec::new(),
             stops: Vec::new(),
+            again: Vec::new(),
+            reaped: 0,
+            quiet: 0,
             metrics,
             shutting_down: false,
             zcrx_events: Vec::new(),
@@ -271,7 +281,9 @@ impl Driver {
                         .map(|data| (c, data)),
                 )
             }
-            Lifecycle::Streaming { .. } | Lifecycle::Abandoned => Poll::Ready(None),
+            Lifecycle::Streaming { .. } | Lifecycle::Detached | Lifecycle::Abandoned => {
+                Poll::Ready(None)
+            }
         }
     }
 
@@ -349,7 +361,8 @@ impl Driver {
                     true
                 }
             }
-            Lifecycle::Abandoned => false,
+            // No future holds a detached op's key.
+            Lifecycle::Detached | Lifecycle::Abandoned => false,
         };
         if cancel {
             self.push_cancel(key);
@@ -363,6 +376,8 @@ impl Driver {
         // Also refreshed before a possibly long wait, so readers never see the count of
         // a turn whose completions have been consumed since.
         self.publish_in_flight();
+        self.reaped = 0;
+        self.quiet = 0;
         if wait || self.ring.sq_len() > 0 || self.ring.needs_enter() {
             // Ops submitted after a wait are stamped anew.
             self.stamp = None;
@@ -381,9 +396,17 @@ impl Driver {
             self.reap_and_dispatch();
         }
         self.send_stops();
+        self.submit_again();
         add_owned(&self.metrics.loop_turns, 1);
         self.publish_in_flight();
         Ok(())
+    }
+
+    /// Whether the last turn reaped completions and all of them were detached ops that
+    /// ended with nobody to wake (queued sends done): nothing a loop turn acts on
+    /// changed, so the worker may wait again at once.
+    pub(crate) fn quiet_turn(&self) -> bool {
+        self.reaped > 0 && self.quiet == self.reaped && self.again.is_empty()
     }
 
     /// Cancels the multishot ops that asked to stop and are still running (they go
@@ -400,6 +423,51 @@ impl Driver {
             if running {
                 self.push_cancel(key);
             }
+        }
+    }
+
+    /// Submits again the detached ops that asked for it (they go out with the next
+    /// enter). One whose SQE cannot be built or queued ends as if the kernel had failed
+    /// it, so its owner hears of it.
+    fn submit_again(&mut self) {
+        while let Some(key) = self.again.pop() {
+            let entry = match self.ops.get_mut(key) {
+                Some(slot) if matches!(slot.lifecycle, Lifecycle::Detached) => {
+                    slot.data.create_entry()
+                }
+                _ => continue,
+            };
+            let pushed = match entry {
+                // SAFETY: the entry points into the op's data, which the slab owns
+                // until the op's final completion (the OpCode contract).
+                Some(e) => unsafe { self.push(&e.user_data(key.user_data())) }.is_ok(),
+                None => false,
+            };
+            if !pushed {
+                let failed = Completion {
+                    user_data: key.user_data(),
+                    res: -libc::EIO,
+                    flags: 0,
+                    big_cqe: [0; 2],
+                };
+                self.end_detached(key, &failed);
+            }
+        }
+    }
+
+    /// Gives a detached op's last word to it (no resubmission) and frees its slot.
+    fn end_detached(&mut self, key: Key, c: &Completion) {
+        if let Some(slot) = self.ops.get_mut(key) {
+            // Asked to go again, it cannot: the op sees the failure and stops.
+            let _ = slot.data.on_detached(c, &mut self.wakers);
+        }
+        self.free_detached(key);
+    }
+
+    /// Frees a finished detached op's slot, keeping its box for the next op.
+    fn free_detached(&mut self, key: Key) {
+        if let Some(boxed) = self.ops.remove(key).and_then(|slot| slot.data.into_boxed()) {
+            self.spare.recycle_dyn(boxed);
         }
     }
 
@@ -426,6 +494,7 @@ impl Driver {
                 break;
             }
             add_owned(&self.metrics.cqes, cqes.len() as u64);
+            self.reaped += cqes.len() as u32;
             for c in cqes.drain(..) {
                 self.dispatch(c);
             }
@@ -503,6 +572,21 @@ impl Driver {
                 }
                 if let Some(w) = waker.take() {
                     self.wakers.push(w.into_waker());
+                }
+            }
+            Lifecycle::Detached => {
+                let woken = self.wakers.len();
+                let again = slot.data.on_detached(&c, &mut self.wakers);
+                if self.wakers.len() == woken && !again {
+                    self.quiet += 1;
+                }
+                if c.more() {
+                    return;
+                }
+                if again && !self.shutting_down {
+                    self.again.push(key);
+                } else {
+                    self.free_detached(key);
                 }
             }
             Lifecycle::Abandoned => {

@@ -60,6 +60,28 @@ impl SpareBoxes {
     }
 }
 
+impl SpareBoxes {
+    /// Drops the op in `b` and keeps the allocation, as [`recycle`](Self::recycle)
+    /// does for a box of known type (a detached op's, which the slab hands back
+    /// type-erased).
+    pub(crate) fn recycle_dyn(&mut self, b: Box<dyn crate::driver::op::OpBox>) {
+        let layout = Layout::for_value(&*b);
+        let ptr = Box::into_raw(b);
+        // SAFETY: `ptr` is the live, exclusively owned allocation of the box; its value
+        // is dropped once and the memory is treated as uninitialised from here on.
+        unsafe { std::ptr::drop_in_place(ptr) };
+        match NonNull::new(ptr.cast::<u8>()) {
+            Some(p) if layout.size() > 0 && self.free.len() < KEEP => {
+                self.free.push((layout, p));
+            }
+            // SAFETY: allocated by `Box` with `layout` (for_value of its value, the
+            // layout it was allocated with), non-zero size, value dropped.
+            _ if layout.size() > 0 => unsafe { std::alloc::dealloc(ptr.cast(), layout) },
+            _ => {}
+        }
+    }
+}
+
 impl Drop for SpareBoxes {
     fn drop(&mut self) {
         for (layout, ptr) in self.free.drain(..) {

@@ -112,6 +112,69 @@ impl Connection {
         })
     }
 
+    /// Queues `buf` to be sent after everything queued before it, and returns at once:
+    /// no task waits for the send. The runtime takes the send's completion itself,
+    /// sends the rest of a short send, then everything queued meanwhile in one
+    /// gathered send, and drops each buffer once it is sent (a received [`RxBuf`]
+    /// returns to its pool then). A reply that nobody needs to wait for costs no
+    /// wake-up and no op of the task's: the cheapest way to answer.
+    ///
+    /// The first failure of a queued send (the peer gone, a reset) is kept: this and
+    /// every later call return it, and so does [`flush_sends`](Self::flush_sends);
+    /// what was still queued is dropped. Queued sends go out in order among
+    /// themselves; do not mix them with awaited [`send`](Self::send)s whose order
+    /// matters (await [`flush_sends`](Self::flush_sends) first).
+    ///
+    /// Nothing bounds the queue but the caller: a peer that reads slowly leaves the
+    /// bytes here ([`send_backlog`](Self::send_backlog) says how many), and received
+    /// buffers queued stay out of their pool, so a forwarder should await
+    /// `flush_sends` past a limit of its choosing. A connection dropped with sends
+    /// queued keeps its socket open until they are sent (or fail).
+    ///
+    /// Errors also outside a runtime worker.
+    ///
+    /// ```no_run
+    /// # async fn f(s: zerorx::net::TcpStream) -> std::io::Result<()> {
+    /// // An echo: each buffer received goes back as it is, nobody waits for the send.
+    /// while let Some(buf) = s.recv().await? {
+    ///     s.queue_send(buf)?;
+    ///     if s.send_backlog() > 1 << 20 {
+    ///         s.flush_sends().await?;
+    ///     }
+    /// }
+    /// s.flush_sends().await
+    /// # }
+    /// ```
+    pub fn queue_send(&self, buf: impl Into<SendBuf>) -> io::Result<()> {
+        crate::ops::send_queue::queue_send(&self.fd, [buf.into()])
+    }
+
+    /// [`queue_send`](Self::queue_send) of several buffers, which go out in one
+    /// gathered send when nothing is in flight (a frame's header and body, say).
+    ///
+    /// ```no_run
+    /// # async fn f(s: zerorx::net::TcpStream, body: bytes::Bytes) -> std::io::Result<()> {
+    /// use zerorx::net::SendBuf;
+    /// let header = bytes::Bytes::copy_from_slice(&(body.len() as u32).to_be_bytes());
+    /// s.queue_send_vectored([SendBuf::from(header), body.into()])?;
+    /// s.flush_sends().await
+    /// # }
+    /// ```
+    pub fn queue_send_vectored(&self, bufs: impl IntoIterator<Item = SendBuf>) -> io::Result<()> {
+        crate::ops::send_queue::queue_send(&self.fd, bufs)
+    }
+
+    /// Resolves once every send queued with [`queue_send`](Self::queue_send) is sent,
+    /// or with the failure of one that failed.
+    pub fn flush_sends(&self) -> impl Future<Output = io::Result<()>> + '_ {
+        std::future::poll_fn(|cx| crate::ops::send_queue::poll_flush(&self.fd, cx))
+    }
+
+    /// Bytes queued with [`queue_send`](Self::queue_send) and not yet sent.
+    pub fn send_backlog(&self) -> usize {
+        crate::ops::send_queue::backlog(&self.fd)
+    }
+
     /// Sends all of `bufs` with SENDMSG (one gather op per attempt), looping over
     /// short sends.
     pub fn send_vectored(&self, bufs: &[Bytes]) -> impl Future<Output = io::Result<()>> {

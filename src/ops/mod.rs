@@ -15,6 +15,7 @@ pub(crate) mod recv_msg;
 pub(crate) mod recv_zc;
 pub(crate) mod send;
 pub(crate) mod send_buf;
+pub(crate) mod send_queue;
 mod shared_fd;
 pub(crate) mod shutdown;
 pub(crate) mod stream_recv;

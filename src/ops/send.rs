@@ -30,6 +30,40 @@ unsafe impl OpCode for Send {
     }
 }
 
+/// The most iovecs one SENDMSG takes (Linux's `UIO_MAXIOV`).
+const IOV_MAX: usize = 1024;
+
+/// Points `msghdr` at `iovecs`, filled with `bufs` from byte `skip` on.
+///
+/// The kernel refuses more than [`IOV_MAX`] iovecs (`EMSGSIZE`): a longer list goes out
+/// as a short send, which every stream sender continues. (Datagram sends carry one
+/// buffer.)
+pub(crate) fn gather(
+    bufs: &[SendBuf],
+    mut skip: usize,
+    iovecs: &mut Vec<libc::iovec>,
+    msghdr: &mut libc::msghdr,
+) {
+    iovecs.clear();
+    for b in bufs {
+        if iovecs.len() == IOV_MAX {
+            break;
+        }
+        if skip >= b.len() {
+            skip -= b.len();
+            continue;
+        }
+        let rest = &b[skip..];
+        skip = 0;
+        iovecs.push(libc::iovec {
+            iov_base: rest.as_ptr() as *mut libc::c_void,
+            iov_len: rest.len(),
+        });
+    }
+    msghdr.msg_iov = iovecs.as_mut_ptr();
+    msghdr.msg_iovlen = iovecs.len() as _;
+}
+
 /// SENDMSG over several buffers, skipping the first `skip` bytes.
 pub(crate) struct SendMsg {
     pub(crate) socket: SharedFd,
@@ -75,22 +109,7 @@ unsafe impl OpCode for SendMsg {
     }
 
     fn create_entry(&mut self) -> squeue::Entry {
-        let mut skip = self.skip;
-        self.iovecs.clear();
-        for b in &self.bufs {
-            if skip >= b.len() {
-                skip -= b.len();
-                continue;
-            }
-            let rest = &b[skip..];
-            skip = 0;
-            self.iovecs.push(libc::iovec {
-                iov_base: rest.as_ptr() as *mut libc::c_void,
-                iov_len: rest.len(),
-            });
-        }
-        self.msghdr.msg_iov = self.iovecs.as_mut_ptr();
-        self.msghdr.msg_iovlen = self.iovecs.len() as _;
+        gather(&self.bufs, self.skip, &mut self.iovecs, &mut self.msghdr);
         if let Some(to) = &self.to {
             self.msghdr.msg_name = to.as_ptr() as *mut libc::c_void;
             self.msghdr.msg_namelen = to.len();

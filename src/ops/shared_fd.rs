@@ -98,6 +98,8 @@ impl Drop for SharedFd {
             // SAFETY: the last owner is going: nobody else can reach the allocation,
             // which `Box::leak` made; freed once.
             let socket = unsafe { Box::from_raw(self.ptr.as_ptr()) };
+            // A failed queued send's writer goes with its socket.
+            super::send_queue::forget(&socket);
             // No op refers to the fd any more (each holds an owner), so it may close
             // through the ring, batched with the worker's next submit.
             super::close::close(socket.into_fd());

@@ -15,6 +15,79 @@ pub fn rt(threads: usize, mode: WakeMode) -> Runtime {
         .expect("runtime")
 }
 
+/// `len` pseudo-random bytes from `seed` (any seed; xorshift needs a non-zero state).
+pub fn random(seed: u64, len: usize) -> Vec<u8> {
+    let mut rng = Rng(seed | 1);
+    (0..len).map(|_| rng.next() as u8).collect()
+}
+
+/// Joins a peer thread without blocking the worker (which must keep running for the
+/// peer to finish: it serves the other end), failing after 30 s; a panic in the peer
+/// is resumed here.
+pub async fn join_peer<T>(peer: std::thread::JoinHandle<T>) -> T {
+    let start = std::time::Instant::now();
+    while !peer.is_finished() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the peer thread did not finish"
+        );
+        zerorx::sleep(Duration::from_millis(5)).await;
+    }
+    match peer.join() {
+        Ok(v) => v,
+        Err(e) => std::panic::resume_unwind(e),
+    }
+}
+
+/// A std client on its own thread: writes `data` to the echo server at `addr` in
+/// `chunk`-byte writes while a second thread reads the echo and checks every byte,
+/// then shuts its write half (the server sees the end of stream).
+pub fn std_echo_client(
+    addr: std::net::SocketAddr,
+    data: Vec<u8>,
+    chunk: usize,
+) -> std::thread::JoinHandle<()> {
+    use std::io::{Read, Write};
+    std::thread::spawn(move || {
+        let mut c = std::net::TcpStream::connect(addr).expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let mut reader = c.try_clone().expect("clone");
+        let expect = data.clone();
+        let read = std::thread::spawn(move || {
+            let mut got = vec![0u8; expect.len()];
+            reader.read_exact(&mut got).expect("read the echo");
+            assert!(got == expect, "the echo differs from what was sent");
+        });
+        for piece in data.chunks(chunk) {
+            c.write_all(piece).expect("write");
+        }
+        read.join().expect("reader");
+        c.shutdown(std::net::Shutdown::Write).expect("shutdown");
+    })
+}
+
+/// Copy-pool buffers of worker 0 not back in the pool.
+pub fn in_use(h: &zerorx::Handle) -> u64 {
+    h.pool_stats()[0]
+        .expect("the runtime has a copy pool")
+        .in_use
+}
+
+/// Waits (bounded) until every buffer of worker 0's pool is back; fails with the
+/// last count.
+pub async fn pool_drained(h: &zerorx::Handle) {
+    let start = std::time::Instant::now();
+    while in_use(h) != 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "pool buffers still held: {:?}",
+            h.pool_stats()[0]
+        );
+        zerorx::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// A listener on a free loopback port, and its address (on a worker thread).
 pub fn loopback_listener() -> (zerorx::net::TcpListener, std::net::SocketAddr) {
     let l = zerorx::net::TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");

@@ -102,7 +102,7 @@ impl Tally {
     }
 }
 
-/// The outcome of [`Engine::run`].
+/// The outcome of [`Engine::run`](super::engine::Engine::run).
 #[derive(Clone, Debug)]
 pub struct EngineResult {
     /// Length of the measured window.

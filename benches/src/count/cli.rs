@@ -14,6 +14,10 @@ pub const USAGE: &str = "\
   --count-requests N  requests of the long run (default 20000; the short run makes N/5)
   --count-repeats R   times each count is taken, for the spread (default 3)
   --count-no-syscalls leave out the perf stat run
+  --count-top N       functions listed per server, by instructions per request (default 12)
+  --count-keep DIR    keep the first repeat's cachegrind files in DIR, as
+                      WORKLOAD-SERVER-{long,short}.cgout: `cg_diff` the two, then
+                      `cg_annotate --auto=yes` the difference for counts by source line
   --count-json FILE   also write the counts as JSON
   --count-baseline FILE   fail (exit 1) when zerorx's allocations per request rose at all
                       or its instructions per request rose more than 5 % above FILE's
@@ -31,6 +35,10 @@ pub struct Args {
     pub repeats: usize,
     /// Count syscalls with perf.
     pub syscalls: bool,
+    /// Functions listed per server.
+    pub top: usize,
+    /// Where to keep cachegrind's files.
+    pub keep: Option<PathBuf>,
     /// Where to write JSON.
     pub json: Option<PathBuf>,
     /// The baseline to check.
@@ -50,6 +58,8 @@ pub fn take(args: &mut Vec<String>) -> Result<Option<Args>, String> {
         requests: 20_000,
         repeats: 3,
         syscalls: true,
+        top: 12,
+        keep: None,
         json: None,
         baseline: None,
         write_baseline: None,
@@ -64,7 +74,9 @@ pub fn take(args: &mut Vec<String>) -> Result<Option<Args>, String> {
             "--count-connections" => a.connections = in_range(&flag, &value()?, 1..=1024)?,
             "--count-requests" => a.requests = in_range(&flag, &value()?, 100..=100_000_000)?,
             "--count-repeats" => a.repeats = in_range(&flag, &value()?, 1..=20)?,
+            "--count-top" => a.top = in_range(&flag, &value()?, 1..=10_000)?,
             "--count-json" => a.json = Some(value()?.into()),
+            "--count-keep" => a.keep = Some(value()?.into()),
             "--count-baseline" => a.baseline = Some(value()?.into()),
             "--count-write-baseline" => a.write_baseline = Some(value()?.into()),
             _ => rest.push(flag),
@@ -102,7 +114,15 @@ pub fn main(
         repeats: a.repeats,
         exchange,
         syscalls: a.syscalls,
+        top: a.top,
+        keep: a.keep.clone(),
     };
+    if let Some(dir) = &plan.keep {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("--count-keep: {}: {e}", dir.display());
+            return 3;
+        }
+    }
     let counts = match run(&plan, targets) {
         Ok(c) => c,
         Err(e) => {

@@ -34,6 +34,7 @@ pub use process::{Launch, Ready, Stop};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 /// Set for every counted run: the port on 127.0.0.1 where a zerorx server that calls
 /// [`spawn_exit_listener`] accepts one connection and exits.
@@ -83,6 +84,10 @@ pub struct Plan {
     pub exchange: Exchange,
     /// Also count syscalls and wake-ups with `perf stat` (native runs).
     pub syscalls: bool,
+    /// How many functions the per-function table lists.
+    pub top: usize,
+    /// Where to keep the first repeat's cachegrind files, if anywhere.
+    pub keep: Option<PathBuf>,
 }
 
 impl Plan {
@@ -138,9 +143,6 @@ impl Counts {
     }
 }
 
-/// How many symbols the per-function table keeps.
-const TOP: usize = 12;
-
 /// Counts every target under `plan`, printing progress as it goes.
 pub fn run(plan: &Plan, targets: &[Target<'_>]) -> Result<Vec<Counts>, String> {
     tools::check_available(plan.syscalls)?;
@@ -164,11 +166,15 @@ fn count_all(plan: &Plan, targets: &[Target<'_>], short: u64) -> Result<Vec<Coun
         let (mut allocs, mut bytes) = (Vec::new(), Vec::new());
         let mut top = Vec::new();
         for r in 0..plan.repeats {
-            let long = tools::cachegrind(&*t.launch, plan, plan.requests)?;
-            let small = tools::cachegrind(&*t.launch, plan, short)?;
+            let kept = |run: &str| {
+                let dir = plan.keep.as_ref().filter(|_| r == 0)?;
+                Some(dir.join(format!("{}-{}-{run}.cgout", plan.workload, t.name)))
+            };
+            let long = tools::cachegrind(&*t.launch, plan, plan.requests, kept("long").as_deref())?;
+            let small = tools::cachegrind(&*t.launch, plan, short, kept("short").as_deref())?;
             instructions.push((long.total - small.total) as f64 / delta);
             if r == 0 {
-                top = top_symbols(&long.per_fn, &small.per_fn, delta);
+                top = top_symbols(&long.per_fn, &small.per_fn, delta, plan.top);
             }
             let long = tools::dhat(&*t.launch, plan, plan.requests)?;
             let small = tools::dhat(&*t.launch, plan, short)?;
@@ -205,6 +211,7 @@ fn top_symbols(
     long: &BTreeMap<String, u64>,
     short: &BTreeMap<String, u64>,
     delta: f64,
+    keep: usize,
 ) -> Vec<(String, f64)> {
     let mut per: Vec<(String, f64)> = long
         .iter()
@@ -215,7 +222,7 @@ fn top_symbols(
         .filter(|(_, n)| *n >= 0.5)
         .collect();
     per.sort_by(|a, b| b.1.total_cmp(&a.1));
-    per.truncate(TOP);
+    per.truncate(keep);
     per
 }
 

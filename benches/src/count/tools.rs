@@ -73,11 +73,13 @@ pub(super) struct Instructions {
     pub(super) per_fn: BTreeMap<String, u64>,
 }
 
-/// Counts a whole run's user-space instructions.
+/// Counts a whole run's user-space instructions; copies cachegrind's file to `keep_as`
+/// when given (for `cg_diff` and `cg_annotate`).
 pub(super) fn cachegrind(
     launch: &dyn Fn() -> Result<Launch, String>,
     plan: &Plan,
     requests: u64,
+    keep_as: Option<&Path>,
 ) -> Result<Instructions, String> {
     let out = scratch("cachegrind.out")?;
     let log = scratch("cachegrind.log")?;
@@ -96,6 +98,9 @@ pub(super) fn cachegrind(
             std::fs::read_to_string(&log).unwrap_or_default()
         )
     })?;
+    if let Some(to) = keep_as {
+        std::fs::copy(&out, to).map_err(|e| format!("--count-keep: {}: {e}", to.display()))?;
+    }
     parse_cachegrind(&text)
 }
 

@@ -1,14 +1,12 @@
 //! The zerorx echo server: received pool buffers are sent back as they are (no copy in
-//! user space), the buffers already received together in one gathered send; each
-//! returns to the pool when its send completes.
+//! user space), queued with no task waiting (the runtime gathers what arrives during a
+//! send into the next); each returns to the pool when its send completes.
 
 use super::{loopback_any_port, nodelay_listener, Ready, ServerConfig, ServerStats};
-use futures_util::future::Either;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use zerorx::net::{SendBuf, TcpListener, TcpStream};
-use zerorx::zcrx::RxBuf;
+use zerorx::net::{TcpListener, TcpStream};
 use zerorx::{spawn, Handle, Runtime};
 
 /// Serves with `threads` workers, each accepting on its own `SO_REUSEPORT` listener.
@@ -22,7 +20,7 @@ pub(super) fn serve(threads: usize, cfg: &ServerConfig, ready: Ready) -> io::Res
         .threads(threads)
         .copy_pool(Some(pool))
         .build()?;
-    GATHER.store(gather_limit(cfg), Relaxed);
+    BACKLOG.store(backlog_limit(cfg), Relaxed);
     let handle = rt.handle().clone();
     // Every listener is bound before the address is announced, so the kernel spreads
     // the very first connections over all workers.
@@ -61,71 +59,41 @@ async fn accept_loop(l: TcpListener) {
     }
 }
 
-/// The server's [`gather_limit`], set once before any connection is served.
-static GATHER: AtomicUsize = AtomicUsize::new(1);
+/// The server's [`backlog_limit`], set once before any connection is served.
+static BACKLOG: AtomicUsize = AtomicUsize::new(1);
 
-/// How many received buffers one send gathers at most: one fewer than a receive takes
-/// before it stops at the runtime's default hold limit (an eighth of the pool).
+/// How many bytes a connection queues for sending before it waits for them: the
+/// buffers a receive takes before it stops at the runtime's default hold limit (an
+/// eighth of the pool), less one.
 ///
-/// Sending each buffer on its own costs a send and a completion per buffer, and the
-/// buffers received meanwhile wait in the pool (a 64 KiB stream measured ~1.2x tokio's
-/// CPU per GB that way, ~1.0-1.1x gathered). Gathering everything a receive held would
-/// re-arm the next receive while those buffers are still in the send, so each stream
-/// could hold twice its limit and four streams the whole pool (`ENOBUFS`, measured);
-/// one fewer keeps a stream at about one limit.
-fn gather_limit(cfg: &ServerConfig) -> usize {
-    (usize::from(cfg.pool_buffers) / 8).saturating_sub(1).max(1)
+/// Queued received buffers stay out of the pool until they are sent. Unbounded, a
+/// stream whose peer reads slowly would hold the pool's buffers in its queue while
+/// its receive keeps taking more (four streams held the whole pool: `ENOBUFS`,
+/// measured); bounded at about one hold limit, a stream keeps about one limit.
+fn backlog_limit(cfg: &ServerConfig) -> usize {
+    let buffers = (usize::from(cfg.pool_buffers) / 8).saturating_sub(1).max(1);
+    buffers * cfg.pool_buffer_size as usize
 }
 
+/// Sends each received buffer back as it is, with no task waiting for the send
+/// ([`TcpStream::queue_send`]): the runtime gathers what arrives while a send is in
+/// flight into the next one. The limit is a static rather than an argument, so an idle
+/// connection (W7) keeps no room for it in its task.
 async fn echo(s: TcpStream) {
     loop {
-        // Nothing gathered lives across the awaits but the send itself, and the limit
-        // is a static rather than an argument: an idle connection (W7) keeps neither a
-        // buffer list nor room for one in its task.
-        let first = match s.recv().await {
-            Ok(Some(first)) => first,
-            _ => break,
+        let buf = match s.recv().await {
+            Ok(Some(buf)) => buf,
+            _ => return,
         };
-        // The send is made first and awaited after the `match`: awaited inside its
-        // arms, the task would keep room for the matched value across the await too
-        // (a 72-byte future instead of 48).
-        let send = match gathered(&s, first, GATHER.load(Relaxed)) {
-            Gathered::One(buf) => Either::Left(s.send(buf)),
-            Gathered::Many(bufs) => Either::Right(s.send_vectored_owned(bufs)),
-        };
-        if send.await.is_err() {
-            break;
+        if s.queue_send(buf).is_err() {
+            return;
         }
-    }
-}
-
-/// What one send carries.
-enum Gathered {
-    /// Only the buffer just received (nothing else had arrived).
-    One(RxBuf),
-    /// Several.
-    Many(Vec<SendBuf>),
-}
-
-/// `first` and the buffers that have arrived already, `gather` at most, taken without
-/// waiting ([`TcpStream::try_recv`], which registers no waker: the task's next `recv`
-/// does). An end of stream (or error) found here stops the gathering; the next `recv`
-/// meets the end (or a failure) too.
-fn gathered(s: &TcpStream, first: RxBuf, gather: usize) -> Gathered {
-    let mut bufs: Vec<SendBuf> = Vec::new();
-    let mut pending = Some(first);
-    while bufs.len() + usize::from(pending.is_some()) < gather {
-        match s.try_recv() {
-            Some(Ok(Some(next))) => {
-                bufs.extend(pending.take().map(SendBuf::from));
-                bufs.push(next.into());
+        if s.send_backlog() > BACKLOG.load(Relaxed) {
+            let flushed = s.flush_sends().await;
+            if flushed.is_err() {
+                return;
             }
-            _ => break,
         }
-    }
-    match pending {
-        Some(one) => Gathered::One(one),
-        None => Gathered::Many(bufs),
     }
 }
 

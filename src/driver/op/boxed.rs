@@ -13,6 +13,7 @@ use std::mem::offset_of;
 use std::num::NonZeroU32;
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
+use std::task::Waker;
 
 /// An op in the slab: [`OpCode`] type-erased, plus access to the concrete type (while
 /// queued, and once complete) and, for a multishot op, to its completion queue.
@@ -23,6 +24,12 @@ pub(crate) trait OpBox {
     fn release(&mut self, completion: &Completion);
     fn release_queued(&mut self, completion: &Completion);
     fn on_complete(&mut self, completion: &Completion);
+    /// [`OpCode::on_detached`]; only single-shot ops are submitted detached.
+    fn on_detached(&mut self, completion: &Completion, wake: &mut Vec<Waker>) -> bool {
+        let _ = wake;
+        self.release(completion);
+        false
+    }
     fn take_stop_request(&mut self) -> bool;
     /// The completions queued for the stream of a multishot op; `None` for a
     /// single-shot op.
@@ -175,6 +182,10 @@ impl<T: OpCode> OpBox for Single<T> {
 
     fn on_complete(&mut self, completion: &Completion) {
         self.0.on_complete(completion)
+    }
+
+    fn on_detached(&mut self, completion: &Completion, wake: &mut Vec<Waker>) -> bool {
+        self.0.on_detached(completion, wake)
     }
 
     fn take_stop_request(&mut self) -> bool {

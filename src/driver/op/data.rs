@@ -139,6 +139,14 @@ impl OpData {
         self.with_op(|op| op.on_complete(completion))
     }
 
+    pub(crate) fn on_detached(
+        &mut self,
+        completion: &Completion,
+        wake: &mut Vec<std::task::Waker>,
+    ) -> bool {
+        self.with_op(|op| op.on_detached(completion, wake))
+    }
+
     pub(crate) fn take_stop_request(&mut self) -> bool {
         self.with_op(|op| op.take_stop_request())
     }

@@ -48,6 +48,8 @@ impl Landed {
 /// single:    Pending ──CQE──▶ Completed ──future takes it──▶ (removed)
 ///               │  └─CQE with F_MORE (SEND_ZC result)─▶ Partial ──notif CQE──▶ Completed
 ///               └─future dropped─▶ Abandoned ──final CQE──▶ (removed, release())
+/// detached:  Detached ──CQE──▶ on_detached(): again ─▶ (resubmitted, same slot)
+///                                           └ done ─▶ (removed, box kept)
 /// multishot: Streaming (queue in the op) ──CQE without F_MORE──▶ finished
 ///               │                                        ──queue drained──▶ (removed)
 ///               └─stream dropped─▶ Abandoned ──final CQE──▶ (removed, release() each)
@@ -75,6 +77,9 @@ pub(crate) enum Lifecycle {
         waker: Option<SlimWaker>,
         finished: bool,
     },
+    /// A single-shot op no future waits for (a queued send): each final completion
+    /// goes to [`OpCode::on_detached`], which may submit the op again.
+    Detached,
     /// The future is gone and a cancel was requested. The kernel may still write into
     /// the op's memory, so the slot keeps it until the final CQE, releasing what each
     /// CQE delivers.

@@ -74,6 +74,21 @@ pub unsafe trait OpCode: 'static {
         false
     }
 
+    /// Detached ops (submitted with no future to take the result,
+    /// the driver's `Lifecycle::Detached`): runs on each completion; on a final one (without
+    /// `F_MORE`; the return value of any other is ignored) `true` submits the op
+    /// again, in the same slot (its [`create_entry`](OpCode::create_entry) is called
+    /// anew, once reaping is done, so completions stay in kernel order); `false` ends
+    /// it (the slot is freed and the box kept for the next op of its size). Wakers
+    /// pushed to `wake` are woken once the driver is free. Runs under the same rules as
+    /// [`release`](OpCode::release); the default releases what the completion
+    /// delivered and ends the op.
+    fn on_detached(&mut self, completion: &Completion, wake: &mut Vec<std::task::Waker>) -> bool {
+        let _ = wake;
+        self.release(completion);
+        false
+    }
+
     /// The fd the op works on, named in the runtime's state dump (`None`: no fd, or
     /// not worth naming). Called only when a dump is taken; runs under the same rules
     /// as [`release`](OpCode::release).

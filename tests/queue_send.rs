@@ -1,0 +1,264 @@
+//! Queued sends (`Connection::queue_send`, `flush_sends`, `send_backlog`): bytes go out
+//! whole and in order through short sends and a slow reader, received buffers go back
+//! to the pool once sent, a failure is returned by every later call, a connection
+//! dropped with sends queued still delivers them, and a runtime shut down with a send
+//! stuck in flight neither hangs nor leaks.
+//!
+//! The peers are plain std sockets on their own threads. Every test holds the fd lock:
+//! one of them counts the process's fds.
+
+mod common;
+
+use bytes::Bytes;
+use common::{join_peer, pool_drained, random};
+use std::io::Read;
+use std::time::{Duration, Instant};
+use zcrx::CopyPoolConfig;
+use zerorx::{sleep, spawn, timeout, Runtime};
+
+fn rt() -> Runtime {
+    Runtime::builder()
+        .threads(1)
+        .copy_pool(Some(CopyPoolConfig {
+            buffers: 16,
+            buffer_size: 4096,
+            ..CopyPoolConfig::default()
+        }))
+        .shutdown_timeout(Duration::from_secs(5))
+        .build()
+        .expect("runtime")
+}
+
+/// A peer that connects with a small receive buffer (so the server's sends fill the
+/// socket and come back short), waits `delay`, then reads until end of stream in
+/// small reads with pauses, and returns what it read.
+fn slow_reader(addr: std::net::SocketAddr, delay: Duration) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("socket");
+        sock.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+        sock.connect(&addr.into()).expect("connect");
+        let mut c: std::net::TcpStream = sock.into();
+        c.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        std::thread::sleep(delay);
+        let mut got = Vec::new();
+        let mut chunk = vec![0u8; 7000];
+        loop {
+            match c.read(&mut chunk).expect("read") {
+                0 => return got,
+                n => got.extend_from_slice(&chunk[..n]),
+            }
+            if got.len() % 5 == 0 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    })
+}
+
+#[test]
+fn queued_sends_reach_a_slow_reader_whole_and_in_order() {
+    let _fds = common::fd_lock();
+    rt().block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let peer = slow_reader(addr, Duration::from_millis(100));
+        let (s, _) = l.accept().await.expect("accept");
+        // 4 MiB in pieces of odd sizes, all queued before the peer reads a byte: most
+        // wait behind the send in flight, which comes back short again and again.
+        let data = Bytes::from(random(3, 4 << 20));
+        let mut at = 0;
+        let mut size = 1;
+        while at < data.len() {
+            let end = (at + size).min(data.len());
+            s.queue_send(data.slice(at..end)).expect("queue");
+            at = end;
+            size = size * 7 % 150_001 + 1;
+        }
+        assert!(s.send_backlog() > 0, "a slow reader leaves bytes queued");
+        timeout(Duration::from_secs(30), s.flush_sends())
+            .await
+            .expect("flushed in time")
+            .expect("every queued send succeeded");
+        assert_eq!(s.send_backlog(), 0);
+        // An empty buffer is accepted and sends nothing.
+        s.queue_send(Bytes::new()).expect("an empty send");
+        s.flush_sends().await.expect("nothing to flush");
+        drop(s);
+        let got = join_peer(peer).await;
+        assert_eq!(got.len(), data.len());
+        assert!(got == data, "the bytes arrived changed or out of order");
+    });
+}
+
+#[test]
+fn a_queued_echo_of_received_buffers_is_byte_exact_and_returns_every_buffer() {
+    let _fds = common::fd_lock();
+    let rt = rt();
+    let h = rt.handle().clone();
+    rt.block_on(async move {
+        let (l, addr) = common::loopback_listener();
+        let server = spawn(async move {
+            let (s, _) = l.accept().await.expect("accept");
+            let mut echoed = 0usize;
+            while let Some(buf) = s.recv().await.expect("recv") {
+                echoed += buf.len();
+                s.queue_send(buf).expect("queue the RxBuf");
+                // The pool has 16 buffers: past a few queued, wait for them to go.
+                if s.send_backlog() > 4 * 4096 {
+                    s.flush_sends().await.expect("flush");
+                }
+            }
+            s.flush_sends().await.expect("the last sends");
+            echoed
+        });
+        let data = random(7, 1 << 20);
+        let client = common::std_echo_client(addr, data, 5_003);
+        let echoed = timeout(Duration::from_secs(30), server)
+            .await
+            .expect("the server finished in time")
+            .expect("server task");
+        assert_eq!(echoed, 1 << 20);
+        join_peer(client).await;
+        pool_drained(&h).await;
+    });
+}
+
+#[test]
+fn a_failed_send_is_returned_by_every_later_call() {
+    let _fds = common::fd_lock();
+    rt().block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let peer = std::thread::spawn(move || {
+            let c = std::net::TcpStream::connect(addr).expect("connect");
+            // Closed with unread data and no linger: the kernel resets the connection.
+            socket2::SockRef::from(&c)
+                .set_linger(Some(Duration::ZERO))
+                .expect("SO_LINGER");
+            std::thread::sleep(Duration::from_millis(50));
+            drop(c);
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        join_peer(peer).await;
+        // Sends after the reset fail; the first failure may only show on a later
+        // call (the send that met it ran without anyone waiting).
+        let piece = Bytes::from(vec![9u8; 64 << 10]);
+        let start = Instant::now();
+        let first = loop {
+            match s.queue_send(piece.clone()) {
+                Err(e) => break e,
+                Ok(()) => {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(10),
+                        "sends to a reset peer kept succeeding"
+                    );
+                    sleep(Duration::from_millis(1)).await;
+                }
+            }
+        };
+        let errno = first.raw_os_error();
+        assert!(
+            matches!(errno, Some(libc::ECONNRESET) | Some(libc::EPIPE)),
+            "{first:?}"
+        );
+        for _ in 0..3 {
+            let again = s.queue_send(piece.clone()).expect_err("still failed");
+            assert_eq!(again.raw_os_error(), errno);
+        }
+        let flushed = s.flush_sends().await.expect_err("flush reports it");
+        assert_eq!(flushed.raw_os_error(), errno);
+        assert_eq!(s.send_backlog(), 0, "what was queued is dropped");
+    });
+}
+
+#[test]
+fn a_connection_dropped_with_sends_queued_still_delivers_them() {
+    let _fds = common::fd_lock();
+    rt().block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let peer = slow_reader(addr, Duration::from_millis(200));
+        let (s, _) = l.accept().await.expect("accept");
+        let data = Bytes::from(random(5, 2 << 20));
+        for piece in data.chunks(100_000) {
+            s.queue_send(data.slice_ref(piece)).expect("queue");
+        }
+        assert!(s.send_backlog() > 0);
+        drop(s);
+        // The peer reads everything, then the end of stream: the socket closed once
+        // the last queued send was done.
+        let got = join_peer(peer).await;
+        assert!(got == data, "got {} of {} bytes", got.len(), data.len());
+    });
+}
+
+#[test]
+fn a_runtime_shut_down_with_a_send_stuck_in_flight_ends_in_time_without_leaking() {
+    let _fds = common::fd_lock();
+    let before = common::fd_count();
+    let rt = rt();
+    let h = rt.handle().clone();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let inner = h.clone();
+    let peer = rt.block_on(async move {
+        let (l, addr) = common::loopback_listener();
+        // Never reads until the runtime is gone.
+        let peer = std::thread::spawn(move || {
+            let c = std::net::TcpStream::connect(addr).expect("connect");
+            let _ = wait.recv_timeout(Duration::from_secs(30));
+            drop(c);
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        s.queue_send(Bytes::from(vec![1u8; 16 << 20]))
+            .expect("queue");
+        s.queue_send(Bytes::from_static(b"behind it"))
+            .expect("queue");
+        sleep(Duration::from_millis(100)).await;
+        let dump = inner.dump();
+        let text = dump.to_string();
+        assert!(
+            text.contains("sending, no task waiting"),
+            "the dump lists the stuck send:\n{text}"
+        );
+        // The stream stays with the runtime's task; the send holds the socket.
+        spawn(async move {
+            let _keep = s;
+            std::future::pending::<()>().await
+        });
+        peer
+    });
+    let start = Instant::now();
+    drop(rt);
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "shutdown took {:?}",
+        start.elapsed()
+    );
+    let _ = go.send(());
+    peer.join().expect("peer");
+    assert_eq!(h.metrics()[0].leaked_ops, 0, "an op's memory was leaked");
+    // The handle keeps the runtime's eventfd.
+    drop(h);
+    assert_eq!(common::fd_count(), before, "an fd leaked");
+}
+
+#[test]
+fn thousands_of_small_queued_sends_go_out_past_the_iovec_limit() {
+    let _fds = common::fd_lock();
+    rt().block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let peer = slow_reader(addr, Duration::from_millis(50));
+        let (s, _) = l.accept().await.expect("accept");
+        // All queued behind the first: the next send gathers 2,999 buffers, more than
+        // one SENDMSG takes (1,024).
+        let data = Bytes::from(random(9, 3000 * 10));
+        for piece in data.chunks(10) {
+            s.queue_send(data.slice_ref(piece)).expect("queue");
+        }
+        timeout(Duration::from_secs(30), s.flush_sends())
+            .await
+            .expect("flushed in time")
+            .expect("every queued send succeeded");
+        drop(s);
+        let got = join_peer(peer).await;
+        assert!(got == data, "got {} of {} bytes", got.len(), data.len());
+    });
+}

@@ -262,3 +262,52 @@ fn thousands_of_small_queued_sends_go_out_past_the_iovec_limit() {
         assert!(got == data, "got {} of {} bytes", got.len(), data.len());
     });
 }
+
+#[test]
+fn cancelled_sends_stuck_behind_a_peer_that_does_not_read_let_the_socket_go() {
+    let _fds = common::fd_lock();
+    let before = common::fd_count();
+    rt().block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let peer = std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(addr).expect("connect");
+            // Reads nothing until told to, then sees the end of stream soon.
+            let _ = wait.recv_timeout(Duration::from_secs(30));
+            c.set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            let mut sink = Vec::new();
+            c.read_to_end(&mut sink).expect("read to the end")
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        s.queue_send(Bytes::from(vec![1u8; 16 << 20]))
+            .expect("queue");
+        s.queue_send(Bytes::from_static(b"behind it"))
+            .expect("queue");
+        sleep(Duration::from_millis(50)).await;
+        assert!(s.send_backlog() > 0, "the peer reads nothing");
+        s.cancel_sends();
+        let flushed = timeout(Duration::from_secs(5), s.flush_sends())
+            .await
+            .expect("the cancelled send ended");
+        assert_eq!(
+            flushed.expect_err("cancelled").raw_os_error(),
+            Some(libc::ECANCELED)
+        );
+        let again = s
+            .queue_send(Bytes::from_static(b"more"))
+            .expect_err("failed");
+        assert_eq!(again.raw_os_error(), Some(libc::ECANCELED));
+        assert_eq!(s.send_backlog(), 0);
+        drop(s);
+        drop(l);
+        let _ = go.send(());
+        // The socket closed: the peer reaches the end of what was sent.
+        let got = join_peer(peer).await;
+        assert!(
+            got < 16 << 20,
+            "the cancelled send stopped early ({got} bytes)"
+        );
+    });
+    assert_eq!(common::fd_count(), before, "an fd stayed open");
+}

@@ -16,6 +16,9 @@ impl Driver {
     /// write into freed memory after the ring is gone.
     pub(crate) fn shutdown(&mut self, deadline: Instant) -> usize {
         self.shutting_down = true;
+        // Never submitted: dropped (each op's drop tells its maker).
+        self.deferred_batch += 1;
+        drop(std::mem::take(&mut self.deferred));
         // Closes queued through the ring own their fds: submit them even if nothing
         // else is left to drain.
         let _ = self.ring.enter(false, None);

@@ -84,6 +84,12 @@ pub(crate) struct Driver {
     /// Detached ops that asked to be submitted again while their completions were
     /// dispatched; pushed once reaping is done, for the same reason as `stops`.
     again: Vec<Key>,
+    /// Detached ops to submit with the next kernel entry ([`defer_detached`]), and
+    /// how many times such a batch was submitted (a place in it is valid for one).
+    ///
+    /// [`defer_detached`]: Self::defer_detached
+    deferred: Vec<OpData>,
+    deferred_batch: u64,
     /// Completions reaped this turn, and how many of them were detached ops ending
     /// with nobody to wake ([`quiet_turn`](Self::quiet_turn)).
     reaped: u32,
@@ -118,6 +124,8 @@ impl Driver {
             wakers: Vec::new(),
             stops: Vec::new(),
             again: Vec::new(),
+            deferred: Vec::new(),
+            deferred_batch: 0,
             reaped: 0,
             quiet: 0,
             metrics,
@@ -256,6 +264,59 @@ impl Driver {
         keys.len()
     }
 
+    /// Keeps `data` to be submitted detached at the start of the next turn (before its
+    /// kernel entry), so its maker can still add to it meanwhile
+    /// ([`with_deferred`](Self::with_deferred)): a connection's sends of one loop turn
+    /// go out as one. Returns its place, valid until then.
+    pub(crate) fn defer_detached(&mut self, data: OpData) -> (u64, u32) {
+        self.deferred.push(data);
+        (self.deferred_batch, (self.deferred.len() - 1) as u32)
+    }
+
+    /// Runs `f` on the deferred op at `at` as a `T`; `None` once it was submitted.
+    pub(crate) fn with_deferred<T: 'static, R>(
+        &mut self,
+        at: (u64, u32),
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Option<R> {
+        if at.0 != self.deferred_batch {
+            return None;
+        }
+        self.deferred.get_mut(at.1 as usize)?.with_single_data(f)
+    }
+
+    /// Submits the deferred ops. One that cannot be queued is dropped, which its type
+    /// must report to its maker (the op's drop).
+    fn submit_deferred(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        self.deferred_batch += 1;
+        let mut batch = std::mem::take(&mut self.deferred);
+        for data in batch.drain(..) {
+            let _ = self.submit(data, Lifecycle::Detached);
+        }
+        if self.deferred.is_empty() {
+            self.deferred = batch;
+        }
+    }
+
+    /// Cancels the detached ops working on `fd` (a connection's queued sends it gives
+    /// up on); each ends through [`OpCode::on_detached`] with its final completion as
+    /// usual. Walks every op: for failures, not for a hot path. Returns how many.
+    pub(crate) fn cancel_detached_on(&mut self, fd: std::os::fd::RawFd) -> usize {
+        let keys: Vec<Key> = self
+            .ops
+            .iter_mut()
+            .filter(|(_, slot)| matches!(slot.lifecycle, Lifecycle::Detached))
+            .filter_map(|(key, slot)| (slot.data.describe().0 == Some(fd)).then_some(key))
+            .collect();
+        for &key in &keys {
+            self.push_cancel(key);
+        }
+        keys.len()
+    }
+
     /// Polls a single-shot op: `Ready(Some)` with its completion and data, `Ready(None)`
     /// if the slot is gone (runtime shut down).
     pub(crate) fn poll_op(
@@ -375,6 +436,7 @@ impl Driver {
     pub(crate) fn turn(&mut self, wait: bool, timeout: Option<Duration>) -> io::Result<()> {
         // Also refreshed before a possibly long wait, so readers never see the count of
         // a turn whose completions have been consumed since.
+        self.submit_deferred();
         self.publish_in_flight();
         self.reaped = 0;
         self.quiet = 0;

@@ -146,7 +146,7 @@ impl Connection {
     /// # }
     /// ```
     pub fn queue_send(&self, buf: impl Into<SendBuf>) -> io::Result<()> {
-        crate::ops::send_queue::queue_send(&self.fd, [buf.into()])
+        crate::ops::send_queue::queue_one(&self.fd, buf.into())
     }
 
     /// [`queue_send`](Self::queue_send) of several buffers, which go out in one
@@ -170,9 +170,38 @@ impl Connection {
         std::future::poll_fn(|cx| crate::ops::send_queue::poll_flush(&self.fd, cx))
     }
 
+    /// Gives up the sends queued with [`queue_send`](Self::queue_send): the one in
+    /// flight is cancelled, the rest are dropped, and later calls fail with
+    /// `ECANCELED`. For a connection abandoned with sends stuck behind a peer that
+    /// does not read: a dropped connection otherwise stays open until its queued
+    /// sends are done.
+    pub fn cancel_sends(&self) {
+        crate::ops::send_queue::cancel(&self.fd)
+    }
+
     /// Bytes queued with [`queue_send`](Self::queue_send) and not yet sent.
     pub fn send_backlog(&self) -> usize {
         crate::ops::send_queue::backlog(&self.fd)
+    }
+
+    /// Polls for every queued send to be done, as [`flush_sends`](Self::flush_sends)
+    /// does (one task at a time: the last one to poll is woken).
+    pub fn poll_flush_sends(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        crate::ops::send_queue::poll_flush(&self.fd, cx)
+    }
+
+    /// Whether every queued send is done (`Some(Ok)`), one failed (`Some(Err)`, as
+    /// [`flush_sends`](Self::flush_sends) would say), or some are still on their way
+    /// (`None`), without waiting or registering a waker.
+    pub fn sends_done(&self) -> Option<io::Result<()>> {
+        crate::ops::send_queue::done(&self.fd)
+    }
+
+    /// How far the queued sends have got, `None` when none is on its way. Two values
+    /// compare equal only if no byte was sent in between: a write timeout compares the
+    /// progress it saw with the progress a while later (a peer that does not read).
+    pub fn send_progress(&self) -> Option<super::SendProgress> {
+        crate::ops::send_queue::progress(&self.fd)
     }
 
     /// Sends all of `bufs` with SENDMSG (one gather op per attempt), looping over

@@ -27,6 +27,7 @@ mod unix;
 
 pub use crate::ops::poll::Readable;
 pub use crate::ops::send_buf::SendBuf;
+pub use crate::ops::send_queue::SendProgress;
 pub use chain::{BytesChain, ChainSegments};
 #[cfg(any(feature = "hyper", feature = "tokio-io"))]
 pub(crate) use compat::poll_copy_out;

@@ -15,7 +15,7 @@
 use super::send::gather;
 use super::send_buf::SendBuf;
 use super::{fd, SharedFd, SocketFd};
-use crate::driver::op::{Lifecycle, OpData, Single};
+use crate::driver::op::{OpData, Single};
 use crate::driver::{Completion, OpCode};
 use crate::runtime::context;
 use crate::runtime::op::not_in_runtime;
@@ -35,12 +35,19 @@ struct Writer {
     busy: bool,
     /// Bytes queued or in flight, not yet confirmed sent.
     backlog: usize,
+    /// This writer among the thread's (a new one for each run of sends after the
+    /// socket's queue was empty), and the bytes it sent: a send's progress.
+    id: u64,
+    sent: u64,
     /// Queued while a send is in flight, in order: the next send takes them all.
     queued: Vec<SendBuf>,
     /// Why the connection sends no more: each later call returns it.
     failed: Option<Failure>,
     /// The task waiting in [`poll_flush`] for the backlog to empty.
     flusher: Option<Waker>,
+    /// Where this socket's op waits in the driver to be submitted with the next
+    /// kernel entry (valid until then: `Driver::with_deferred`).
+    deferred_at: Option<(u64, u32)>,
 }
 
 /// The writers of this thread's sockets, by the socket's address (a socket's writer
@@ -49,8 +56,18 @@ struct Writer {
 #[derive(Default)]
 struct Writers {
     by_socket: HashMap<usize, Writer, BuildHasherDefault<AddrHasher>>,
+    /// The last writer id given out.
+    last_id: u64,
     spare_bufs: Vec<Vec<SendBuf>>,
     spare_iovecs: Vec<Vec<libc::iovec>>,
+}
+
+/// How far a socket's queued sends have got: see
+/// [`Connection::send_progress`](crate::net::Connection::send_progress).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendProgress {
+    writer: u64,
+    sent: u64,
 }
 
 /// Emptied lists kept at most (each kind).
@@ -120,84 +137,196 @@ impl Failure {
 /// Queues `bufs` on `socket`, in order, after everything queued before them; see
 /// [`Connection::queue_send`](crate::net::Connection::queue_send). Empty buffers are
 /// skipped.
+///
+/// Nothing is submitted here: a socket with nothing in flight gets its send op made
+/// and deferred in the driver, where later buffers of the same loop turn join it, and
+/// the driver submits it right before its next kernel entry
+/// (`Driver::defer_detached`). So everything a turn queues on a connection (the replies to
+/// pipelined requests) goes out in one send: submitting the first reply at once and
+/// the rest behind it cost a kernel round trip and a second send per turn (measured:
+/// Thrift under pipelined load fell from ~170k to ~100k requests per second).
 pub(crate) fn queue_send(
     socket: &SharedFd,
     bufs: impl IntoIterator<Item = SendBuf>,
 ) -> io::Result<()> {
-    let core = context::current().ok_or_else(not_in_runtime)?;
-    let k = key(socket);
-    // Taken before the writers are: the iterator is the caller's code.
-    let mut list = with_writers(|w| w.spare_bufs.pop())
+    let mut bufs = bufs.into_iter();
+    // The caller's iterator runs before the writers are borrowed.
+    let Some(first) = bufs.by_ref().find(|b| !b.is_empty()) else {
+        return failure_of(socket);
+    };
+    // A kept list: a vectored reply per request allocates nothing.
+    let mut rest = with_writers(|w| w.spare_bufs.pop())
         .flatten()
         .unwrap_or_default();
-    list.extend(bufs.into_iter().filter(|b| !b.is_empty()));
-    let len: usize = list.iter().map(|b| b.len()).sum();
-    let sent = with_writers(|w| {
-        let writer = w.by_socket.entry(k).or_default();
+    rest.extend(bufs.filter(|b| !b.is_empty()));
+    let len = first.len() + rest.iter().map(|b| b.len()).sum::<usize>();
+    let queued = queue(socket, first, &mut rest, len);
+    // Emptied by `queue` (or holding what an error left: dropped here, outside the
+    // writers' borrow).
+    rest.clear();
+    if rest.capacity() > 0 {
+        with_writers(|w| {
+            if w.spare_bufs.len() < SPARE_LISTS {
+                w.spare_bufs.push(rest);
+            }
+        });
+    }
+    queued
+}
+
+/// [`queue_send`] of one buffer (no iterator to run).
+pub(crate) fn queue_one(socket: &SharedFd, buf: SendBuf) -> io::Result<()> {
+    if buf.is_empty() {
+        return failure_of(socket);
+    }
+    let len = buf.len();
+    queue(socket, buf, &mut Vec::new(), len)
+}
+
+/// Queues `first` and `rest` (`len` bytes together, none empty) on `socket`.
+fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize) -> io::Result<()> {
+    let k = key(socket);
+    let core = context::current().ok_or_else(not_in_runtime)?;
+    let mut driver = core
+        .driver
+        .try_borrow_mut()
+        .map_err(|_| io::Error::other("queue_send called while the worker's driver is busy"))?;
+    let queued = with_writers(|w| {
+        let next_id = w.last_id + 1;
+        let writer = w.by_socket.entry(k).or_insert_with(|| Writer {
+            id: next_id,
+            ..Writer::default()
+        });
+        w.last_id = w.last_id.max(writer.id);
         if let Some(f) = writer.failed {
             return Err(f);
         }
         writer.backlog += len;
-        if writer.busy {
-            if writer.queued.is_empty() {
-                std::mem::swap(&mut writer.queued, &mut list);
-            } else {
-                writer.queued.append(&mut list);
+        // Joins the op made this turn, not yet submitted (its buffers are not in the
+        // kernel's hands yet).
+        let mut first = Some(first);
+        if let Some(at) = writer.deferred_at {
+            let joined = driver.with_deferred(at, |op: &mut QueuedSend| {
+                op.total += len;
+                op.bufs.extend(first.take());
+                op.bufs.append(rest);
+            });
+            if joined.is_some() {
+                return Ok(());
             }
-            return Ok(None);
         }
-        if list.is_empty() {
-            w.by_socket.remove(&k);
-            return Ok(None);
-        }
-        writer.busy = true;
-        Ok(Some(w.spare_iovecs.pop().unwrap_or_default()))
-    });
-    let iovecs = match sent {
-        Some(Ok(Some(iovecs))) => iovecs,
-        Some(Ok(None)) => {
-            keep_spare(list, Vec::new());
+        if writer.busy {
+            writer.queued.extend(first.take());
+            writer.queued.append(rest);
             return Ok(());
         }
-        Some(Err(f)) => return Err(f.error()),
-        None => return Err(not_in_runtime()),
-    };
-    let op = QueuedSend {
-        socket: socket.clone(),
-        bufs: list,
-        skip: 0,
-        total: len,
-        iovecs,
-        // SAFETY: `msghdr` is plain data; all-zero is a valid empty header.
-        msghdr: unsafe { std::mem::zeroed() },
-        live: true,
-    };
-    let mut driver = core.driver.borrow_mut();
-    let data = driver.spare.boxed(Single::new(op));
-    // A failed submit drops the op, which marks the writer failed (`Drop` below): the
-    // ring is unusable then, and so is the connection's sending.
-    driver
-        .submit(OpData::boxed(data), Lifecycle::Detached)
-        .map(drop)
+        let mut bufs = w.spare_bufs.pop().unwrap_or_default();
+        bufs.extend(first.take());
+        bufs.append(rest);
+        let op = QueuedSend {
+            socket: socket.clone(),
+            bufs,
+            skip: 0,
+            total: len,
+            iovecs: w.spare_iovecs.pop().unwrap_or_default(),
+            // SAFETY: `msghdr` is plain data; all-zero is a valid empty header.
+            msghdr: unsafe { std::mem::zeroed() },
+            live: true,
+        };
+        // Making a box drops nothing, so the writers' borrow is safe across it.
+        let data = driver.spare.boxed(Single::new(op));
+        writer.busy = true;
+        writer.deferred_at = Some(driver.defer_detached(OpData::boxed(data)));
+        Ok(())
+    });
+    match queued {
+        Some(Ok(())) => Ok(()),
+        Some(Err(f)) => Err(f.error()),
+        None => Err(not_in_runtime()),
+    }
 }
 
-/// Keeps emptied lists for the next sends (a bounded number).
-fn keep_spare(mut bufs: Vec<SendBuf>, mut iovecs: Vec<libc::iovec>) {
-    bufs.clear();
-    iovecs.clear();
-    with_writers(|w| {
-        if bufs.capacity() > 0 && w.spare_bufs.len() < SPARE_LISTS {
-            w.spare_bufs.push(bufs);
+/// The failure kept for `socket`, if any (a call that queued nothing reports it too).
+fn failure_of(socket: &SharedFd) -> io::Result<()> {
+    let failed = with_writers(|w| w.by_socket.get(&key(socket)).and_then(|w| w.failed));
+    match failed {
+        Some(Some(f)) => Err(f.error()),
+        _ => Ok(()),
+    }
+}
+
+/// Gives up the queued sends of `socket`: the one in flight is cancelled, the rest
+/// dropped, and the writer fails with `ECANCELED`; see
+/// [`Connection::cancel_sends`](crate::net::Connection::cancel_sends).
+pub(crate) fn cancel(socket: &SharedFd) {
+    let mut dropped = Vec::new();
+    let in_flight = with_writers(|w| {
+        let writer = w.by_socket.get_mut(&key(socket))?;
+        if !writer.busy {
+            return None;
         }
-        if iovecs.capacity() > 0 && w.spare_iovecs.len() < SPARE_LISTS {
-            w.spare_iovecs.push(iovecs);
+        writer.failed.get_or_insert(Failure(libc::ECANCELED));
+        writer.backlog = 0;
+        dropped.push(std::mem::take(&mut writer.queued));
+        // An op still waiting in the driver goes out empty (a send of nothing) and
+        // ends at once; the failure set here stays the writer's.
+        if let Some(at) = writer.deferred_at {
+            let emptied = context::with_core(|core| {
+                let mut driver = core.driver.try_borrow_mut().ok()?;
+                driver.with_deferred(at, |op: &mut QueuedSend| {
+                    dropped.push(std::mem::take(&mut op.bufs));
+                    op.total = 0;
+                })
+            })
+            .flatten();
+            if emptied.is_some() {
+                return None;
+            }
         }
-    });
+        Some(())
+    })
+    .flatten();
+    // Outside the borrow: buffers dropped here reach no socket, but stay on the safe side.
+    drop(dropped);
+    if in_flight.is_some() {
+        context::with_core(|core| {
+            if let Ok(mut driver) = core.driver.try_borrow_mut() {
+                driver.cancel_detached_on(fd(socket).0);
+            }
+        });
+    }
 }
 
 /// Bytes queued on `socket` and not yet confirmed sent.
 pub(crate) fn backlog(socket: &SharedFd) -> usize {
     with_writers(|w| w.by_socket.get(&key(socket)).map_or(0, |w| w.backlog)).unwrap_or(0)
+}
+
+/// How far the queued sends of `socket` have got; `None` when none is queued or in
+/// flight.
+pub(crate) fn progress(socket: &SharedFd) -> Option<SendProgress> {
+    with_writers(|w| {
+        let writer = w.by_socket.get(&key(socket))?;
+        writer.busy.then_some(SendProgress {
+            writer: writer.id,
+            sent: writer.sent,
+        })
+    })
+    .flatten()
+}
+
+/// Whether every queued send of `socket` is done (`Some(Ok)`), one failed
+/// (`Some(Err)`), or some are still queued or in flight (`None`); registers nothing.
+pub(crate) fn done(socket: &SharedFd) -> Option<io::Result<()>> {
+    with_writers(|w| match w.by_socket.get(&key(socket)) {
+        None => Some(Ok(())),
+        Some(w) => match w.failed {
+            Some(f) => Some(Err(f.error())),
+            None if !w.busy => Some(Ok(())),
+            None => None,
+        },
+    })
+    .unwrap_or(Some(Ok(())))
 }
 
 /// `Ready(Ok)` once every queued send of `socket` is done; the failure of one that
@@ -249,7 +378,8 @@ impl QueuedSend {
         let flusher = match failure {
             Some(f) => w.by_socket.get_mut(&k).and_then(|writer| {
                 writer.busy = false;
-                writer.failed = Some(f);
+                // The first failure stays (a cancel's, say).
+                writer.failed.get_or_insert(f);
                 writer.backlog = 0;
                 // Dropped, not kept: the list may be long, and this is rare.
                 writer.queued = Vec::new();
@@ -321,6 +451,7 @@ unsafe impl OpCode for QueuedSend {
             };
             self.skip += sent;
             writer.backlog = writer.backlog.saturating_sub(sent);
+            writer.sent += sent as u64;
             if self.skip < self.total {
                 return true;
             }

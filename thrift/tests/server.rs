@@ -133,8 +133,8 @@ fn pipelined_calls_are_answered_by_seqid_out_of_order() {
         );
         assert_eq!(c.client().stats().reconnects, 0);
     });
-    // `replies` counts sends the server has seen complete, which may trail the
-    // client's receipt of the last one.
+    // `replies` counts replies queued, possibly counted after the client's receipt of
+    // the last one (another thread).
     h.wait_stats("every reply sent", |s| s.replies == 201);
     assert_eq!(h.stats().requests, 201);
 }

@@ -24,6 +24,12 @@ pub(crate) trait OpBox {
     fn release(&mut self, completion: &Completion);
     fn release_queued(&mut self, completion: &Completion);
     fn on_complete(&mut self, completion: &Completion);
+    /// A single-shot op's data, for its maker to change it before it is submitted
+    /// (a deferred detached op); `None` for a multishot op.
+    fn single_data(&mut self) -> Option<&mut dyn Any> {
+        None
+    }
+
     /// [`OpCode::on_detached`]; only single-shot ops are submitted detached.
     fn on_detached(&mut self, completion: &Completion, wake: &mut Vec<Waker>) -> bool {
         let _ = wake;
@@ -186,6 +192,10 @@ impl<T: OpCode> OpBox for Single<T> {
 
     fn on_detached(&mut self, completion: &Completion, wake: &mut Vec<Waker>) -> bool {
         self.0.on_detached(completion, wake)
+    }
+
+    fn single_data(&mut self) -> Option<&mut dyn Any> {
+        Some(&mut self.0)
     }
 
     fn take_stop_request(&mut self) -> bool {

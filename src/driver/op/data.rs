@@ -181,6 +181,14 @@ impl OpData {
         self.with_op(|op| op.quiet_looks())
     }
 
+    /// Runs `f` on the data of a single-shot op as a `T` ([`OpBox::single_data`]).
+    pub(crate) fn with_single_data<T: 'static, R>(
+        &mut self,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Option<R> {
+        self.with_op(|op| op.single_data()?.downcast_mut::<T>().map(f))
+    }
+
     /// Runs `f` on the data of a multishot op as a `T` ([`OpBox::stream_data`]).
     pub(crate) fn with_stream_data<T: 'static, R>(
         &mut self,

@@ -9,22 +9,27 @@ use crate::out::{Framing, Segments};
 use crate::protocol::{MessageType, Protocol};
 use crate::signal::LocalSignal;
 use crate::transport::{detect_stream, Incoming, MessageStream, ReadError, Transport};
-use crate::writer::{write_loop, OutQueue, WriteError};
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
-use zerorx::net::{Connection, FrameReader};
+use zerorx::net::{Connection, FrameReader, SendBuf, SendProgress};
+use zerorx::time::Sleep;
 use zerorx::JoinHandle;
 
 /// State the connection's tasks share.
 struct Conn {
-    out: OutQueue,
+    /// Replies are queued on it as they are made (`Connection::queue_send`): no
+    /// writer task, and no wake-up per reply.
+    stream: Rc<Connection>,
     /// Requests read and not yet answered (reply not yet sent, or oneway handler
     /// still running): bounded by `max_in_flight`.
     in_flight: Cell<usize>,
+    /// Replies queued and not yet known to be sent: released from `in_flight` once
+    /// the connection's send queue is empty ([`settle`](Self::settle)).
+    unsent: Cell<usize>,
     /// Handler tasks still running.
     running: Cell<usize>,
     /// Set when the writer failed: stop everything. Apart from `changed` so a reader
@@ -33,7 +38,15 @@ struct Conn {
     /// Notified when `in_flight` or `running` change, and on failure.
     changed: Rc<LocalSignal>,
     handlers: RefCell<slab::Slab<JoinHandle<()>>>,
-    writer: RefCell<Option<JoinHandle<()>>>,
+}
+
+/// Why the connection's sending failed.
+enum SendFailure {
+    /// A send failed (the peer reset, ...).
+    Io,
+    /// The queued replies made no progress for the write timeout (the peer does not
+    /// read).
+    TimedOut,
 }
 
 impl Conn {
@@ -42,9 +55,55 @@ impl Conn {
         self.changed.notify();
     }
 
-    /// Queues a reply; its slot is released once the writer has sent it.
-    fn push(&self, segs: Segments) {
-        self.out.push(segs);
+    /// Queues a reply, sent with no task waiting; its slot is released once the send
+    /// queue has emptied ([`settle`](Self::settle)).
+    fn push(&self, segs: Segments, w: &WorkerCtx) {
+        let queued = match segs {
+            Segments::One(b) => self.stream.queue_send(b),
+            Segments::Many(v) => self
+                .stream
+                .queue_send_vectored(v.into_iter().map(SendBuf::from)),
+        };
+        match queued {
+            Ok(()) => {
+                self.unsent.set(self.unsent.get() + 1);
+                bump(&w.stats.replies, 1);
+            }
+            Err(_) => self.fail(w, SendFailure::Io),
+        }
+    }
+
+    /// Releases the slots of the replies queued so far once all of them are sent;
+    /// fails the connection if a send failed.
+    fn settle(&self, w: &WorkerCtx) {
+        let n = self.unsent.get();
+        if n == 0 {
+            return;
+        }
+        match self.stream.sends_done() {
+            None => {}
+            Some(Ok(())) => {
+                self.unsent.set(0);
+                self.release(n);
+            }
+            Some(Err(_)) => self.fail(w, SendFailure::Io),
+        }
+    }
+
+    /// Stops the connection: its sending failed (counted once).
+    fn fail(&self, w: &WorkerCtx, why: SendFailure) {
+        if self.failed.is_set() {
+            return;
+        }
+        bump(
+            match why {
+                SendFailure::TimedOut => &w.stats.write_timeouts,
+                SendFailure::Io => &w.stats.io_errors,
+            },
+            1,
+        );
+        self.failed.set();
+        self.changed.notify();
     }
 
     fn abort_tasks(&self) {
@@ -52,9 +111,58 @@ impl Conn {
         for h in handlers {
             h.abort();
         }
-        if let Some(w) = self.writer.borrow_mut().take() {
-            w.abort();
+    }
+}
+
+/// The write timeout: ready when the connection's queued replies made no progress
+/// for the limit (a peer that does not read).
+///
+/// One timer for the connection's life, moved only when it fires: arming a timer
+/// whenever replies are on their way would cost a clock read and two heap operations
+/// per reply. When it fires, the stall is checked against when it began.
+struct WriteWatch {
+    limit: Option<std::time::Duration>,
+    timer: Option<Pin<Box<Sleep>>>,
+    /// The progress seen when the current stall began, and when.
+    stall: Option<(SendProgress, Instant)>,
+}
+
+impl WriteWatch {
+    fn new(limit: Option<std::time::Duration>) -> WriteWatch {
+        WriteWatch {
+            limit,
+            timer: None,
+            stall: None,
         }
+    }
+
+    fn poll(&mut self, stream: &Connection, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(limit) = self.limit else {
+            return Poll::Pending;
+        };
+        let Some(now_at) = stream.send_progress() else {
+            // Nothing on its way: no stall.
+            self.stall = None;
+            return Poll::Pending;
+        };
+        let since = match self.stall {
+            Some((at, since)) if at == now_at => since,
+            _ => {
+                let since = zerorx::time::turn_time();
+                self.stall = Some((now_at, since));
+                since
+            }
+        };
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(zerorx::time::sleep_until(since + limit)));
+        while timer.as_mut().poll(cx).is_ready() {
+            if Instant::now() >= since + limit {
+                return Poll::Ready(());
+            }
+            timer.as_mut().reset(since + limit);
+        }
+        Poll::Pending
     }
 }
 
@@ -69,6 +177,10 @@ struct Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         self.conn.abort_tasks();
+        // Replies stuck behind a peer that does not read (the write timeout, an abort)
+        // would keep the socket and their buffers; after a graceful end nothing is
+        // queued.
+        self.conn.stream.cancel_sends();
         if let Ok(mut conns) = self.w.conns.try_borrow_mut() {
             conns.try_remove(self.key);
         }
@@ -88,44 +200,23 @@ enum End {
 pub(super) async fn serve(stream: Connection, w: Rc<WorkerCtx>, key: usize) {
     let stream = Rc::new(stream);
     let conn = Rc::new(Conn {
-        out: OutQueue::default(),
+        stream: stream.clone(),
         in_flight: Cell::new(0),
+        unsent: Cell::new(0),
         running: Cell::new(0),
         failed: Rc::new(LocalSignal::default()),
         changed: Rc::new(LocalSignal::default()),
         handlers: RefCell::new(slab::Slab::new()),
-        writer: RefCell::new(None),
     });
     let _guard = Guard {
         w: w.clone(),
         key,
         conn: conn.clone(),
     };
-    let writer = {
-        let (stream, conn, w) = (stream.clone(), conn.clone(), w.clone());
-        zerorx::spawn(async move {
-            let timeout = w.shared.config.write_timeout;
-            let res = write_loop(&stream, &conn.out, timeout, |n| {
-                bump(&w.stats.replies, n as u64);
-                conn.release(n);
-            })
-            .await;
-            if let Err(e) = res {
-                match e {
-                    WriteError::TimedOut => bump(&w.stats.write_timeouts, 1),
-                    WriteError::Io(_) => bump(&w.stats.io_errors, 1),
-                }
-                conn.failed.set();
-                conn.changed.notify();
-            }
-        })
-    };
-    *conn.writer.borrow_mut() = Some(writer);
-
     match read_loop(&stream, &conn, &w).await {
         End::Abort => {}
         End::Graceful => {
-            // Every running handler queues its reply; then the writer sends the rest.
+            // Every running handler queues its reply; then the replies go out.
             let mut changed = conn.changed.wait();
             poll_fn(|cx| {
                 if conn.running.get() == 0 || conn.failed.is_set() {
@@ -135,12 +226,22 @@ pub(super) async fn serve(stream: Connection, w: Rc<WorkerCtx>, key: usize) {
                 Poll::Pending
             })
             .await;
-            conn.out.close();
-            let writer = conn.writer.borrow_mut().take();
-            if let Some(writer) = writer {
-                let _ = writer.await;
+            let mut watch = WriteWatch::new(w.shared.config.write_timeout);
+            let flushed = poll_fn(|cx| {
+                if let Poll::Ready(r) = stream.poll_flush_sends(cx) {
+                    return Poll::Ready(r.is_ok());
+                }
+                if watch.poll(&stream, cx).is_ready() {
+                    conn.fail(&w, SendFailure::TimedOut);
+                    return Poll::Ready(false);
+                }
+                Poll::Pending
+            })
+            .await;
+            conn.settle(&w);
+            if flushed && !conn.failed.is_set() {
+                linger(&stream).await;
             }
-            linger(&stream).await;
         }
     }
 }
@@ -245,16 +346,28 @@ async fn read_loop(stream: &Rc<Connection>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) 
     // A spill makes the message it was for a copied one, so spills are counted with
     // copied messages (one never completed is not counted).
     let mut spills_counted = 0;
+    let mut watch = WriteWatch::new(cfg.write_timeout);
 
     loop {
+        // Replies sent since the last look free their slots (and count as replies).
+        conn.settle(w);
         if conn.in_flight.get() >= cfg.max_in_flight {
             bump(&stats.in_flight_waits, 1);
             let ev = poll_fn(|cx| {
+                // Woken when a handler finishes (`changed`) or the queued replies
+                // are all sent (the flush).
+                if conn.unsent.get() > 0 && stream.poll_flush_sends(cx).is_ready() {
+                    conn.settle(w);
+                }
                 if conn.failed.is_set() {
                     return Poll::Ready(Event::Failed);
                 }
                 if conn.in_flight.get() < cfg.max_in_flight {
                     return Poll::Ready(Event::Idle);
+                }
+                if watch.poll(stream, cx).is_ready() {
+                    conn.fail(w, SendFailure::TimedOut);
+                    return Poll::Ready(Event::Failed);
                 }
                 if drain.poll_set(cx).is_ready() {
                     return Poll::Ready(Event::Drain);
@@ -282,6 +395,10 @@ async fn read_loop(stream: &Rc<Connection>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) 
                 if let Poll::Ready(r) = next.as_mut().poll(cx) {
                     return Poll::Ready(Event::Message(r));
                 }
+                if conn.unsent.get() > 0 && watch.poll(stream, cx).is_ready() {
+                    conn.fail(w, SendFailure::TimedOut);
+                    return Poll::Ready(Event::Failed);
+                }
                 if drain.poll_set(cx).is_ready() {
                     return Poll::Ready(Event::Drain);
                 }
@@ -305,6 +422,7 @@ async fn read_loop(stream: &Rc<Connection>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) 
                     continue;
                 };
                 let due = last_activity + limit;
+                conn.settle(w);
                 let busy = conn.in_flight.get() > 0 || conn.running.get() > 0;
                 if busy || Instant::now() < due {
                     // Activity since the timer was set, or calls in progress.
@@ -407,7 +525,7 @@ fn dispatch(
         ) {
             Ok(segs) => {
                 conn.in_flight.set(conn.in_flight.get() + 1);
-                conn.push(segs);
+                conn.push(segs, w);
                 true
             }
             Err(_) => false,
@@ -505,7 +623,7 @@ fn finish_call(
     let stats = &w.stats;
     let failure = match outcome {
         Ok(Outcome::Reply(segs)) if expects_reply => {
-            conn.push(segs);
+            conn.push(segs, w);
             None
         }
         Ok(Outcome::Reply(_)) | Ok(Outcome::Done) => None,
@@ -529,7 +647,7 @@ fn finish_call(
     let queued = match failure {
         Some(e) if expects_reply => match to.encode(MessageType::Exception, &e) {
             Ok(segs) => {
-                conn.push(segs);
+                conn.push(segs, w);
                 true
             }
             Err(_) => false,

@@ -44,7 +44,9 @@ counters! {
     requests,
     /// Oneway requests read.
     oneway_requests,
-    /// Replies (results, declared exceptions and `TApplicationException`s) sent.
+    /// Replies (results, declared exceptions and `TApplicationException`s) queued on
+    /// their connection for sending (a connection that fails drops those still
+    /// queued, and counts the failure).
     replies,
     /// `UnknownMethod` exceptions sent (or, for oneway, requests dropped).
     unknown_method,

@@ -13,21 +13,7 @@ use bytes::Bytes;
 use common::{join_peer, pool_drained, random};
 use std::io::Read;
 use std::time::{Duration, Instant};
-use zcrx::CopyPoolConfig;
-use zerorx::{sleep, spawn, timeout, Runtime};
-
-fn rt() -> Runtime {
-    Runtime::builder()
-        .threads(1)
-        .copy_pool(Some(CopyPoolConfig {
-            buffers: 16,
-            buffer_size: 4096,
-            ..CopyPoolConfig::default()
-        }))
-        .shutdown_timeout(Duration::from_secs(5))
-        .build()
-        .expect("runtime")
-}
+use zerorx::{sleep, spawn, timeout};
 
 /// A peer that connects with a small receive buffer (so the server's sends fill the
 /// socket and come back short), waits `delay`, then reads until end of stream in
@@ -59,7 +45,7 @@ fn slow_reader(addr: std::net::SocketAddr, delay: Duration) -> std::thread::Join
 #[test]
 fn queued_sends_reach_a_slow_reader_whole_and_in_order() {
     let _fds = common::fd_lock();
-    rt().block_on(async {
+    common::small_pool_rt().block_on(async {
         let (l, addr) = common::loopback_listener();
         let peer = slow_reader(addr, Duration::from_millis(100));
         let (s, _) = l.accept().await.expect("accept");
@@ -93,7 +79,7 @@ fn queued_sends_reach_a_slow_reader_whole_and_in_order() {
 #[test]
 fn a_queued_echo_of_received_buffers_is_byte_exact_and_returns_every_buffer() {
     let _fds = common::fd_lock();
-    let rt = rt();
+    let rt = common::small_pool_rt();
     let h = rt.handle().clone();
     rt.block_on(async move {
         let (l, addr) = common::loopback_listener();
@@ -126,7 +112,7 @@ fn a_queued_echo_of_received_buffers_is_byte_exact_and_returns_every_buffer() {
 #[test]
 fn a_failed_send_is_returned_by_every_later_call() {
     let _fds = common::fd_lock();
-    rt().block_on(async {
+    common::small_pool_rt().block_on(async {
         let (l, addr) = common::loopback_listener();
         let peer = std::thread::spawn(move || {
             let c = std::net::TcpStream::connect(addr).expect("connect");
@@ -173,7 +159,7 @@ fn a_failed_send_is_returned_by_every_later_call() {
 #[test]
 fn a_connection_dropped_with_sends_queued_still_delivers_them() {
     let _fds = common::fd_lock();
-    rt().block_on(async {
+    common::small_pool_rt().block_on(async {
         let (l, addr) = common::loopback_listener();
         let peer = slow_reader(addr, Duration::from_millis(200));
         let (s, _) = l.accept().await.expect("accept");
@@ -194,7 +180,7 @@ fn a_connection_dropped_with_sends_queued_still_delivers_them() {
 fn a_runtime_shut_down_with_a_send_stuck_in_flight_ends_in_time_without_leaking() {
     let _fds = common::fd_lock();
     let before = common::fd_count();
-    let rt = rt();
+    let rt = common::small_pool_rt();
     let h = rt.handle().clone();
     let (go, wait) = std::sync::mpsc::channel::<()>();
     let inner = h.clone();
@@ -243,7 +229,7 @@ fn a_runtime_shut_down_with_a_send_stuck_in_flight_ends_in_time_without_leaking(
 #[test]
 fn thousands_of_small_queued_sends_go_out_past_the_iovec_limit() {
     let _fds = common::fd_lock();
-    rt().block_on(async {
+    common::small_pool_rt().block_on(async {
         let (l, addr) = common::loopback_listener();
         let peer = slow_reader(addr, Duration::from_millis(50));
         let (s, _) = l.accept().await.expect("accept");
@@ -267,7 +253,7 @@ fn thousands_of_small_queued_sends_go_out_past_the_iovec_limit() {
 fn cancelled_sends_stuck_behind_a_peer_that_does_not_read_let_the_socket_go() {
     let _fds = common::fd_lock();
     let before = common::fd_count();
-    rt().block_on(async {
+    common::small_pool_rt().block_on(async {
         let (l, addr) = common::loopback_listener();
         let (go, wait) = std::sync::mpsc::channel::<()>();
         let peer = std::thread::spawn(move || {

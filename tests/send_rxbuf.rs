@@ -11,26 +11,12 @@ mod common;
 use common::{in_use, join_peer, pool_drained, random};
 use std::io::{Read, Write};
 use std::time::Duration;
-use zcrx::CopyPoolConfig;
 use zerorx::net::{SendBuf, TcpStream};
-use zerorx::{sleep, spawn, timeout, Runtime};
-
-fn rt() -> Runtime {
-    Runtime::builder()
-        .threads(1)
-        .copy_pool(Some(CopyPoolConfig {
-            buffers: 16,
-            buffer_size: 4096,
-            ..CopyPoolConfig::default()
-        }))
-        .shutdown_timeout(Duration::from_secs(5))
-        .build()
-        .expect("runtime")
-}
+use zerorx::{sleep, spawn, timeout};
 
 #[test]
 fn rxbuf_echo_is_byte_exact_and_returns_every_buffer() {
-    let rt = rt();
+    let rt = common::small_pool_rt();
     let h = rt.handle().clone();
     rt.block_on(async move {
         let (l, addr) = common::loopback_listener();
@@ -119,7 +105,7 @@ async fn stalled_stream() -> Stalled {
 
 #[test]
 fn rxbuf_send_holds_the_buffer_until_it_completes() {
-    let rt = rt();
+    let rt = common::small_pool_rt();
     let h = rt.handle().clone();
     rt.block_on(async move {
         let st = stalled_stream().await;
@@ -150,7 +136,7 @@ fn rxbuf_send_holds_the_buffer_until_it_completes() {
 
 #[test]
 fn dropped_rxbuf_send_returns_the_buffer() {
-    let rt = rt();
+    let rt = common::small_pool_rt();
     let h = rt.handle().clone();
     rt.block_on(async move {
         let st = stalled_stream().await;
@@ -188,7 +174,7 @@ fn dropped_rxbuf_send_returns_the_buffer() {
 
 #[test]
 fn vectored_send_of_rxbufs_and_bytes_is_byte_exact() {
-    let rt = rt();
+    let rt = common::small_pool_rt();
     let h = rt.handle().clone();
     rt.block_on(async move {
         let (l, addr) = common::loopback_listener();

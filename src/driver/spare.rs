@@ -42,25 +42,15 @@ impl SpareBoxes {
     /// Moves the value out of `b` and keeps the allocation for a later
     /// [`boxed`](Self::boxed) (or frees it when enough are kept already).
     pub(crate) fn recycle<T>(&mut self, b: Box<T>) -> T {
-        let layout = Layout::new::<T>();
         let ptr = Box::into_raw(b);
         // SAFETY: `ptr` is the live, exclusively owned allocation of the box; the value
         // is read out once and the memory is treated as uninitialised from here on.
         let value = unsafe { ptr.read() };
-        match NonNull::new(ptr.cast::<u8>()) {
-            Some(p) if layout.size() > 0 && self.free.len() < KEEP => {
-                self.free.push((layout, p));
-            }
-            // SAFETY: allocated by `Box` with `layout` (non-zero size), value moved out.
-            _ if layout.size() > 0 => unsafe { std::alloc::dealloc(ptr.cast(), layout) },
-            // A zero-sized box owns no memory.
-            _ => {}
-        }
+        // SAFETY: the `Box` allocated `ptr` with `T`'s layout, and its value is gone.
+        unsafe { self.keep(ptr.cast(), Layout::new::<T>()) };
         value
     }
-}
 
-impl SpareBoxes {
     /// Drops the op in `b` and keeps the allocation, as [`recycle`](Self::recycle)
     /// does for a box of known type (a detached op's, which the slab hands back
     /// type-erased).
@@ -70,13 +60,25 @@ impl SpareBoxes {
         // SAFETY: `ptr` is the live, exclusively owned allocation of the box; its value
         // is dropped once and the memory is treated as uninitialised from here on.
         unsafe { std::ptr::drop_in_place(ptr) };
-        match NonNull::new(ptr.cast::<u8>()) {
+        // SAFETY: the `Box` allocated `ptr` with `layout` (`for_value` of its value),
+        // and its value is gone.
+        unsafe { self.keep(ptr.cast(), layout) };
+    }
+
+    /// Keeps an emptied allocation for a later [`boxed`](Self::boxed), or frees it
+    /// when enough are kept already.
+    ///
+    /// # Safety
+    /// `ptr` was allocated by the global allocator (a `Box`) with `layout`, holds no
+    /// value, and nothing else owns it.
+    unsafe fn keep(&mut self, ptr: *mut u8, layout: Layout) {
+        match NonNull::new(ptr) {
             Some(p) if layout.size() > 0 && self.free.len() < KEEP => {
                 self.free.push((layout, p));
             }
-            // SAFETY: allocated by `Box` with `layout` (for_value of its value, the
-            // layout it was allocated with), non-zero size, value dropped.
-            _ if layout.size() > 0 => unsafe { std::alloc::dealloc(ptr.cast(), layout) },
+            // SAFETY: the caller's contract; a box of non-zero size owns memory.
+            _ if layout.size() > 0 => unsafe { std::alloc::dealloc(ptr, layout) },
+            // A zero-sized box owns no memory.
             _ => {}
         }
     }

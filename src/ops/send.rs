@@ -22,12 +22,24 @@ unsafe impl OpCode for Send {
     }
 
     fn create_entry(&mut self) -> squeue::Entry {
-        let rest = &self.buf[self.offset..];
-        let len = rest.len().min(u32::MAX as usize) as u32;
-        opcode::Send::new(fd(&self.socket), rest.as_ptr(), len)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
+        send_entry(&self.socket, &self.buf[self.offset..])
     }
+}
+
+/// The SEND of `bytes` on `socket` (at most 4 GiB of them: a longer one is a short
+/// send, which every sender continues).
+pub(crate) fn send_entry(socket: &SharedFd, bytes: &[u8]) -> squeue::Entry {
+    let len = bytes.len().min(u32::MAX as usize) as u32;
+    opcode::Send::new(fd(socket), bytes.as_ptr(), len)
+        .flags(libc::MSG_NOSIGNAL)
+        .build()
+}
+
+/// The SENDMSG of `msghdr` on `socket`.
+pub(crate) fn sendmsg_entry(socket: &SharedFd, msghdr: &libc::msghdr) -> squeue::Entry {
+    opcode::SendMsg::new(fd(socket), msghdr)
+        .flags(libc::MSG_NOSIGNAL as u32)
+        .build()
 }
 
 /// The most iovecs one SENDMSG takes (Linux's `UIO_MAXIOV`).
@@ -114,9 +126,7 @@ unsafe impl OpCode for SendMsg {
             self.msghdr.msg_name = to.as_ptr() as *mut libc::c_void;
             self.msghdr.msg_namelen = to.len();
         }
-        opcode::SendMsg::new(fd(&self.socket), &self.msghdr)
-            .flags(libc::MSG_NOSIGNAL as u32)
-            .build()
+        sendmsg_entry(&self.socket, &self.msghdr)
     }
 }
 

@@ -12,14 +12,14 @@
 //! that parks the first on a full socket buffer). The first failure is kept and
 //! returned by every later call, so none is lost.
 
-use super::send::gather;
+use super::send::{gather, send_entry, sendmsg_entry};
 use super::send_buf::SendBuf;
 use super::{fd, SharedFd, SocketFd};
 use crate::driver::op::{OpData, Single};
 use crate::driver::{Completion, OpCode};
 use crate::runtime::context;
 use crate::runtime::op::not_in_runtime;
-use io_uring::{opcode, squeue};
+use io_uring::squeue;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -60,6 +60,20 @@ struct Writers {
     last_id: u64,
     spare_bufs: Vec<Vec<SendBuf>>,
     spare_iovecs: Vec<Vec<libc::iovec>>,
+}
+
+impl Writers {
+    /// Keeps emptied lists for the next sends (a bounded number of each).
+    fn keep_lists(&mut self, mut bufs: Vec<SendBuf>, mut iovecs: Vec<libc::iovec>) {
+        bufs.clear();
+        iovecs.clear();
+        if bufs.capacity() > 0 && self.spare_bufs.len() < SPARE_LISTS {
+            self.spare_bufs.push(bufs);
+        }
+        if iovecs.capacity() > 0 && self.spare_iovecs.len() < SPARE_LISTS {
+            self.spare_iovecs.push(iovecs);
+        }
+    }
 }
 
 /// How far a socket's queued sends have got: see
@@ -161,16 +175,10 @@ pub(crate) fn queue_send(
     rest.extend(bufs.filter(|b| !b.is_empty()));
     let len = first.len() + rest.iter().map(|b| b.len()).sum::<usize>();
     let queued = queue(socket, first, &mut rest, len);
-    // Emptied by `queue` (or holding what an error left: dropped here, outside the
-    // writers' borrow).
+    // Emptied by `queue`, or holding what an error left: dropped here, outside the
+    // writers' borrow.
     rest.clear();
-    if rest.capacity() > 0 {
-        with_writers(|w| {
-            if w.spare_bufs.len() < SPARE_LISTS {
-                w.spare_bufs.push(rest);
-            }
-        });
-    }
+    with_writers(|w| w.keep_lists(rest, Vec::new()));
     queued
 }
 
@@ -318,20 +326,20 @@ pub(crate) fn progress(socket: &SharedFd) -> Option<SendProgress> {
 /// Whether every queued send of `socket` is done (`Some(Ok)`), one failed
 /// (`Some(Err)`), or some are still queued or in flight (`None`); registers nothing.
 pub(crate) fn done(socket: &SharedFd) -> Option<io::Result<()>> {
-    with_writers(|w| match w.by_socket.get(&key(socket)) {
-        None => Some(Ok(())),
-        Some(w) => match w.failed {
-            Some(f) => Some(Err(f.error())),
-            None if !w.busy => Some(Ok(())),
-            None => None,
-        },
-    })
-    .unwrap_or(Some(Ok(())))
+    match poll_flush_with(socket, None) {
+        Poll::Ready(r) => Some(r),
+        Poll::Pending => None,
+    }
 }
 
 /// `Ready(Ok)` once every queued send of `socket` is done; the failure of one that
 /// failed; otherwise registers `cx` to be woken when that changes.
 pub(crate) fn poll_flush(socket: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    poll_flush_with(socket, Some(cx.waker()))
+}
+
+/// [`poll_flush`], registering `waker` (if any) when sends are still on their way.
+fn poll_flush_with(socket: &SharedFd, waker: Option<&Waker>) -> Poll<io::Result<()>> {
     with_writers(|w| {
         let Some(w) = w.by_socket.get_mut(&key(socket)) else {
             return Poll::Ready(Ok(()));
@@ -339,9 +347,13 @@ pub(crate) fn poll_flush(socket: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Re
         if let Some(f) = w.failed {
             return Poll::Ready(Err(f.error()));
         }
-        match &w.flusher {
-            Some(k) if k.will_wake(cx.waker()) => {}
-            _ => w.flusher = Some(cx.waker().clone()),
+        if !w.busy {
+            return Poll::Ready(Ok(()));
+        }
+        match (&w.flusher, waker) {
+            (_, None) => {}
+            (Some(k), Some(waker)) if k.will_wake(waker) => {}
+            (_, Some(waker)) => w.flusher = Some(waker.clone()),
         }
         Poll::Pending
     })
@@ -390,18 +402,10 @@ impl QueuedSend {
         wake.extend(flusher);
         self.msghdr.msg_iov = std::ptr::null_mut();
         self.msghdr.msg_iovlen = 0;
-        let (mut bufs, mut iovecs) = (
+        w.keep_lists(
             std::mem::take(&mut self.bufs),
             std::mem::take(&mut self.iovecs),
         );
-        bufs.clear();
-        iovecs.clear();
-        if w.spare_bufs.len() < SPARE_LISTS {
-            w.spare_bufs.push(bufs);
-        }
-        if w.spare_iovecs.len() < SPARE_LISTS {
-            w.spare_iovecs.push(iovecs);
-        }
     }
 }
 
@@ -418,16 +422,10 @@ unsafe impl OpCode for QueuedSend {
 
     fn create_entry(&mut self) -> squeue::Entry {
         if let [one] = &self.bufs[..] {
-            let rest = &one[self.skip.min(one.len())..];
-            let len = rest.len().min(u32::MAX as usize) as u32;
-            return opcode::Send::new(fd(&self.socket), rest.as_ptr(), len)
-                .flags(libc::MSG_NOSIGNAL)
-                .build();
+            return send_entry(&self.socket, &one[self.skip.min(one.len())..]);
         }
         gather(&self.bufs, self.skip, &mut self.iovecs, &mut self.msghdr);
-        opcode::SendMsg::new(fd(&self.socket), &self.msghdr)
-            .flags(libc::MSG_NOSIGNAL as u32)
-            .build()
+        sendmsg_entry(&self.socket, &self.msghdr)
     }
 
     fn on_detached(&mut self, c: &Completion, wake: &mut Vec<Waker>) -> bool {

@@ -88,6 +88,21 @@ pub async fn pool_drained(h: &zerorx::Handle) {
     }
 }
 
+/// One worker with a 16 × 4 KiB copy pool: small enough that a test can hold, count
+/// and run out of its buffers.
+pub fn small_pool_rt() -> Runtime {
+    Runtime::builder()
+        .threads(1)
+        .copy_pool(Some(zcrx::CopyPoolConfig {
+            buffers: 16,
+            buffer_size: 4096,
+            ..zcrx::CopyPoolConfig::default()
+        }))
+        .shutdown_timeout(Duration::from_secs(5))
+        .build()
+        .expect("runtime")
+}
+
 /// A listener on a free loopback port, and its address (on a worker thread).
 pub fn loopback_listener() -> (zerorx::net::TcpListener, std::net::SocketAddr) {
     let l = zerorx::net::TcpListener::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");

@@ -11,7 +11,7 @@ use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::Poll;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use zerorx::net::Connection;
 use zerorx::time::{sleep_until, Sleep};
 
@@ -63,8 +63,6 @@ pub(crate) async fn write_loop(
 ) -> Result<(), WriteError> {
     let mut wait = q.changed.wait();
     let mut batch: Vec<Bytes> = Vec::new();
-    // One timer for the writer's life, moved only when it fires: re-arming a timer for
-    // every send cost a clock read and two heap operations per write.
     let mut deadline: Option<Pin<Box<Sleep>>> = None;
     loop {
         std::future::poll_fn(|cx| {
@@ -90,23 +88,14 @@ pub(crate) async fn write_loop(
             };
             let sent = match timeout {
                 Some(limit) => {
-                    let started = zerorx::time::turn_time();
-                    let timer =
-                        deadline.get_or_insert_with(|| Box::pin(sleep_until(started + limit)));
+                    // A send is late only once `limit` has passed since it started.
+                    let due = zerorx::time::turn_time() + limit;
                     let mut send = std::pin::pin!(send);
                     std::future::poll_fn(|cx| {
                         if let Poll::Ready(r) = send.as_mut().poll(cx) {
                             return Poll::Ready(Ok(r));
                         }
-                        // The timer may be older than this send: a send is late only
-                        // once `limit` has passed since it started.
-                        while timer.as_mut().poll(cx).is_ready() {
-                            if std::time::Instant::now() >= started + limit {
-                                return Poll::Ready(Err(WriteError::TimedOut));
-                            }
-                            timer.as_mut().reset(started + limit);
-                        }
-                        Poll::Pending
+                        poll_due(&mut deadline, due, cx).map(|()| Err(WriteError::TimedOut))
                     })
                     .await?
                 }
@@ -117,4 +106,23 @@ pub(crate) async fn write_loop(
         batch.clear();
         on_sent(messages);
     }
+}
+
+/// Ready once `due` has passed, on one timer (made at first use) that is moved only
+/// when it fires: re-arming a timer for every send cost a clock read and two heap
+/// operations per write. The timer may be set for an earlier deadline than `due`
+/// (an earlier send's, a stall before this one): firing early, it is moved to `due`.
+pub(crate) fn poll_due(
+    timer: &mut Option<Pin<Box<Sleep>>>,
+    due: Instant,
+    cx: &mut std::task::Context<'_>,
+) -> Poll<()> {
+    let timer = timer.get_or_insert_with(|| Box::pin(sleep_until(due)));
+    while timer.as_mut().poll(cx).is_ready() {
+        if Instant::now() >= due {
+            return Poll::Ready(());
+        }
+        timer.as_mut().reset(due);
+    }
+    Poll::Pending
 }

@@ -9,6 +9,7 @@ use crate::out::{Framing, Segments};
 use crate::protocol::{MessageType, Protocol};
 use crate::signal::LocalSignal;
 use crate::transport::{detect_stream, Incoming, MessageStream, ReadError, Transport};
+use crate::writer::poll_due;
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
@@ -117,9 +118,8 @@ impl Conn {
 /// The write timeout: ready when the connection's queued replies made no progress
 /// for the limit (a peer that does not read).
 ///
-/// One timer for the connection's life, moved only when it fires: arming a timer
-/// whenever replies are on their way would cost a clock read and two heap operations
-/// per reply. When it fires, the stall is checked against when it began.
+/// One timer for the connection's life, moved only when it fires ([`poll_due`]); when
+/// it fires, the stall is checked against when it began.
 struct WriteWatch {
     limit: Option<std::time::Duration>,
     timer: Option<Pin<Box<Sleep>>>,
@@ -153,16 +153,7 @@ impl WriteWatch {
                 since
             }
         };
-        let timer = self
-            .timer
-            .get_or_insert_with(|| Box::pin(zerorx::time::sleep_until(since + limit)));
-        while timer.as_mut().poll(cx).is_ready() {
-            if Instant::now() >= since + limit {
-                return Poll::Ready(());
-            }
-            timer.as_mut().reset(since + limit);
-        }
-        Poll::Pending
+        poll_due(&mut self.timer, since + limit, cx)
     }
 }
 

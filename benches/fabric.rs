@@ -186,7 +186,6 @@ fn main() {
                         stream: Vec::new(),
                         stream_bytes: 0,
                         check: false,
-                        send_zc: None,
                     };
                     measure(row, &plan)
                         .map_err(|e| e.to_string())
@@ -223,7 +222,6 @@ fn main() {
                     stream: vec![size],
                     stream_bytes: 256 << 20,
                     check: false,
-                    send_zc: None,
                 };
                 match measure(p, &plan) {
                     Ok(r) => stream[pi][si].extend(r.stream.iter().map(|s| s.mbps)),

@@ -48,7 +48,7 @@ pub(crate) mod wake;
 
 pub use executor::{spawn, yield_now, JoinError, JoinHandle};
 pub use metrics::{RearmCounts, WorkerMetricsSnapshot};
-pub use runtime::{spawn_blocking, Builder, Handle, ReceiveMode, Runtime};
+pub use runtime::{spawn_blocking, Builder, Handle, ReceiveMode, Runtime, SendZeroCopy};
 pub use time::{sleep, sleep_until, timeout};
 pub use wake::WakeMode;
 pub use zcrx;

@@ -34,6 +34,9 @@ pub(crate) struct WorkerMetrics {
     pub(crate) recv_overflows: AtomicU64,
     pub(crate) recv_memory_refusals: AtomicU64,
     pub(crate) recv_zc_restarts: AtomicU64,
+    pub(crate) send_zc: AtomicU64,
+    pub(crate) send_zc_copied: AtomicU64,
+    pub(crate) send_zc_off: AtomicU64,
 }
 
 /// Number of [`RearmCounts`] fields.
@@ -131,6 +134,9 @@ impl WorkerMetrics {
             recv_overflows: self.recv_overflows.load(Relaxed),
             recv_memory_refusals: self.recv_memory_refusals.load(Relaxed),
             recv_zc_restarts: self.recv_zc_restarts.load(Relaxed),
+            send_zc: self.send_zc.load(Relaxed),
+            send_zc_copied: self.send_zc_copied.load(Relaxed),
+            send_zc_off: self.send_zc_off.load(Relaxed),
         }
     }
 }
@@ -195,4 +201,13 @@ pub struct WorkerMetricsSnapshot {
     /// (one without zcrx events: Linux 7.1) can leave a receive parked on a dry area
     /// with no completion when chunks come back. Zero on Linux 7.2+.
     pub recv_zc_restarts: u64,
+    /// Queued sends that went out zero-copy (`SEND_ZC`/`SENDMSG_ZC`; see
+    /// [`SendZeroCopy`](crate::SendZeroCopy)).
+    pub send_zc: u64,
+    /// Zero-copy sends whose notification said the kernel copied the bytes after all
+    /// (loopback, a device without scatter-gather or checksum offload).
+    pub send_zc_copied: u64,
+    /// Sockets whose sends went plain after the kernel copied (or refused) a
+    /// zero-copy send of theirs.
+    pub send_zc_off: u64,
 }

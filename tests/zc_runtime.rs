@@ -180,6 +180,64 @@ fn nodev_echo_every_byte_through_recv_zc() -> Result<(), Failed> {
     })
 }
 
+/// A proxy on a device-less worker receives both directions through RECV_ZC and
+/// sends the pool's own buffers out again with zero-copy sends (`always`: loopback
+/// copies, which the default policy would not try): the kernel takes a ZCRX area's
+/// pages as send memory, every byte arrives, the notifications report the copy, and
+/// every chunk comes back once its notification came.
+fn nodev_a_proxy_sends_the_pools_buffers_out_zero_copy() -> Result<(), Failed> {
+    use zerorx::net::{forward_both, FORWARD_BACKLOG};
+    let rt = device_less(1, 1)
+        .send_zero_copy(zerorx::SendZeroCopy::Always { threshold: 0 })
+        .build()
+        .map_err(|e| e.to_string())?;
+    let n = 2 << 20;
+    let moved = rt.block_on(async {
+        let upstream = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let up_addr = upstream.local_addr().expect("addr");
+        let server = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let (mut c, _) = upstream.accept().expect("accept");
+            let mut buf = vec![0u8; 50_000];
+            loop {
+                match c.read(&mut buf).expect("read") {
+                    0 => break,
+                    k => c.write_all(&buf[..k]).expect("write"),
+                }
+            }
+            let _ = c.shutdown(std::net::Shutdown::Write);
+        });
+        let (l, addr) = common::loopback_listener();
+        let proxy = spawn(async move {
+            let (client, _) = l.accept().await.expect("accept");
+            let up = TcpStream::connect(up_addr).await.expect("connect upstream");
+            forward_both(&client, &up, FORWARD_BACKLOG).await
+        });
+        let mut rng = Rng(77);
+        let data: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+        let client = common::std_echo_client(addr, data, 9_001);
+        let moved = timeout(Duration::from_secs(60), proxy).await;
+        common::join_peer(client).await;
+        common::join_peer(server).await;
+        moved
+    });
+    let moved = moved
+        .map_err(|_| "the proxy did not finish in 60 s")?
+        .map_err(|e| format!("proxy task: {e:?}"))?
+        .map_err(|e| format!("forward: {e}"))?;
+    check(moved == (n as u64, n as u64), || format!("moved {moved:?}"))?;
+    let zc = rt.handle().zc_pool_stats()[0].ok_or("worker 0 has no zero-copy pool")?;
+    let copy = rt.handle().pool_stats()[0].ok_or("copy pool")?;
+    check(zc.bytes + copy.overflow_bytes == 2 * n as u64, || {
+        format!("both directions through RECV_ZC: {zc:?}; copy pool {copy:?}")
+    })?;
+    let m = rt.handle().metrics()[0];
+    check(m.send_zc > 0 && m.send_zc_copied == m.send_zc, || {
+        format!("zero-copy sends of the area's buffers: {m:?}")
+    })?;
+    every_chunk_comes_back(&rt)
+}
+
 /// A Unix stream on a worker with a device-less instance (which takes any TCP socket,
 /// loopback included) still receives through the copy pool: RECV_ZC refuses Unix
 /// sockets.
@@ -676,7 +734,11 @@ fn main() {
     if let Some(r) = &hw_reason {
         println!("hw_* tests not run: no ZCRX-capable NIC queue configured ({r})");
     }
-    let nodev: [(&str, Case); 10] = [
+    let nodev: [(&str, Case); 11] = [
+        (
+            "nodev_a_proxy_sends_the_pools_buffers_out_zero_copy",
+            nodev_a_proxy_sends_the_pools_buffers_out_zero_copy,
+        ),
         (
             "nodev_a_unix_stream_receives_through_the_copy_pool",
             nodev_a_unix_stream_receives_through_the_copy_pool,

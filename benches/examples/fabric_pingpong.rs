@@ -12,7 +12,8 @@
 //!   --stream A,B,..      streaming sizes (default 65536,1048576)
 //!   --iters N            timed round trips per size (default 1000; warm-up N/10)
 //!   --check              check the data of every round trip (always: first and last)
-//!   --send-zc BYTES      send payloads of at least BYTES with SEND_ZC (uring-tcp)
+//!   --send-zc POLICY     the runtime's zero-copy send policy (off, auto, always[,BYTES];
+//!                        default auto,16K, which sends to this host plain; uring-tcp)
 //!   --control ADDR       server control address (default 127.0.0.1:0)
 //! ```
 //!
@@ -36,6 +37,7 @@ struct Args {
     role: String,
     target: Option<SocketAddr>,
     passthrough: Vec<String>,
+    send_zc: zerorx::SendZeroCopy,
 }
 
 fn sizes(s: &str) -> Result<Vec<usize>, Error> {
@@ -58,12 +60,12 @@ fn parse() -> Result<Args, Error> {
             stream: vec![65536, 1 << 20],
             stream_bytes: 256 << 20,
             check: false,
-            send_zc: None,
         },
         control: "127.0.0.1:0".parse()?,
         role: String::new(),
         target: None,
         passthrough: Vec::new(),
+        send_zc: zerorx::SendZeroCopy::default(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -77,7 +79,7 @@ fn parse() -> Result<Args, Error> {
                 a.plan.warmup = (a.plan.iters / 10).max(1);
             }
             "--check" => a.plan.check = true,
-            "--send-zc" => a.plan.send_zc = Some(value("--send-zc")?.parse()?),
+            "--send-zc" => a.send_zc = value("--send-zc")?.parse()?,
             "--control" => a.control = value("--control")?.parse()?,
             "server" | "selftest" => a.role = arg,
             "client" => {
@@ -114,9 +116,7 @@ fn passthrough(a: &Args) -> Vec<String> {
     if a.plan.check {
         v.push("--check".into());
     }
-    if let Some(n) = a.plan.send_zc {
-        v.extend(["--send-zc".into(), n.to_string()]);
-    }
+    v.extend(["--send-zc".into(), a.send_zc.to_string()]);
     v
 }
 
@@ -174,7 +174,10 @@ fn print(provider: &str, plan: &Plan, r: &Report) {
 }
 
 fn run_server(a: &Args) -> Result<(), Error> {
-    let rt = zerorx::Runtime::builder().threads(1).build()?;
+    let rt = zerorx::Runtime::builder()
+        .threads(1)
+        .send_zero_copy(a.send_zc)
+        .build()?;
     rt.block_on(async {
         let listener = TcpListener::bind(a.control)?;
         println!("control {}", listener.local_addr()?);
@@ -192,7 +195,10 @@ fn run_server(a: &Args) -> Result<(), Error> {
 }
 
 fn run_client(a: &Args, target: SocketAddr) -> Result<(), Error> {
-    let rt = zerorx::Runtime::builder().threads(1).build()?;
+    let rt = zerorx::Runtime::builder()
+        .threads(1)
+        .send_zero_copy(a.send_zc)
+        .build()?;
     rt.block_on(async {
         let ctl = TcpStream::connect_timeout(target, Duration::from_secs(10)).await?;
         let node = Node::open(&a.provider, &a.plan)?;

@@ -31,8 +31,6 @@ pub struct Plan {
     pub stream_bytes: usize,
     /// Check the data of every pingpong round trip.
     pub check: bool,
-    /// `EndpointConfig::send_zc_threshold` of both sides.
-    pub send_zc: Option<usize>,
 }
 
 impl Plan {
@@ -106,7 +104,6 @@ impl Node {
         let cfg = EndpointConfig {
             tx_depth: 64,
             rx_depth: 64,
-            send_zc_threshold: plan.send_zc,
             ..Default::default()
         };
         let cq = domain.completion_queue(cfg.tx_depth + cfg.rx_depth)?;

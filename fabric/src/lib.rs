@@ -161,10 +161,6 @@ pub struct EndpointConfig {
     pub lease_zero_copy_max: usize,
     /// Giving up on connecting to a peer after this long.
     pub connect_timeout: Duration,
-    /// Payloads of at least this many bytes (RMA read responses, large sends) go out
-    /// with `SEND_ZC` (io_uring provider); `None` never uses it. On loopback the
-    /// kernel copies anyway, so it only pays on a real NIC.
-    pub send_zc_threshold: Option<usize>,
 }
 
 impl Default for EndpointConfig {
@@ -178,7 +174,6 @@ impl Default for EndpointConfig {
             unexpected_bytes: 16 << 20,
             lease_zero_copy_max: 256 << 10,
             connect_timeout: Duration::from_secs(5),
-            send_zc_threshold: None,
         }
     }
 }

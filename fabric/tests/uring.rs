@@ -1,5 +1,5 @@
 //! Behaviour specific to the io_uring TCP provider: backpressure on unexpected
-//! messages, hostile bytes on its port, `SEND_ZC` payloads, accept, unreachable peers.
+//! messages, hostile bytes on its port, zero-copy payloads, accept, unreachable peers.
 
 use std::time::Duration;
 use zerorx_fabric::*;
@@ -7,16 +7,28 @@ use zerorx_fabric::*;
 const OP_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn run<F: std::future::Future<Output = ()>>(f: F) {
+    run_with(zerorx::SendZeroCopy::default(), f);
+}
+
+/// [`run`] with `policy` for the runtime's queued sends; returns the worker's
+/// counters after `f`.
+fn run_with<F: std::future::Future<Output = ()>>(
+    policy: zerorx::SendZeroCopy,
+    f: F,
+) -> zerorx::WorkerMetricsSnapshot {
     let rt = zerorx::Runtime::builder()
         .threads(1)
         .shutdown_timeout(Duration::from_secs(5))
+        .send_zero_copy(policy)
         .build()
         .expect("runtime");
+    let h = rt.handle().clone();
     rt.block_on(async {
         zerorx::time::timeout(Duration::from_secs(120), f)
             .await
             .expect("test finished in time")
     });
+    h.metrics()[0]
 }
 
 fn domain() -> Domain {
@@ -163,14 +175,17 @@ fn hostile_bytes_close_only_that_connection() {
     });
 }
 
+/// Large payloads and read answers go out zero-copy under the runtime's policy
+/// (`always`: loopback copies, which the default policy would not try), every byte
+/// intact.
 #[test]
 fn send_zc_payloads() {
-    run(async {
+    let policy = zerorx::SendZeroCopy::Always {
+        threshold: 16 << 10,
+    };
+    let m = run_with(policy, async {
         let d = domain();
-        let cfg = EndpointConfig {
-            send_zc_threshold: Some(16 << 10),
-            ..Default::default()
-        };
+        let cfg = EndpointConfig::default();
         let (a, acq) = endpoint(&d, cfg.clone());
         let (b, bcq) = endpoint(&d, cfg);
         let ab = a.connect(&b.address()).await.unwrap();
@@ -191,6 +206,11 @@ fn send_zc_payloads() {
         assert!(next(&bcq).await.is_ok());
         assert!(back.to_vec(0..n).unwrap() == data);
     });
+    assert!(m.send_zc > 0, "no zero-copy send: {m:?}");
+    assert_eq!(
+        m.send_zc_copied, m.send_zc,
+        "loopback copies every one: {m:?}"
+    );
 }
 
 #[test]

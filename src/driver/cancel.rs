@@ -42,7 +42,7 @@ impl Driver {
                     slot.data.release(&c);
                     false
                 }
-                Lifecycle::Pending(_) | Lifecycle::Detached | Lifecycle::Abandoned => false,
+                Lifecycle::Pending(_) | Lifecycle::Detached { .. } | Lifecycle::Abandoned => false,
             };
             if finished {
                 // The final CQE already came: nothing of this op is left in the kernel.
@@ -56,10 +56,19 @@ impl Driver {
         }
 
         let mut cancelled_at = None;
+        // Halfway to the deadline, ops still in flight get to end what holds them.
+        let mut stuck_at =
+            Some(Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2);
         while self.ops.len() > 0 || self.wake.as_ref().is_some_and(|w| w.armed) {
             let now = Instant::now();
             if now >= deadline {
                 break;
+            }
+            if stuck_at.is_some_and(|t| now >= t) {
+                stuck_at = None;
+                for (_, slot) in self.ops.iter_mut() {
+                    slot.data.on_shutdown_stuck();
+                }
             }
             if cancelled_at.is_none_or(|t: Instant| now.duration_since(t) > 5 * DRAIN_SLICE) {
                 // Submit queued SQEs first: a sync cancel only sees submitted requests.
@@ -67,7 +76,13 @@ impl Driver {
                 let _ = self.ring.sync_cancel_all(DRAIN_SLICE);
                 cancelled_at = Some(now);
             }
-            let wait = (deadline - now).min(DRAIN_SLICE);
+            let mut wait = (deadline - now).min(DRAIN_SLICE);
+            if let Some(t) = stuck_at {
+                wait = wait.min(
+                    t.saturating_duration_since(now)
+                        .max(Duration::from_millis(1)),
+                );
+            }
             if self.turn(true, Some(wait)).is_err() {
                 break;
             }

@@ -218,7 +218,8 @@ fn describe(meta: Meta, slot: &mut OpSlot, now: u32) -> OpInFlight {
             finished: true,
             waker,
         } => (OpState::Finished, waker.as_ref()),
-        Lifecycle::Detached => (OpState::Detached, None),
+        Lifecycle::Detached { notifying: false } => (OpState::Detached, None),
+        Lifecycle::Detached { notifying: true } => (OpState::WaitingForNotification, None),
         Lifecycle::Abandoned => (OpState::Cancelled, None),
     };
     let waker = waker.map(SlimWaker::to_waker);

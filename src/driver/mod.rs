@@ -29,6 +29,7 @@
 //! ```
 
 mod cancel;
+mod detached;
 pub(crate) mod inspect;
 pub(crate) mod op;
 pub(crate) mod peek_waker;
@@ -40,6 +41,7 @@ mod spare;
 #[cfg(test)]
 mod tests;
 
+pub use detached::DetachedCx;
 pub use op::OpCode;
 pub use ring::{Completion, RingFlags};
 
@@ -269,8 +271,7 @@ impl Driver {
     /// ([`with_deferred`](Self::with_deferred)): a connection's sends of one loop turn
     /// go out as one. Returns its place, valid until then.
     pub(crate) fn defer_detached(&mut self, data: OpData) -> (u64, u32) {
-        self.deferred.push(data);
-        (self.deferred_batch, (self.deferred.len() - 1) as u32)
+        detached::defer_into(&mut self.deferred, self.deferred_batch, data)
     }
 
     /// Runs `f` on the deferred op at `at` as a `T`; `None` once it was submitted.
@@ -294,7 +295,7 @@ impl Driver {
         self.deferred_batch += 1;
         let mut batch = std::mem::take(&mut self.deferred);
         for data in batch.drain(..) {
-            let _ = self.submit(data, Lifecycle::Detached);
+            let _ = self.submit(data, Lifecycle::Detached { notifying: false });
         }
         if self.deferred.is_empty() {
             self.deferred = batch;
@@ -308,7 +309,7 @@ impl Driver {
         let keys: Vec<Key> = self
             .ops
             .iter_mut()
-            .filter(|(_, slot)| matches!(slot.lifecycle, Lifecycle::Detached))
+            .filter(|(_, slot)| matches!(slot.lifecycle, Lifecycle::Detached { .. }))
             .filter_map(|(key, slot)| (slot.data.describe().0 == Some(fd)).then_some(key))
             .collect();
         for &key in &keys {
@@ -342,7 +343,7 @@ impl Driver {
                         .map(|data| (c, data)),
                 )
             }
-            Lifecycle::Streaming { .. } | Lifecycle::Detached | Lifecycle::Abandoned => {
+            Lifecycle::Streaming { .. } | Lifecycle::Detached { .. } | Lifecycle::Abandoned => {
                 Poll::Ready(None)
             }
         }
@@ -423,7 +424,7 @@ impl Driver {
                 }
             }
             // No future holds a detached op's key.
-            Lifecycle::Detached | Lifecycle::Abandoned => false,
+            Lifecycle::Detached { .. } | Lifecycle::Abandoned => false,
         };
         if cancel {
             self.push_cancel(key);
@@ -494,7 +495,7 @@ impl Driver {
     fn submit_again(&mut self) {
         while let Some(key) = self.again.pop() {
             let entry = match self.ops.get_mut(key) {
-                Some(slot) if matches!(slot.lifecycle, Lifecycle::Detached) => {
+                Some(slot) if matches!(slot.lifecycle, Lifecycle::Detached { .. }) => {
                     slot.data.create_entry()
                 }
                 _ => continue,
@@ -520,8 +521,15 @@ impl Driver {
     /// Gives a detached op's last word to it (no resubmission) and frees its slot.
     fn end_detached(&mut self, key: Key, c: &Completion) {
         if let Some(slot) = self.ops.get_mut(key) {
+            let mut cx = DetachedCx::new(
+                &mut self.wakers,
+                &self.metrics,
+                &mut self.spare,
+                &mut self.deferred,
+                self.deferred_batch,
+            );
             // Asked to go again, it cannot: the op sees the failure and stops.
-            let _ = slot.data.on_detached(c, &mut self.wakers);
+            let _ = slot.data.on_detached(c, &mut cx);
         }
         self.free_detached(key);
     }
@@ -636,15 +644,26 @@ impl Driver {
                     self.wakers.push(w.into_waker());
                 }
             }
-            Lifecycle::Detached => {
+            Lifecycle::Detached { notifying } => {
                 let woken = self.wakers.len();
-                let again = slot.data.on_detached(&c, &mut self.wakers);
-                if self.wakers.len() == woken && !again {
+                let deferred = self.deferred.len();
+                let mut cx = DetachedCx::new(
+                    &mut self.wakers,
+                    &self.metrics,
+                    &mut self.spare,
+                    &mut self.deferred,
+                    self.deferred_batch,
+                );
+                let again = slot.data.on_detached(&c, &mut cx);
+                if self.wakers.len() == woken && !again && self.deferred.len() == deferred {
                     self.quiet += 1;
                 }
                 if c.more() {
+                    // A zero-copy send's result: its notification follows.
+                    *notifying = true;
                     return;
                 }
+                *notifying = false;
                 if again && !self.shutting_down {
                     self.again.push(key);
                 } else {

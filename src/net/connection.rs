@@ -125,6 +125,10 @@ impl Connection {
     /// themselves; do not mix them with awaited [`send`](Self::send)s whose order
     /// matters (await [`flush_sends`](Self::flush_sends) first).
     ///
+    /// Sends of the runtime's [`SendZeroCopy`](crate::SendZeroCopy) size go out
+    /// zero-copy where the kernel does not copy them anyway (by default above 16 KiB,
+    /// and not to this host); their buffers are kept until the kernel's notification.
+    ///
     /// Nothing bounds the queue but the caller: a peer that reads slowly leaves the
     /// bytes here ([`send_backlog`](Self::send_backlog) says how many), and received
     /// buffers queued stay out of their pool, so a forwarder should await
@@ -164,8 +168,10 @@ impl Connection {
         crate::ops::send_queue::queue_send(&self.fd, bufs)
     }
 
-    /// Resolves once every send queued with [`queue_send`](Self::queue_send) is sent,
-    /// or with the failure of one that failed.
+    /// Resolves once every send queued with [`queue_send`](Self::queue_send) is sent
+    /// and the kernel is done with its memory (a zero-copy send's notification came:
+    /// see [`SendZeroCopy`](crate::SendZeroCopy)), or with the failure of one that
+    /// failed.
     pub fn flush_sends(&self) -> impl Future<Output = io::Result<()>> + '_ {
         std::future::poll_fn(|cx| crate::ops::send_queue::poll_flush(&self.fd, cx))
     }

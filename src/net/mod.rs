@@ -13,6 +13,7 @@ mod assembly;
 mod chain;
 mod compat;
 mod connection;
+mod forward;
 mod frame;
 #[cfg(test)]
 mod handover_tests;
@@ -33,6 +34,7 @@ pub use chain::{BytesChain, ChainSegments};
 pub(crate) use compat::poll_copy_out;
 pub use compat::Compat;
 pub use connection::{AsConnection, Connection};
+pub use forward::{forward, forward_both, FORWARD_BACKLOG};
 pub use frame::{CopyStats, FrameReader};
 pub use recv_stream::RecvStream;
 pub use resolve::ToSocketAddrs;

@@ -29,6 +29,14 @@ use tcp_recv::Receiver;
 
 pub(crate) use shared_fd::SharedFd;
 
+/// The owner count's bits in [`SocketFd::owners`].
+const OWNERS: u32 = (1 << 30) - 1;
+/// [`SocketFd::owners`]' flag: the socket's sends go out plain
+/// ([`SocketFd::sends_copy`]).
+const SENDS_COPY: u32 = 1 << 31;
+/// [`SocketFd::owners`]' flag: [`SocketFd::set_peer_checked`].
+const PEER_CHECKED: u32 = 1 << 30;
+
 /// A socket's fd and, for a TCP stream, its receive state and its armed receive op
 /// beside it: one allocation per connection for all three. Ops keep the fd open
 /// through their [`SharedFd`]; since the armed receive is such an op, a stream takes its
@@ -37,9 +45,12 @@ pub(crate) use shared_fd::SharedFd;
 pub(crate) struct SocketFd {
     fd: OwnedFd,
     /// Live [`SharedFd`]s of this socket (and raw pointers from
-    /// [`SharedFd::into_raw`]); `0` while it is not shared. Kept here, beside the fd's
-    /// four bytes, rather than in a wrapper, where it would cost every connection a
-    /// word of alignment.
+    /// [`SharedFd::into_raw`]) in the low bits ([`OWNERS`]); `0` while it is not
+    /// shared. Kept here, beside the fd's four bytes, rather than in a wrapper, where it
+    /// would cost every connection a word of alignment. The two bits above the count
+    /// are the adaptive send policy's (`send_queue`): [`SENDS_COPY`], the socket's
+    /// sends go out plain, and [`PEER_CHECKED`], whether the peer is this host was
+    /// asked; an idle connection keeps them in no extra byte.
     owners: Cell<u32>,
     /// A TCP stream's receive state, made at its first receive (`None` for other
     /// sockets). Out of its cell while a receive is polled.
@@ -63,6 +74,29 @@ impl SocketFd {
     /// `fd`, shared.
     pub(crate) fn shared(fd: OwnedFd) -> SharedFd {
         SharedFd::new(SocketFd::new(fd))
+    }
+
+    /// Whether the socket's sends go out plain: the kernel copied (or refused) one
+    /// of its zero-copy sends, or its peer is this host.
+    pub(crate) fn sends_copy(&self) -> bool {
+        self.owners.get() & SENDS_COPY != 0
+    }
+
+    /// Marks the socket's sends to go out plain; `true` if they did not already.
+    pub(crate) fn set_sends_copy(&self) -> bool {
+        self.set_flag(SENDS_COPY)
+    }
+
+    /// Marks that the send policy asked whether the peer is this host; `true` the
+    /// first time.
+    pub(crate) fn set_peer_checked(&self) -> bool {
+        self.set_flag(PEER_CHECKED)
+    }
+
+    fn set_flag(&self, flag: u32) -> bool {
+        let word = self.owners.get();
+        self.owners.set(word | flag);
+        word & flag == 0
     }
 
     /// The fd back (its receive state, if any, is dropped).

@@ -42,6 +42,28 @@ pub(crate) fn sendmsg_entry(socket: &SharedFd, msghdr: &libc::msghdr) -> squeue:
         .build()
 }
 
+/// Flags of a zero-copy send on a stream: the kernel sends all of it before it
+/// answers (a short zero-copy send could go again only after its notification).
+const ZC_MSG_FLAGS: i32 = libc::MSG_NOSIGNAL | libc::MSG_WAITALL;
+
+/// The SEND_ZC of `bytes` on `socket`, whose notification says whether the kernel
+/// copied after all (`IORING_SEND_ZC_REPORT_USAGE`).
+pub(crate) fn send_zc_entry(socket: &SharedFd, bytes: &[u8]) -> squeue::Entry {
+    let len = bytes.len().min(u32::MAX as usize) as u32;
+    opcode::SendZc::new(fd(socket), bytes.as_ptr(), len)
+        .flags(ZC_MSG_FLAGS)
+        .zc_flags(zcrx::abi::IORING_SEND_ZC_REPORT_USAGE)
+        .build()
+}
+
+/// The SENDMSG_ZC of `msghdr` on `socket`, as [`send_zc_entry`].
+pub(crate) fn sendmsg_zc_entry(socket: &SharedFd, msghdr: &libc::msghdr) -> squeue::Entry {
+    opcode::SendMsgZc::new(fd(socket), msghdr)
+        .flags(ZC_MSG_FLAGS as u32)
+        .ioprio(zcrx::abi::IORING_SEND_ZC_REPORT_USAGE)
+        .build()
+}
+
 /// The most iovecs one SENDMSG takes (Linux's `UIO_MAXIOV`).
 const IOV_MAX: usize = 1024;
 

@@ -11,12 +11,22 @@
 //! which keeps the bytes in order (two sends in flight could be reordered by a kernel
 //! that parks the first on a full socket buffer). The first failure is kept and
 //! returned by every later call, so none is lost.
+//!
+//! Sends of the [policy](crate::SendZeroCopy)'s size go out zero-copy (`SEND_ZC`, or
+//! `SENDMSG_ZC` for several buffers, with `MSG_WAITALL` so the kernel sends all of it
+//! before it answers). Their op keeps the buffers until the kernel's notification, and
+//! with them its slot; once its result came, the socket's next bytes go in a new op
+//! (made through the driver's `DetachedCx`), so the notification holds no send back. The
+//! writer counts those ops (`Writer::notifying`), and a flush is done only when they
+//! are too. A notification that reports the kernel copied switches the socket to plain
+//! sends under the adaptive policy (`SocketFd::set_sends_copy`).
 
-use super::send::{gather, send_entry, sendmsg_entry};
+use super::send::{gather, send_entry, send_zc_entry, sendmsg_entry, sendmsg_zc_entry};
 use super::send_buf::SendBuf;
 use super::{fd, SharedFd, SocketFd};
 use crate::driver::op::{OpData, Single};
-use crate::driver::{Completion, OpCode};
+use crate::driver::{Completion, DetachedCx, OpCode};
+use crate::metrics::add_owned;
 use crate::runtime::context;
 use crate::runtime::op::not_in_runtime;
 use io_uring::squeue;
@@ -33,6 +43,9 @@ use std::task::{Context, Poll, Waker};
 struct Writer {
     /// A send is in flight: its op holds what it sends.
     busy: bool,
+    /// Zero-copy sends whose bytes are sent and whose notification has not come: their
+    /// ops hold their buffers (and the socket) until it does.
+    notifying: u32,
     /// Bytes queued or in flight, not yet confirmed sent.
     backlog: usize,
     /// This writer among the thread's (a new one for each run of sends after the
@@ -199,6 +212,10 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
         .driver
         .try_borrow_mut()
         .map_err(|_| io::Error::other("queue_send called while the worker's driver is busy"))?;
+    let policy = ZcPolicy {
+        threshold: core.send_zc.threshold(),
+        adaptive: core.send_zc.adaptive(),
+    };
     let queued = with_writers(|w| {
         let next_id = w.last_id + 1;
         let writer = w.by_socket.entry(k).or_insert_with(|| Writer {
@@ -231,16 +248,13 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
         let mut bufs = w.spare_bufs.pop().unwrap_or_default();
         bufs.extend(first.take());
         bufs.append(rest);
-        let op = QueuedSend {
-            socket: socket.clone(),
+        let op = QueuedSend::new(
+            socket.clone(),
             bufs,
-            skip: 0,
-            total: len,
-            iovecs: w.spare_iovecs.pop().unwrap_or_default(),
-            // SAFETY: `msghdr` is plain data; all-zero is a valid empty header.
-            msghdr: unsafe { std::mem::zeroed() },
-            live: true,
-        };
+            len,
+            w.spare_iovecs.pop().unwrap_or_default(),
+            policy,
+        );
         // Making a box drops nothing, so the writers' borrow is safe across it.
         let data = driver.spare.boxed(Single::new(op));
         writer.busy = true;
@@ -251,6 +265,29 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
         Some(Ok(())) => Ok(()),
         Some(Err(f)) => Err(f.error()),
         None => Err(not_in_runtime()),
+    }
+}
+
+/// Whether `socket`'s peer is this host: a loopback address, the socket's own
+/// address, or a Unix socket. The kernel copies every zero-copy send to such a peer
+/// (and refuses them on a Unix socket), so under the adaptive policy their sends go
+/// plain from the start: asked once per socket, when its first send of the policy's
+/// size is submitted (two syscalls), instead of learning it from a notification. That also keeps
+/// clear of a measured loopback pathology: a zero-copy send to a local peer whose
+/// receive buffer is tiny (4 KiB) waited ~30 s for its notification (the receiver
+/// dropped the retransmitted segments), where plain sends took milliseconds.
+fn peer_is_local(socket: &SocketFd) -> bool {
+    let s = socket2::SockRef::from(socket);
+    let (Ok(peer), Ok(local)) = (s.peer_addr(), s.local_addr()) else {
+        return false;
+    };
+    match (peer.as_socket(), local.as_socket()) {
+        (Some(peer), Some(local)) => {
+            let ip = peer.ip().to_canonical();
+            ip.is_loopback() || ip == local.ip().to_canonical()
+        }
+        // Not an IP socket: a Unix one.
+        _ => true,
     }
 }
 
@@ -315,7 +352,7 @@ pub(crate) fn backlog(socket: &SharedFd) -> usize {
 pub(crate) fn progress(socket: &SharedFd) -> Option<SendProgress> {
     with_writers(|w| {
         let writer = w.by_socket.get(&key(socket))?;
-        writer.busy.then_some(SendProgress {
+        (writer.busy || writer.notifying > 0).then_some(SendProgress {
             writer: writer.id,
             sent: writer.sent,
         })
@@ -347,7 +384,7 @@ fn poll_flush_with(socket: &SharedFd, waker: Option<&Waker>) -> Poll<io::Result<
         if let Some(f) = w.failed {
             return Poll::Ready(Err(f.error()));
         }
-        if !w.busy {
+        if !w.busy && w.notifying == 0 {
             return Poll::Ready(Ok(()));
         }
         match (&w.flusher, waker) {
@@ -360,9 +397,46 @@ fn poll_flush_with(socket: &SharedFd, waker: Option<&Waker>) -> Poll<io::Result<
     .unwrap_or(Poll::Ready(Ok(())))
 }
 
+/// How a socket's queued sends choose zero-copy (the worker's [`SendZeroCopy`](crate::SendZeroCopy)).
+#[derive(Clone, Copy)]
+struct ZcPolicy {
+    /// The smallest send that goes zero-copy (`usize::MAX`: none).
+    threshold: usize,
+    /// A zero-copy send the kernel copied switches its socket to plain sends.
+    adaptive: bool,
+}
+
+/// Where a queued send's submission is, zero-copy-wise.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Zc {
+    /// Submitted plain (or not submitted yet).
+    Plain,
+    /// Submitted zero-copy; its result has not come.
+    Sent,
+    /// Its result (`res`) came with `F_MORE`: the notification follows, and until then
+    /// the kernel may read the buffers.
+    Notifying(i32),
+}
+
+/// Marks `k`'s writer done with whatever ended: a writer with nothing in flight and no
+/// notification to wait for wakes its flusher and goes (one that failed stays, to
+/// report it); a failed one wakes its flusher at once.
+fn settle(w: &mut Writers, k: usize, wake: &mut Vec<Waker>) {
+    let Some(writer) = w.by_socket.get_mut(&k) else {
+        return;
+    };
+    let idle = !writer.busy && writer.notifying == 0;
+    if idle || writer.failed.is_some() {
+        wake.extend(writer.flusher.take());
+    }
+    if idle && writer.failed.is_none() {
+        w.by_socket.remove(&k);
+    }
+}
+
 /// The send in flight for a socket's writer: the buffers it took, sent with SEND
-/// (one buffer) or SENDMSG (several), again from where a short send stopped, then with
-/// whatever was queued meanwhile.
+/// (one buffer) or SENDMSG (several), zero-copy at the policy's size, again from where
+/// a short send stopped, then with whatever was queued meanwhile.
 pub(crate) struct QueuedSend {
     socket: SharedFd,
     bufs: Vec<SendBuf>,
@@ -375,31 +449,65 @@ pub(crate) struct QueuedSend {
     iovecs: Vec<libc::iovec>,
     msghdr: libc::msghdr,
     /// Still the socket's send in flight: cleared once it has told the writer how it
-    /// ended. Dropped while set (the runtime shut down with it in flight), it marks
-    /// the writer failed.
+    /// ended (or handed the writer on). Dropped while set (the runtime shut down with
+    /// it in flight), it marks the writer failed.
     live: bool,
+    policy: ZcPolicy,
+    zc: Zc,
+    /// Its bytes were all sent zero-copy and the writer went on without it: it waits
+    /// only for its notification, counted in the writer's `notifying`.
+    handed_over: bool,
+    /// This op found the socket's peer is this host and switched it to plain sends:
+    /// counted with its completion (where the counters are at hand).
+    found_local: bool,
 }
 
 impl QueuedSend {
-    /// Ends the socket's send in flight with `failure` (`None`: all sent): a failed
-    /// writer stays (with nothing queued), a finished one goes; its waiting flush is
-    /// woken, and the op's emptied lists are kept for the next sends.
+    fn new(
+        socket: SharedFd,
+        bufs: Vec<SendBuf>,
+        total: usize,
+        iovecs: Vec<libc::iovec>,
+        policy: ZcPolicy,
+    ) -> QueuedSend {
+        QueuedSend {
+            socket,
+            bufs,
+            skip: 0,
+            total,
+            iovecs,
+            // SAFETY: `msghdr` is plain data; all-zero is a valid empty header.
+            msghdr: unsafe { std::mem::zeroed() },
+            live: true,
+            policy,
+            zc: Zc::Plain,
+            handed_over: false,
+            found_local: false,
+        }
+    }
+
+    /// Ends the socket's send in flight with `failure` (`None`: all sent): the writer
+    /// is settled (a failed one keeps the failure, with nothing queued), and the op's
+    /// emptied lists are kept for the next sends.
     fn finish(&mut self, w: &mut Writers, failure: Option<Failure>, wake: &mut Vec<Waker>) {
         self.live = false;
         let k = key(&self.socket);
-        let flusher = match failure {
-            Some(f) => w.by_socket.get_mut(&k).and_then(|writer| {
-                writer.busy = false;
+        if let Some(writer) = w.by_socket.get_mut(&k) {
+            writer.busy = false;
+            if let Some(f) = failure {
                 // The first failure stays (a cancel's, say).
                 writer.failed.get_or_insert(f);
                 writer.backlog = 0;
                 // Dropped, not kept: the list may be long, and this is rare.
                 writer.queued = Vec::new();
-                writer.flusher.take()
-            }),
-            None => w.by_socket.remove(&k).and_then(|writer| writer.flusher),
-        };
-        wake.extend(flusher);
+            }
+        }
+        settle(w, k, wake);
+        self.keep_lists(w);
+    }
+
+    /// Gives the emptied buffer and iovec lists to the writers for the next sends.
+    fn keep_lists(&mut self, w: &mut Writers) {
         self.msghdr.msg_iov = std::ptr::null_mut();
         self.msghdr.msg_iovlen = 0;
         w.keep_lists(
@@ -407,37 +515,20 @@ impl QueuedSend {
             std::mem::take(&mut self.iovecs),
         );
     }
-}
 
-// SAFETY: the SEND points into the one buffer, the SENDMSG at the header, which points
-// at the iovecs, which point into the buffers: all owned by the op (the buffers' bytes
-// on the heap, in static memory or in a pool's area, unmoved while the op owns them)
-// and left alone until the completion; they are swapped or cleared only between
-// completions, when the kernel holds no pointer into the op. The fd is kept open by
-// `socket`.
-unsafe impl OpCode for QueuedSend {
-    fn fd(&self) -> Option<std::os::fd::RawFd> {
-        Some(fd(&self.socket).0)
-    }
-
-    fn create_entry(&mut self) -> squeue::Entry {
-        if let [one] = &self.bufs[..] {
-            return send_entry(&self.socket, &one[self.skip.min(one.len())..]);
-        }
-        gather(&self.bufs, self.skip, &mut self.iovecs, &mut self.msghdr);
-        sendmsg_entry(&self.socket, &self.msghdr)
-    }
-
-    fn on_detached(&mut self, c: &Completion, wake: &mut Vec<Waker>) -> bool {
-        let failure = match c.result() {
-            Ok(0) => Some(Failure(0)),
-            Ok(_) => None,
-            Err(e) => Some(Failure(e.raw_os_error().unwrap_or(libc::EIO))),
+    /// A (final) result `res` of the socket's send in flight: counts what was sent,
+    /// and says whether the op goes again (the rest of a short send, or what was queued
+    /// meanwhile) or ends the writer's run.
+    fn sent(&mut self, res: i32, wake: &mut Vec<Waker>) -> bool {
+        let failure = match res {
+            0 => Some(Failure(0)),
+            1.. => None,
+            errno => Some(Failure(-errno)),
         };
         // Buffers dropped here (a received one goes back to its pool) reach neither a
         // socket nor the writers.
         with_writers(|w| {
-            let sent = c.res.max(0) as usize;
+            let sent = res.max(0) as usize;
             let writer = match (failure, w.by_socket.get_mut(&key(&self.socket))) {
                 (None, Some(writer)) => writer,
                 (failure, _) => {
@@ -450,6 +541,12 @@ unsafe impl OpCode for QueuedSend {
             self.skip += sent;
             writer.backlog = writer.backlog.saturating_sub(sent);
             writer.sent += sent as u64;
+            if writer.failed.is_some() {
+                // Cancelled meanwhile: a send the kernel finished in part (a
+                // zero-copy one reports what it sent before the cancel) goes no further.
+                self.finish(w, None, wake);
+                return false;
+            }
             if self.skip < self.total {
                 return true;
             }
@@ -466,14 +563,205 @@ unsafe impl OpCode for QueuedSend {
         })
         .unwrap_or(false)
     }
+
+    /// How many of the buffers a zero-copy result of `res` bytes leaves entirely sent,
+    /// if it ends exactly where one ends (always, unless the kernel stopped inside
+    /// one: an error after some bytes, a signal); `None` otherwise, or when nothing
+    /// was sent.
+    fn whole_buffers_sent(&self, res: i32) -> Option<usize> {
+        let mut end = self
+            .skip
+            .checked_add(usize::try_from(res).ok().filter(|&n| n > 0)?)?;
+        for (i, b) in self.bufs.iter().enumerate() {
+            match end.checked_sub(b.len()) {
+                Some(0) => return Some(i + 1),
+                Some(rest) => end = rest,
+                None => return None,
+            }
+        }
+        None
+    }
+
+    /// A zero-copy result that sent `n` bytes, up to the end of buffer `whole - 1`:
+    /// the writer goes on without this op, which keeps those buffers until the
+    /// notification. The buffers it did not reach (a gathered send takes at most
+    /// 1,024) and what was queued meanwhile go in a new op, submitted with the next
+    /// kernel entry, which later sends of this loop turn join.
+    fn hand_over(&mut self, n: usize, whole: usize, cx: &mut DetachedCx<'_>) {
+        let k = key(&self.socket);
+        let unsent = &mut self.bufs;
+        let next = with_writers(|w| {
+            let writer = w.by_socket.get_mut(&k)?;
+            writer.backlog = writer.backlog.saturating_sub(n);
+            writer.sent += n as u64;
+            writer.notifying += 1;
+            // Cancelled meanwhile: nothing more goes (what the op did not reach stays
+            // with it until the notification, and is dropped then).
+            if writer.failed.is_some() || (writer.queued.is_empty() && unsent.len() == whole) {
+                writer.busy = false;
+                return None;
+            }
+            let mut bufs = w.spare_bufs.pop().unwrap_or_default();
+            bufs.extend(unsent.drain(whole..));
+            bufs.append(&mut writer.queued);
+            Some((bufs, w.spare_iovecs.pop().unwrap_or_default()))
+        })
+        .flatten();
+        self.live = false;
+        self.handed_over = true;
+        if let Some((bufs, iovecs)) = next {
+            let total = bufs.iter().map(|b| b.len()).sum();
+            let op = QueuedSend::new(self.socket.clone(), bufs, total, iovecs, self.policy);
+            // Boxing drops nothing, so no socket or writer is reached meanwhile.
+            let at = cx.defer(op);
+            with_writers(|w| {
+                if let Some(writer) = w.by_socket.get_mut(&k) {
+                    writer.deferred_at = Some(at);
+                }
+            });
+        }
+    }
+
+    /// The notification of a handed-over op came: its buffers go (a received one back
+    /// to its pool), and the writer may be done.
+    fn released(&mut self, wake: &mut Vec<Waker>) {
+        self.handed_over = false;
+        with_writers(|w| {
+            let k = key(&self.socket);
+            if let Some(writer) = w.by_socket.get_mut(&k) {
+                writer.notifying = writer.notifying.saturating_sub(1);
+            }
+            settle(w, k, wake);
+            self.keep_lists(w);
+        });
+    }
+
+    /// The socket's sends go plain from now on (counted once per socket).
+    fn sends_copy(&self, cx: &DetachedCx<'_>) {
+        if self.socket.set_sends_copy() {
+            add_owned(&cx.metrics.send_zc_off, 1);
+        }
+    }
+
+    /// A zero-copy submission ended with `res`, nothing of it in the kernel's hands
+    /// any more: one the kernel refused (a socket or kernel without zero-copy sends
+    /// for this socket) goes again plain; otherwise as any result.
+    fn zc_ended(&mut self, res: i32, cx: &mut DetachedCx<'_>) -> bool {
+        if res == -libc::EOPNOTSUPP || res == -libc::EINVAL {
+            self.sends_copy(cx);
+            return true;
+        }
+        self.sent(res, cx.wake)
+    }
+}
+
+// SAFETY: the SEND points into the one buffer, the SENDMSG at the header, which points
+// at the iovecs, which point into the buffers: all owned by the op (the buffers' bytes
+// on the heap, in static memory or in a pool's area, unmoved while the op owns them)
+// and left alone until the final completion (a zero-copy send's notification); they
+// are swapped or cleared only between submissions, when the kernel holds no pointer
+// into the op. The fd is kept open by `socket`.
+unsafe impl OpCode for QueuedSend {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(fd(&self.socket).0)
+    }
+
+    fn create_entry(&mut self) -> squeue::Entry {
+        let rest = self.total - self.skip.min(self.total);
+        let mut zc = rest > 0 && rest >= self.policy.threshold && !self.socket.sends_copy();
+        if zc
+            && self.policy.adaptive
+            && self.socket.set_peer_checked()
+            && peer_is_local(&self.socket)
+        {
+            self.found_local = self.socket.set_sends_copy();
+            zc = false;
+        }
+        self.zc = if zc { Zc::Sent } else { Zc::Plain };
+        if let [one] = &self.bufs[..] {
+            let bytes = &one[self.skip.min(one.len())..];
+            return if zc {
+                send_zc_entry(&self.socket, bytes)
+            } else {
+                send_entry(&self.socket, bytes)
+            };
+        }
+        gather(&self.bufs, self.skip, &mut self.iovecs, &mut self.msghdr);
+        if zc {
+            sendmsg_zc_entry(&self.socket, &self.msghdr)
+        } else {
+            sendmsg_entry(&self.socket, &self.msghdr)
+        }
+    }
+
+    /// A zero-copy send still waiting for its notification at shutdown: its peer
+    /// reads nothing, and the kernel keeps the bytes (and with them the buffers)
+    /// queued on the socket. Disconnecting the socket (`connect` to `AF_UNSPEC`: TCP
+    /// resets the connection and drops its send queue) lets the notification come;
+    /// the runtime is going away, and the peer had half its shutdown time to read.
+    fn on_shutdown_stuck(&mut self) {
+        if self.zc != Zc::Plain {
+            // SAFETY: `sockaddr` is plain data; all zero is family AF_UNSPEC.
+            let addr: libc::sockaddr = unsafe { std::mem::zeroed() };
+            // SAFETY: `addr` is a valid sockaddr of the length given; the fd is kept
+            // open by `socket`. A failure leaves the shutdown to its deadline.
+            let _ = unsafe {
+                libc::connect(
+                    fd(&self.socket).0,
+                    &addr,
+                    std::mem::size_of::<libc::sockaddr>() as libc::socklen_t,
+                )
+            };
+        }
+    }
+
+    fn on_detached(&mut self, c: &Completion, cx: &mut DetachedCx<'_>) -> bool {
+        if std::mem::take(&mut self.found_local) {
+            add_owned(&cx.metrics.send_zc_off, 1);
+        }
+        match self.zc {
+            Zc::Plain => self.sent(c.res, cx.wake),
+            Zc::Sent if c.more() => {
+                // The result; the kernel may read the buffers until the notification.
+                add_owned(&cx.metrics.send_zc, 1);
+                self.zc = Zc::Notifying(c.res);
+                if let Some(whole) = self.whole_buffers_sent(c.res) {
+                    self.hand_over(c.res as usize, whole, cx);
+                }
+                false
+            }
+            // A result without a notification to follow: refused before it ran.
+            Zc::Sent => {
+                self.zc = Zc::Plain;
+                self.zc_ended(c.res, cx)
+            }
+            Zc::Notifying(res) => {
+                self.zc = Zc::Plain;
+                if c.res as u32 & zcrx::abi::IORING_NOTIF_USAGE_ZC_COPIED != 0 {
+                    add_owned(&cx.metrics.send_zc_copied, 1);
+                    if self.policy.adaptive {
+                        self.sends_copy(cx);
+                    }
+                }
+                if self.handed_over {
+                    self.released(cx.wake);
+                    return false;
+                }
+                // A short or failed zero-copy send: its result counts now.
+                self.zc_ended(res, cx)
+            }
+        }
+    }
 }
 
 impl Drop for QueuedSend {
     fn drop(&mut self) {
+        let mut wake = Vec::new();
         if self.live {
-            let mut wake = Vec::new();
             with_writers(|w| self.finish(w, Some(Failure(libc::ECANCELED)), &mut wake));
-            wake.into_iter().for_each(Waker::wake);
+        } else if self.handed_over {
+            self.released(&mut wake);
         }
+        wake.into_iter().for_each(Waker::wake);
     }
 }

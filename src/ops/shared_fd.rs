@@ -1,5 +1,5 @@
 //! [`SharedFd`]: the `Rc` of a [`SocketFd`] with one count instead of two, kept in
-//! the socket itself (`SocketFd::owners`, a `u32` beside the fd). Every connection has
+//! the socket itself (`SocketFd::owners`, 30 bits of a `u32` beside the fd). Every connection has
 //! one allocation of it (with its receive state and armed receive in the socket), and
 //! nothing needs a weak reference to a socket, so `Rc`'s weak count, or a `usize`
 //! count in a wrapper, would be eight bytes of every idle connection spent on nothing.
@@ -36,7 +36,7 @@ impl SharedFd {
 
     /// The number of owners (this one included).
     pub(crate) fn count(this: &SharedFd) -> usize {
-        this.socket().owners.get() as usize
+        (this.socket().owners.get() & super::OWNERS) as usize
     }
 
     /// The socket, if `this` is its only owner.
@@ -75,13 +75,14 @@ impl SharedFd {
 
 impl Clone for SharedFd {
     fn clone(&self) -> SharedFd {
-        let count = &self.socket().owners;
+        let word = &self.socket().owners;
         // As `Rc`: a count that would wrap (only reachable by leaking owners in a
-        // loop) aborts rather than let the socket be freed under an owner.
-        let Some(n) = count.get().checked_add(1) else {
+        // loop) aborts rather than let the socket be freed under an owner, or reach
+        // the flag bits above the count.
+        if word.get() & super::OWNERS == super::OWNERS {
             std::process::abort()
-        };
-        count.set(n);
+        }
+        word.set(word.get() + 1);
         SharedFd {
             ptr: self.ptr,
             _owns: PhantomData,
@@ -91,10 +92,10 @@ impl Clone for SharedFd {
 
 impl Drop for SharedFd {
     fn drop(&mut self) {
-        let count = &self.socket().owners;
-        let n = count.get() - 1;
-        count.set(n);
-        if n == 0 {
+        let word = &self.socket().owners;
+        // The count is at least one (this owner), so the flags above it stay.
+        word.set(word.get() - 1);
+        if word.get() & super::OWNERS == 0 {
             // SAFETY: the last owner is going: nobody else can reach the allocation,
             // which `Box::leak` made; freed once.
             let socket = unsafe { Box::from_raw(self.ptr.as_ptr()) };

@@ -5,6 +5,7 @@
 //! and a variable that does not parse fails `build()` with its name and what it takes.
 
 use super::receive_mode::{ReceiveMode, RECEIVE_MODE_SYNTAX};
+use super::send_zero_copy::{SendZeroCopy, SEND_ZC_SYNTAX};
 use crate::wake::WakeMode;
 use serde::Serialize;
 use std::fmt;
@@ -54,7 +55,7 @@ impl fmt::Display for Setting {
 }
 
 /// Every variable, the setting it sets and what it accepts.
-pub const VARIABLES: [(&str, &str, &str); 15] = [
+pub const VARIABLES: [(&str, &str, &str); 16] = [
     (
         "ZERORX_THREADS",
         "threads",
@@ -118,6 +119,7 @@ pub const VARIABLES: [(&str, &str, &str); 15] = [
         "blocking_keep_alive",
         "a duration (500ms, 10s)",
     ),
+    ("ZERORX_SEND_ZC", "send_zero_copy", SEND_ZC_SYNTAX),
 ];
 
 /// The error for `variable` holding `value`.
@@ -237,6 +239,11 @@ pub(crate) fn completion_batch(variable: &str, value: &str) -> io::Result<Option
         .ok_or_else(|| bad(variable, value))?;
     let delay = duration(delay).ok_or_else(|| bad(variable, value))?;
     Ok(Some((events, delay)))
+}
+
+/// A [`SendZeroCopy`] policy (`auto,16K`).
+pub(crate) fn send_zero_copy(variable: &str, value: &str) -> io::Result<SendZeroCopy> {
+    value.parse().map_err(|_: String| bad(variable, value))
 }
 
 /// The receive mode's command-line form.

@@ -40,6 +40,8 @@ pub(crate) struct WorkerConfig {
     pub(crate) zc: Option<ZcSetup>,
     /// The pool UDP sockets receive datagrams into, registered at first use.
     pub(crate) udp_pool: Option<CopyPoolConfig>,
+    /// When queued sends go out zero-copy.
+    pub(crate) send_zc: super::SendZeroCopy,
 }
 
 impl WorkerConfig {
@@ -126,6 +128,8 @@ pub(crate) struct Core {
     wakers: Cell<Vec<Waker>>,
     /// The fixed-buffer table, registered with the ring at the first `FixedBuf`.
     pub(crate) fixed: RefCell<Option<Rc<super::fixed_buffers::FixedTable>>>,
+    /// When this worker's queued sends go out zero-copy.
+    pub(crate) send_zc: super::SendZeroCopy,
 }
 
 /// Tasks polled per turn at most, so I/O completions and timers are not starved by a
@@ -195,6 +199,7 @@ impl Core {
             time: Rc::default(),
             wakers: Cell::new(Vec::new()),
             fixed: RefCell::new(None),
+            send_zc: cfg.send_zc,
         })
     }
 

@@ -91,16 +91,20 @@ pub async fn pool_drained(h: &zerorx::Handle) {
 /// One worker with a 16 × 4 KiB copy pool: small enough that a test can hold, count
 /// and run out of its buffers.
 pub fn small_pool_rt() -> Runtime {
-    Runtime::builder()
-        .threads(1)
+    small_pool_builder().build().expect("runtime")
+}
+
+/// [`small_pool_rt`]'s builder, for a test to set more.
+pub fn small_pool_builder() -> zerorx::Builder {
+    let mut b = Runtime::builder();
+    b.threads(1)
         .copy_pool(Some(zcrx::CopyPoolConfig {
             buffers: 16,
             buffer_size: 4096,
             ..zcrx::CopyPoolConfig::default()
         }))
-        .shutdown_timeout(Duration::from_secs(5))
-        .build()
-        .expect("runtime")
+        .shutdown_timeout(Duration::from_secs(5));
+    b
 }
 
 /// A listener on a free loopback port, and its address (on a worker thread).

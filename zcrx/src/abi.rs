@@ -52,6 +52,8 @@ pub mod cqe_flags {
     pub const MORE: u32 = 1 << 1;
     /// The socket still had data when this completion was posted.
     pub const SOCK_NONEMPTY: u32 = 1 << 2;
+    /// A zero-copy send's notification: the kernel no longer reads the send's memory.
+    pub const NOTIF: u32 = 1 << 3;
     /// The provided buffer was consumed only in part (incremental rings).
     pub const BUF_MORE: u32 = 1 << 4;
     /// Padding entry on CQE_MIXED rings. Linux 6.18.
@@ -70,6 +72,13 @@ pub const IORING_ZCRX_AREA_MASK: u64 = !((1u64 << IORING_ZCRX_AREA_SHIFT) - 1);
 pub const IORING_ZCRX_AREA_DMABUF: u32 = 1;
 /// Region flag: the region's memory is supplied by the user.
 pub const IORING_MEM_REGION_TYPE_USER: u32 = 1;
+/// `IORING_SEND_ZC_REPORT_USAGE`, carried in a zero-copy send's `sqe->ioprio`: the
+/// notification says whether the kernel copied the bytes after all (Linux 6.2).
+pub const IORING_SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
+/// Set in a zero-copy send's notification `res` (with
+/// [`IORING_SEND_ZC_REPORT_USAGE`]) when the kernel copied some of the bytes: loopback,
+/// or a device without scatter-gather or checksum offload.
+pub const IORING_NOTIF_USAGE_ZC_COPIED: u32 = 1 << 31;
 /// `IORING_RECV_MULTISHOT`, carried in `sqe->ioprio`.
 pub const IORING_RECV_MULTISHOT: u16 = 1 << 1;
 

@@ -56,7 +56,6 @@ pub(super) async fn run(ep: Rc<EpCore>, stream: TcpStream) {
         stream.clone(),
         conn.tx.clone(),
         ep.sink.clone(),
-        ep.cfg.send_zc_threshold,
         move |_cause, _done| c.shutdown(),
     ));
     let mut r = FrameReader::new(stream);

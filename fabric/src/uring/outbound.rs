@@ -192,7 +192,6 @@ pub(super) async fn run(ep: Rc<EpCore>, conn: Rc<OutConn>, addr: SocketAddr) {
         stream.clone(),
         conn.tx.clone(),
         ep.sink.clone(),
-        ep.cfg.send_zc_threshold,
         on_fail,
     ));
     let cause = read_answers(&ep.sink, &conn, FrameReader::new(stream)).await;

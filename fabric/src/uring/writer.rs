@@ -1,6 +1,11 @@
 //! Frames into a TCP stream: one queue and one writer task per connection, batching
 //! every queued frame into one gather send (headers and small payloads coalesced,
-//! large payloads sent from their own memory without a user-space copy).
+//! large payloads sent from their own memory without a user-space copy). The batch
+//! goes out as the connection's queued sends, so the runtime's
+//! [`SendZeroCopy`](zerorx::SendZeroCopy) policy sends it zero-copy where that pays;
+//! its operations complete once the flush says the kernel is done with the bytes (a
+//! zero-copy send's notification included), so a completed send's memory may be
+//! reused at once.
 
 use super::wire::HDR;
 use crate::{CompletionSink, OpId, OpOutcome};
@@ -10,7 +15,7 @@ use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
-use zerorx::net::TcpStream;
+use zerorx::net::{SendBuf, TcpStream};
 
 /// Payloads up to this size are copied next to their header (one iovec for many
 /// small frames); larger ones go out from their own memory.
@@ -94,39 +99,27 @@ pub(super) async fn run_writer(
     stream: Rc<TcpStream>,
     q: Rc<TxQueue>,
     sink: CompletionSink,
-    zc_threshold: Option<usize>,
     on_fail: impl Fn(String, Vec<(OpId, usize)>),
 ) {
+    let mut bufs: Vec<Bytes> = Vec::new();
     while let Some(batch) = q.next_batch().await {
         let mut done = Vec::new();
-        let mut bufs: Vec<Bytes> = Vec::with_capacity(batch.len() * 2);
         let mut stage = BytesMut::new();
-        let mut result = Ok(());
         for f in batch {
             stage.extend_from_slice(&f.hdr);
-            let n = f.payload.len();
-            if n <= COALESCE_MAX {
+            if f.payload.len() <= COALESCE_MAX {
                 stage.extend_from_slice(&f.payload);
-            } else if zc_threshold.is_some_and(|t| n >= t) {
-                bufs.push(stage.split().freeze());
-                if result.is_ok() {
-                    result = flush(&stream, &mut bufs).await;
-                }
-                if result.is_ok() {
-                    result = stream.send_zc(f.payload).await;
-                }
             } else {
                 bufs.push(stage.split().freeze());
                 bufs.push(f.payload);
             }
             done.extend(f.sent_op);
         }
-        if !stage.is_empty() {
-            bufs.push(stage.freeze());
-        }
-        if result.is_ok() {
-            result = flush(&stream, &mut bufs).await;
-        }
+        bufs.push(stage.freeze());
+        let result = match stream.queue_send_vectored(bufs.drain(..).map(SendBuf::from)) {
+            Ok(()) => stream.flush_sends().await,
+            Err(e) => Err(e),
+        };
         match result {
             Ok(()) => {
                 for (op, len) in done {
@@ -139,15 +132,4 @@ pub(super) async fn run_writer(
             }
         }
     }
-}
-
-async fn flush(stream: &TcpStream, bufs: &mut Vec<Bytes>) -> std::io::Result<()> {
-    bufs.retain(|b| !b.is_empty());
-    let r = match bufs.len() {
-        0 => Ok(()),
-        1 => stream.send(bufs[0].clone()).await,
-        _ => stream.send_vectored(bufs).await,
-    };
-    bufs.clear();
-    r
 }

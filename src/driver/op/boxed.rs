@@ -7,13 +7,13 @@ use super::OpCode;
 use crate::driver::queue::SmallQueue;
 use crate::driver::ring::Completion;
 use crate::driver::slab::Key;
+use crate::driver::DetachedCx;
 use io_uring::squeue;
 use std::any::Any;
 use std::mem::offset_of;
 use std::num::NonZeroU32;
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
-use std::task::Waker;
 
 /// An op in the slab: [`OpCode`] type-erased, plus access to the concrete type (while
 /// queued, and once complete) and, for a multishot op, to its completion queue.
@@ -31,12 +31,14 @@ pub(crate) trait OpBox {
     }
 
     /// [`OpCode::on_detached`]; only single-shot ops are submitted detached.
-    fn on_detached(&mut self, completion: &Completion, wake: &mut Vec<Waker>) -> bool {
-        let _ = wake;
+    fn on_detached(&mut self, completion: &Completion, cx: &mut DetachedCx<'_>) -> bool {
+        let _ = cx;
         self.release(completion);
         false
     }
     fn take_stop_request(&mut self) -> bool;
+    /// [`OpCode::on_shutdown_stuck`]; only single-shot ops act on it.
+    fn on_shutdown_stuck(&mut self) {}
     /// The completions queued for the stream of a multishot op; `None` for a
     /// single-shot op.
     fn stream_queue(&mut self) -> Option<&mut SmallQueue<Queued>>;
@@ -190,8 +192,8 @@ impl<T: OpCode> OpBox for Single<T> {
         self.0.on_complete(completion)
     }
 
-    fn on_detached(&mut self, completion: &Completion, wake: &mut Vec<Waker>) -> bool {
-        self.0.on_detached(completion, wake)
+    fn on_detached(&mut self, completion: &Completion, cx: &mut DetachedCx<'_>) -> bool {
+        self.0.on_detached(completion, cx)
     }
 
     fn single_data(&mut self) -> Option<&mut dyn Any> {
@@ -200,6 +202,10 @@ impl<T: OpCode> OpBox for Single<T> {
 
     fn take_stop_request(&mut self) -> bool {
         self.0.take_stop_request()
+    }
+
+    fn on_shutdown_stuck(&mut self) {
+        self.0.on_shutdown_stuck()
     }
 
     fn release_queued(&mut self, completion: &Completion) {

@@ -142,13 +142,17 @@ impl OpData {
     pub(crate) fn on_detached(
         &mut self,
         completion: &Completion,
-        wake: &mut Vec<std::task::Waker>,
+        cx: &mut crate::driver::DetachedCx<'_>,
     ) -> bool {
-        self.with_op(|op| op.on_detached(completion, wake))
+        self.with_op(|op| op.on_detached(completion, cx))
     }
 
     pub(crate) fn take_stop_request(&mut self) -> bool {
         self.with_op(|op| op.take_stop_request())
+    }
+
+    pub(crate) fn on_shutdown_stuck(&mut self) {
+        self.with_op(|op| op.on_shutdown_stuck())
     }
 
     /// The fd the op works on and whether it is multishot, for the state dump.

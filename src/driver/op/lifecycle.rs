@@ -49,7 +49,9 @@ impl Landed {
 ///               │  └─CQE with F_MORE (SEND_ZC result)─▶ Partial ──notif CQE──▶ Completed
 ///               └─future dropped─▶ Abandoned ──final CQE──▶ (removed, release())
 /// detached:  Detached ──CQE──▶ on_detached(): again ─▶ (resubmitted, same slot)
-///                                           └ done ─▶ (removed, box kept)
+///               │                           └ done ─▶ (removed, box kept)
+///               └─CQE with F_MORE (SEND_ZC result)─▶ on_detached(), notifying
+///                                     ──notif CQE──▶ on_detached(): again / done
 /// multishot: Streaming (queue in the op) ──CQE without F_MORE──▶ finished
 ///               │                                        ──queue drained──▶ (removed)
 ///               └─stream dropped─▶ Abandoned ──final CQE──▶ (removed, release() each)
@@ -77,9 +79,10 @@ pub(crate) enum Lifecycle {
         waker: Option<SlimWaker>,
         finished: bool,
     },
-    /// A single-shot op no future waits for (a queued send): each final completion
-    /// goes to [`OpCode::on_detached`], which may submit the op again.
-    Detached,
+    /// A single-shot op no future waits for (a queued send): each completion goes to
+    /// [`OpCode::on_detached`], which may submit the op again after a final one.
+    /// `notifying`: a zero-copy send's result came, its notification has not.
+    Detached { notifying: bool },
     /// The future is gone and a cancel was requested. The kernel may still write into
     /// the op's memory, so the slot keeps it until the final CQE, releasing what each
     /// CQE delivers.

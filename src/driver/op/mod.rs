@@ -12,6 +12,7 @@ pub(crate) use boxed::{Multi, OpBox, Queued, Single};
 pub(crate) use data::{InPlace, OpData, OpVisitor};
 pub(crate) use lifecycle::{Landed, Lifecycle, OpSlot};
 
+use super::detached::DetachedCx;
 use super::ring::Completion;
 use io_uring::squeue;
 use std::os::fd::RawFd;
@@ -80,14 +81,22 @@ pub unsafe trait OpCode: 'static {
     /// again, in the same slot (its [`create_entry`](OpCode::create_entry) is called
     /// anew, once reaping is done, so completions stay in kernel order); `false` ends
     /// it (the slot is freed and the box kept for the next op of its size). Wakers
-    /// pushed to `wake` are woken once the driver is free. Runs under the same rules as
-    /// [`release`](OpCode::release); the default releases what the completion
-    /// delivered and ends the op.
-    fn on_detached(&mut self, completion: &Completion, wake: &mut Vec<std::task::Waker>) -> bool {
-        let _ = wake;
+    /// pushed to `cx.wake` are woken once the driver is free, and ops made with
+    /// `cx.defer` go out with the next kernel entry. Runs under the same rules as
+    /// [`release`](OpCode::release) otherwise; the default releases what the
+    /// completion delivered and ends the op.
+    fn on_detached(&mut self, completion: &Completion, cx: &mut DetachedCx<'_>) -> bool {
+        let _ = cx;
         self.release(completion);
         false
     }
+
+    /// Shutdown: the op is still in flight halfway to the deadline. An op that waits
+    /// on something only it can end early (a zero-copy send's notification, which a
+    /// peer that reads nothing holds back) ends it here, so the shutdown need not leak
+    /// it. Runs under the same rules as [`release`](OpCode::release); the default does
+    /// nothing.
+    fn on_shutdown_stuck(&mut self) {}
 
     /// The fd the op works on, named in the runtime's state dump (`None`: no fd, or
     /// not worth naming). Called only when a dump is taken; runs under the same rules

@@ -83,6 +83,7 @@ impl Builder {
             "ZERORX_BLOCKING_KEEP_ALIVE" => {
                 self.blocking_keep_alive = tuning::positive_duration(variable, value)?
             }
+            "ZERORX_SEND_ZC" => self.send_zc = tuning::send_zero_copy(variable, value)?,
             "ZERORX_RECV_MEMORY_LIMIT" => {
                 self.recv_memory_limit = Some(
                     usize::try_from(tuning::size(variable, value)?)
@@ -137,6 +138,7 @@ impl Builder {
                 }
                 .to_owned(),
             ),
+            "ZERORX_SEND_ZC" => ("send_zero_copy", self.send_zc.to_string()),
             "ZERORX_RECV_BUNDLES" => (
                 "recv_bundles",
                 if self.recv_bundles { "on" } else { "off" }.to_owned(),

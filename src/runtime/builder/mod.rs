@@ -5,6 +5,7 @@ mod env;
 mod start;
 
 use super::receive_mode::ReceiveMode;
+use super::send_zero_copy::SendZeroCopy;
 use super::tuning::Setting;
 use super::Runtime;
 use crate::wake::WakeMode;
@@ -39,6 +40,7 @@ pub struct Builder {
     recv_memory_wait: Duration,
     max_blocking_threads: usize,
     blocking_keep_alive: Duration,
+    send_zc: SendZeroCopy,
     /// The tunable settings the code set explicitly (by `ZERORX_*` name): those the
     /// environment may not change.
     explicit: Vec<&'static str>,
@@ -112,6 +114,7 @@ impl Default for Builder {
             recv_memory_wait: Duration::from_secs(2),
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             blocking_keep_alive: Duration::from_secs(10),
+            send_zc: SendZeroCopy::default(),
             explicit: Vec::new(),
         }
     }
@@ -313,6 +316,16 @@ impl Builder {
         self
     }
 
+    /// When queued sends go out zero-copy (default: [`SendZeroCopy::Auto`] above
+    /// 16 KiB, so a socket on which the kernel copies anyway stops after one). Queued
+    /// sends are those of [`Connection::queue_send`](crate::net::Connection::queue_send),
+    /// which the Thrift server's replies use.
+    pub fn send_zero_copy(&mut self, policy: SendZeroCopy) -> &mut Self {
+        self.explicit.push("ZERORX_SEND_ZC");
+        self.send_zc = policy;
+        self
+    }
+
     /// The most memory one worker's receives may hold (default: twice
     /// [`pool_size`](Self::pool_size), at least 64 MiB): its pools (the copy pool and
     /// the first area of a zero-copy pool it owns) and the ordinary memory it receives
@@ -477,6 +490,7 @@ mod tests {
                 ("ZERORX_RECV_MEMORY_LIMIT", "128M"),
                 ("ZERORX_MAX_BLOCKING_THREADS", "8"),
                 ("ZERORX_BLOCKING_KEEP_ALIVE", "500ms"),
+                ("ZERORX_SEND_ZC", "always,4K"),
             ]))
             .expect("valid");
         assert_eq!(
@@ -493,6 +507,11 @@ mod tests {
             ("500ms", Source::Environment)
         );
         assert_eq!(resolved.blocking_keep_alive, Duration::from_millis(500));
+        assert_eq!(
+            source_of(&t, "send_zero_copy"),
+            ("always,4096", Source::Environment)
+        );
+        assert_eq!(resolved.send_zc, SendZeroCopy::Always { threshold: 4096 });
         assert_eq!(
             source_of(&t, "incremental_buffers"),
             ("off", Source::Environment)
@@ -555,6 +574,7 @@ mod tests {
                 &[("ZERORX_BLOCKING_KEEP_ALIVE", "soon")][..],
                 "ZERORX_BLOCKING_KEEP_ALIVE",
             ),
+            (&[("ZERORX_SEND_ZC", "sometimes")][..], "ZERORX_SEND_ZC"),
         ] {
             let pairs: &'static [(&'static str, &'static str)] = pairs;
             let err = Builder::new().resolve(&env(pairs)).expect_err(variable);

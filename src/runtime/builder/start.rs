@@ -75,6 +75,7 @@ impl Builder {
                 incremental: false,
                 ..c
             }),
+            send_zc: self.send_zc,
         };
         let report = receive_mode::resolve(
             &self.receive_mode,

@@ -1,0 +1,252 @@
+//! Zero-copy queued sends (`SendZeroCopy`): `SEND_ZC`/`SENDMSG_ZC` with usage reports,
+//! and the adaptive policy. On loopback the kernel copies every zero-copy send, which
+//! these tests use: the default policy sends plain to this host from the start, the
+//! `always` policy sends zero-copy anyway (every notification reporting the copy), a
+//! Unix socket refuses and goes plain. Every byte is checked, every pool buffer must
+//! come back after its notification, and cancelling or shutting down with zero-copy
+//! sends in flight ends in time without leaking an op or an fd.
+
+mod common;
+
+use bytes::Bytes;
+use common::{join_peer, pool_drained, random};
+use std::io::Read;
+use std::time::{Duration, Instant};
+use zerorx::net::UnixStream;
+use zerorx::{spawn, timeout, Runtime, SendZeroCopy, WorkerMetricsSnapshot};
+
+/// One worker, the small pool, and `policy`.
+fn rt(policy: SendZeroCopy) -> Runtime {
+    common::small_pool_builder()
+        .send_zero_copy(policy)
+        .build()
+        .expect("runtime")
+}
+
+fn metrics(h: &zerorx::Handle) -> WorkerMetricsSnapshot {
+    h.metrics()[0]
+}
+
+/// A peer that reads everything until end of stream and returns it.
+fn reader(addr: std::net::SocketAddr) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut c = std::net::TcpStream::connect(addr).expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let mut got = Vec::new();
+        c.read_to_end(&mut got).expect("read to the end");
+        got
+    })
+}
+
+/// Queues `data` in pieces of growing odd sizes (many above the threshold, many
+/// below), flushes, closes, and returns what the peer read.
+async fn send_in_pieces(data: &Bytes) -> Vec<u8> {
+    let (l, addr) = common::loopback_listener();
+    let peer = reader(addr);
+    let (s, _) = l.accept().await.expect("accept");
+    let mut at = 0;
+    let mut size = 1;
+    while at < data.len() {
+        let end = (at + size).min(data.len());
+        s.queue_send(data.slice(at..end)).expect("queue");
+        at = end;
+        size = size * 7 % 150_001 + 1;
+        if at % 3 == 0 {
+            // Some sends go alone, some gathered behind one in flight.
+            zerorx::yield_now().await;
+        }
+    }
+    timeout(Duration::from_secs(30), s.flush_sends())
+        .await
+        .expect("flushed in time")
+        .expect("every queued send succeeded");
+    assert_eq!(s.send_backlog(), 0);
+    drop(s);
+    join_peer(peer).await
+}
+
+#[test]
+fn the_default_policy_sends_to_this_host_plain_from_the_start() {
+    let _fds = common::fd_lock();
+    let rt = rt(SendZeroCopy::default());
+    let h = rt.handle().clone();
+    let data = Bytes::from(random(11, 4 << 20));
+    let got = rt.block_on(send_in_pieces(&data));
+    assert!(got == data, "the bytes arrived changed or out of order");
+    let m = metrics(&h);
+    assert_eq!(m.send_zc, 0, "a zero-copy send to this host: {m:?}");
+    assert_eq!(
+        m.send_zc_off, 1,
+        "the socket was not switched to plain: {m:?}"
+    );
+}
+
+#[test]
+fn the_always_policy_sends_zero_copy_and_counts_every_copy_the_kernel_made() {
+    let _fds = common::fd_lock();
+    let rt = rt(SendZeroCopy::Always {
+        threshold: 16 << 10,
+    });
+    let h = rt.handle().clone();
+    let data = Bytes::from(random(12, 8 << 20));
+    let got = rt.block_on(send_in_pieces(&data));
+    assert!(got == data, "the bytes arrived changed or out of order");
+    let m = metrics(&h);
+    assert!(m.send_zc > 0, "no zero-copy send: {m:?}");
+    // Loopback copies every one, and each notification says so.
+    assert_eq!(m.send_zc_copied, m.send_zc, "{m:?}");
+    assert_eq!(m.send_zc_off, 0, "`always` kept sending zero-copy: {m:?}");
+}
+
+#[test]
+fn a_zero_copy_echo_of_received_buffers_is_byte_exact_and_returns_every_buffer() {
+    let _fds = common::fd_lock();
+    let rt = rt(SendZeroCopy::Always { threshold: 0 });
+    let h = rt.handle().clone();
+    let hp = h.clone();
+    rt.block_on(async move {
+        let (l, addr) = common::loopback_listener();
+        let server = spawn(async move {
+            let (s, _) = l.accept().await.expect("accept");
+            let mut echoed = 0usize;
+            while let Some(buf) = s.recv().await.expect("recv") {
+                echoed += buf.len();
+                s.queue_send(buf).expect("queue the RxBuf");
+                // 16 pool buffers: a received buffer sent zero-copy stays out of the
+                // pool until its notification, which the flush waits for.
+                if s.send_backlog() > 0 {
+                    s.flush_sends().await.expect("flush");
+                }
+            }
+            s.flush_sends().await.expect("the last sends");
+            echoed
+        });
+        let data = random(13, 1 << 20);
+        let client = common::std_echo_client(addr, data, 5_003);
+        let echoed = timeout(Duration::from_secs(30), server)
+            .await
+            .expect("the server finished in time")
+            .expect("server task");
+        assert_eq!(echoed, 1 << 20);
+        join_peer(client).await;
+        pool_drained(&hp).await;
+    });
+    let m = metrics(&h);
+    assert!(m.send_zc > 0 && m.send_zc_copied == m.send_zc, "{m:?}");
+}
+
+#[test]
+fn a_unix_socket_refuses_zero_copy_and_its_sends_go_plain() {
+    let _fds = common::fd_lock();
+    let rt = rt(SendZeroCopy::Always { threshold: 0 });
+    let h = rt.handle().clone();
+    rt.block_on(async {
+        let (a, b) = UnixStream::pair().expect("pair");
+        let data = Bytes::from(random(14, 1 << 20));
+        for piece in data.chunks(100_000) {
+            a.queue_send(data.slice_ref(piece)).expect("queue");
+        }
+        let reading = spawn(async move {
+            let mut got = Vec::new();
+            while got.len() < 1 << 20 {
+                match b.recv().await.expect("recv") {
+                    Some(buf) => got.extend_from_slice(&buf),
+                    None => break,
+                }
+            }
+            got
+        });
+        timeout(Duration::from_secs(30), a.flush_sends())
+            .await
+            .expect("flushed in time")
+            .expect("the sends went plain");
+        let got = reading.await.expect("reader");
+        assert!(got == data[..], "got {} bytes", got.len());
+    });
+    let m = metrics(&h);
+    assert_eq!(
+        m.send_zc_off, 1,
+        "the refusal did not switch the socket: {m:?}"
+    );
+}
+
+#[test]
+fn cancelling_zero_copy_sends_stuck_behind_a_peer_that_does_not_read_lets_the_socket_go() {
+    let _fds = common::fd_lock();
+    let before = common::fd_count();
+    rt(SendZeroCopy::Always { threshold: 0 }).block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let peer = std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(addr).expect("connect");
+            let _ = wait.recv_timeout(Duration::from_secs(30));
+            c.set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            let mut sink = Vec::new();
+            c.read_to_end(&mut sink).expect("read to the end")
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        s.queue_send(Bytes::from(vec![1u8; 16 << 20]))
+            .expect("queue");
+        s.queue_send(Bytes::from_static(b"behind it"))
+            .expect("queue");
+        zerorx::sleep(Duration::from_millis(50)).await;
+        assert!(s.send_backlog() > 0, "the peer reads nothing");
+        s.cancel_sends();
+        let flushed = timeout(Duration::from_secs(5), s.flush_sends())
+            .await
+            .expect("the cancelled send ended");
+        assert_eq!(
+            flushed.expect_err("cancelled").raw_os_error(),
+            Some(libc::ECANCELED)
+        );
+        drop(s);
+        drop(l);
+        let _ = go.send(());
+        let got = join_peer(peer).await;
+        assert!(
+            got < 16 << 20,
+            "the cancelled send stopped early ({got} bytes)"
+        );
+    });
+    assert_eq!(common::fd_count(), before, "an fd stayed open");
+}
+
+#[test]
+fn a_runtime_shut_down_with_zero_copy_sends_in_flight_ends_in_time_without_leaking() {
+    let _fds = common::fd_lock();
+    let before = common::fd_count();
+    let rt = rt(SendZeroCopy::Always { threshold: 0 });
+    let h = rt.handle().clone();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let peer = rt.block_on(async move {
+        let (l, addr) = common::loopback_listener();
+        let peer = std::thread::spawn(move || {
+            let c = std::net::TcpStream::connect(addr).expect("connect");
+            let _ = wait.recv_timeout(Duration::from_secs(30));
+            drop(c);
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        s.queue_send(Bytes::from(vec![2u8; 16 << 20]))
+            .expect("queue");
+        zerorx::sleep(Duration::from_millis(50)).await;
+        spawn(async move {
+            let _keep = s;
+            std::future::pending::<()>().await
+        });
+        peer
+    });
+    let start = Instant::now();
+    drop(rt);
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "shutdown took {:?}",
+        start.elapsed()
+    );
+    let _ = go.send(());
+    peer.join().expect("peer");
+    assert_eq!(h.metrics()[0].leaked_ops, 0, "an op's memory was leaked");
+    drop(h);
+    assert_eq!(common::fd_count(), before, "an fd leaked");
+}

@@ -492,17 +492,32 @@ impl QueuedSend {
     fn finish(&mut self, w: &mut Writers, failure: Option<Failure>, wake: &mut Vec<Waker>) {
         self.live = false;
         let k = key(&self.socket);
-        if let Some(writer) = w.by_socket.get_mut(&k) {
-            writer.busy = false;
-            if let Some(f) = failure {
-                // The first failure stays (a cancel's, say).
-                writer.failed.get_or_insert(f);
-                writer.backlog = 0;
-                // Dropped, not kept: the list may be long, and this is rare.
-                writer.queued = Vec::new();
+        match failure {
+            // The common end, in one lookup: the writer is done and goes, unless it
+            // still waits for notifications or failed meanwhile (then it is put back).
+            None => {
+                if let Some(mut writer) = w.by_socket.remove(&k) {
+                    writer.busy = false;
+                    if writer.notifying == 0 && writer.failed.is_none() {
+                        wake.extend(writer.flusher);
+                    } else {
+                        w.by_socket.insert(k, writer);
+                        settle(w, k, wake);
+                    }
+                }
+            }
+            Some(f) => {
+                if let Some(writer) = w.by_socket.get_mut(&k) {
+                    writer.busy = false;
+                    // The first failure stays (a cancel's, say).
+                    writer.failed.get_or_insert(f);
+                    writer.backlog = 0;
+                    // Dropped, not kept: the list may be long, and this is rare.
+                    writer.queued = Vec::new();
+                }
+                settle(w, k, wake);
             }
         }
-        settle(w, k, wake);
         self.keep_lists(w);
     }
 
@@ -756,10 +771,15 @@ unsafe impl OpCode for QueuedSend {
 
 impl Drop for QueuedSend {
     fn drop(&mut self) {
+        // An op that ended normally (the common drop: its box kept for the next send)
+        // has nothing to tell.
+        if !self.live && !self.handed_over {
+            return;
+        }
         let mut wake = Vec::new();
         if self.live {
             with_writers(|w| self.finish(w, Some(Failure(libc::ECANCELED)), &mut wake));
-        } else if self.handed_over {
+        } else {
             self.released(&mut wake);
         }
         wake.into_iter().for_each(Waker::wake);

@@ -300,6 +300,21 @@ fn render_into(o: &mut String, r: &Report) -> std::fmt::Result {
                 count(w.runtime.recv_zc_restarts)
             )?;
         }
+        writeln!(
+            o,
+            "zero-copy sends  (per worker: sent zero-copy / copied by the kernel; sockets \
+             sending plain)"
+        )?;
+        for w in &s.workers {
+            writeln!(
+                o,
+                "  {:>6}  {} / {};  {}",
+                w.worker,
+                count(w.runtime.send_zc),
+                count(w.runtime.send_zc_copied),
+                count(w.runtime.send_zc_off)
+            )?;
+        }
         match &s.rpc {
             Some(rpc) => {
                 let c = &rpc.counters;

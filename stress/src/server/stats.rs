@@ -124,6 +124,16 @@ pub struct RuntimeFigures {
     /// parked on a dry area.
     #[serde(default)]
     pub recv_zc_restarts: u64,
+    /// Queued sends that went out zero-copy (`zerorx::SendZeroCopy`).
+    #[serde(default)]
+    pub send_zc: u64,
+    /// Of them, those whose notification said the kernel copied after all.
+    #[serde(default)]
+    pub send_zc_copied: u64,
+    /// Sockets switched to plain sends (the kernel copied or refused, or the peer is
+    /// this host).
+    #[serde(default)]
+    pub send_zc_off: u64,
 }
 
 /// Receive re-arms by reason (`zerorx::RearmCounts`).
@@ -166,6 +176,9 @@ impl From<zerorx::WorkerMetricsSnapshot> for RuntimeFigures {
             recv_overflows: m.recv_overflows,
             recv_memory_refusals: m.recv_memory_refusals,
             recv_zc_restarts: m.recv_zc_restarts,
+            send_zc: m.send_zc,
+            send_zc_copied: m.send_zc_copied,
+            send_zc_off: m.send_zc_off,
         }
     }
 }

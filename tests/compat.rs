@@ -243,41 +243,97 @@ async fn poll_write_once(w: &mut Compat, buf: &[u8]) -> Poll<std::io::Result<usi
 }
 
 #[test]
-fn poll_write_retry_contract() {
+fn poll_write_queues_and_pushes_back_past_the_backlog() {
     // Serialised with the fd-counting test in this file.
     let _g = common::fd_lock();
     rt().block_on(async {
         let (c, s) = connected_pair().await;
         let mut w = c.compat();
-        // A write in flight, then flushed: the retry (same bytes first) reports it
-        // and does not send it twice.
+        // A write is queued at once, and the bytes go out once each, in order.
         let p = poll_write_once(&mut w, b"abc").await;
-        assert!(
-            p.is_pending(),
-            "a send completes in a later loop turn: {p:?}"
-        );
-        w.flush().await.expect("flush");
-        let n = poll_fn(|cx| Pin::new(&mut w).poll_write(cx, b"abcdef"))
-            .await
-            .expect("retry");
-        assert_eq!(n, 3, "the earlier write is reported");
-        // A retry with different bytes after Pending is refused: "xyz" is on the wire.
+        assert!(matches!(p, Poll::Ready(Ok(3))), "queued at once: {p:?}");
         let p = poll_write_once(&mut w, b"xyz").await;
-        assert!(p.is_pending(), "{p:?}");
-        zerorx::sleep(Duration::from_millis(20)).await;
-        let e = poll_fn(|cx| Pin::new(&mut w).poll_write(cx, b"other"))
-            .await
-            .expect_err("different bytes");
-        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(matches!(p, Poll::Ready(Ok(3))), "{p:?}");
+        // Past the backlog, with a peer that reads nothing yet, a write waits.
+        let big = vec![5u8; 1 << 20];
+        let mut written = 6usize;
+        let mut waited = false;
+        for _ in 0..256 {
+            match poll_write_once(&mut w, &big).await {
+                Poll::Ready(Ok(n)) => written += n,
+                Poll::Ready(Err(e)) => panic!("write failed: {e}"),
+                Poll::Pending => {
+                    waited = true;
+                    break;
+                }
+            }
+        }
+        assert!(waited, "{written} bytes accepted without pushing back");
+        assert!(
+            c_backlog(&w) > zerorx::net::WRITE_BACKLOG,
+            "it waits only past the backlog"
+        );
+        // The reader drains it all; the writer finishes and closes.
+        let reader = spawn(async move {
+            let mut got = Vec::new();
+            let mut r = s.compat();
+            timeout(T, r.read_to_end(&mut got))
+                .await
+                .expect("in time")
+                .expect("read");
+            got
+        });
         w.close().await.expect("close");
-        let mut got = Vec::new();
-        let mut r = s.compat();
-        timeout(T, r.read_to_end(&mut got))
-            .await
-            .expect("in time")
-            .expect("read");
-        assert_eq!(got, b"abcxyz", "each write on the wire exactly once");
+        let got = reader.await.expect("reader");
+        assert_eq!(got.len(), written);
+        assert_eq!(&got[..6], b"abcxyz", "each write on the wire once, in order");
+        assert!(got[6..].iter().all(|&b| b == 5));
     });
+}
+
+#[test]
+fn a_send_failure_is_returned_by_a_later_write_or_flush() {
+    let _g = common::fd_lock();
+    rt().block_on(async {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let peer = std::thread::spawn(move || {
+            let (c, _) = l.accept().expect("accept");
+            // Closed with no linger: the kernel resets the connection.
+            socket2::SockRef::from(&c)
+                .set_linger(Some(Duration::ZERO))
+                .expect("SO_LINGER");
+            drop(c);
+        });
+        let c = TcpStream::connect(addr).await.expect("connect");
+        common::join_peer(peer).await;
+        zerorx::sleep(Duration::from_millis(20)).await;
+        let mut w = c.compat();
+        let piece = vec![1u8; 64 << 10];
+        let mut failed = None;
+        for _ in 0..100 {
+            let r = match w.write_all(&piece).await {
+                Ok(()) => w.flush().await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = r {
+                failed = Some(e);
+                break;
+            }
+        }
+        let e = failed.expect("writes to a reset connection fail");
+        assert!(
+            matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe),
+            "{e}"
+        );
+        // And keep failing.
+        assert!(w.write_all(b"more").await.and(w.flush().await).is_err());
+    });
+}
+
+/// Bytes the adapter's connection has queued and not yet sent.
+fn c_backlog(w: &Compat) -> usize {
+    w.get_ref().send_backlog()
 }
 
 #[test]

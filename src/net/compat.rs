@@ -27,15 +27,16 @@ type OpFuture = Pin<Box<dyn Future<Output = io::Result<()>>>>;
 ///
 /// # Writing copies
 /// `AsyncWrite::poll_write` borrows the caller's slice only for the call, but the
-/// kernel reads the data later, so it is copied into a `Bytes` (and one boxed send
-/// future is allocated per write). A write returns `Ready(n)` once the kernel has
-/// taken all `n` bytes; wrap in a `BufWriter` to batch small writes. As with every
-/// completion-based writer, after `poll_write` returns `Pending` the send is already
-/// under way: call `poll_write` again with the same bytes (every futures combinator
-/// does) — different bytes get an `InvalidInput` error, since the earlier ones are
-/// already on the wire. `poll_flush` waits for a write in flight; `poll_close` also
-/// shuts down the write half. Dropping the adapter with a write in flight cancels it
-/// (some bytes may have been sent): flush or close first.
+/// kernel reads the data later, so it is copied into a `Bytes` and queued on the
+/// connection ([`Connection::queue_send`]): the write returns `Ready(n)` at once, the
+/// runtime sends it on with no task waiting (zero-copy where the runtime's
+/// [`SendZeroCopy`](crate::SendZeroCopy) policy says it pays: a large HTTP body, say),
+/// and what several writes queue meanwhile goes out in one gathered send. Past
+/// [`WRITE_BACKLOG`] bytes queued and not yet sent, `poll_write` waits until they are
+/// (backpressure from a slow reader). A send failure is returned by the next
+/// `poll_write`, `poll_flush` or `poll_close`. `poll_flush` waits until everything
+/// written is sent; `poll_close` also shuts down the write half. Dropping the adapter
+/// leaves what was written to be sent (the connection stays open until it is).
 pub struct Compat<S: AsConnection = Rc<TcpStream>> {
     stream: S,
     /// The received buffer being read from, and how far.
@@ -44,17 +45,12 @@ pub struct Compat<S: AsConnection = Rc<TcpStream>> {
     write: WriteState,
 }
 
+/// Bytes a [`Compat`] lets wait to be sent before `poll_write` waits for them.
+pub const WRITE_BACKLOG: usize = 256 << 10;
+
 enum WriteState {
-    Idle,
-    /// A send of `data` in flight.
-    Writing {
-        data: Bytes,
-        fut: OpFuture,
-    },
-    /// `data` was sent (a flush or close drove it) but no `poll_write` has reported it.
-    Written {
-        data: Bytes,
-    },
+    Open,
+    /// Flushing, then the write half's shutdown in flight.
     Closing(OpFuture),
     Closed,
 }
@@ -67,7 +63,7 @@ impl<S: AsConnection> Compat<S> {
             stream,
             rx: None,
             eof: false,
-            write: WriteState::Idle,
+            write: WriteState::Open,
         }
     }
 
@@ -77,7 +73,7 @@ impl<S: AsConnection> Compat<S> {
     }
 
     /// The connection back, with the received bytes not read yet (nothing is dropped).
-    /// A write still in flight is cancelled: flush first.
+    /// Bytes written and not yet sent are still sent: flush first to know they were.
     pub fn into_inner(self) -> (S, Bytes) {
         let rest = match self.rx {
             Some((buf, pos)) => buf.into_bytes().slice(pos..),
@@ -86,19 +82,6 @@ impl<S: AsConnection> Compat<S> {
         (self.stream, rest)
     }
 
-    /// Drives a write in flight to completion (recording it as sent but unreported).
-    fn poll_write_done(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if let WriteState::Writing { fut, .. } = &mut self.write {
-            let res = std::task::ready!(fut.as_mut().poll(cx));
-            let data = match std::mem::replace(&mut self.write, WriteState::Idle) {
-                WriteState::Writing { data, .. } => data,
-                _ => Bytes::new(),
-            };
-            res?;
-            self.write = WriteState::Written { data };
-        }
-        Poll::Ready(Ok(()))
-    }
 }
 
 impl TcpStream {
@@ -202,59 +185,40 @@ impl<S: AsConnection + Unpin> AsyncWrite for Compat<S> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        std::task::ready!(this.poll_write_done(cx))?;
-        match std::mem::replace(&mut this.write, WriteState::Idle) {
-            WriteState::Written { data } => {
-                return Poll::Ready(if buf.starts_with(&data[..]) {
-                    Ok(data.len())
-                } else {
-                    Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "poll_write called with different bytes after it returned Pending; \
-                         the earlier bytes were already sent",
-                    ))
-                });
-            }
-            state @ (WriteState::Closing(_) | WriteState::Closed) => {
-                this.write = state;
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "write after poll_close",
-                )));
-            }
-            WriteState::Idle | WriteState::Writing { .. } => {}
+        if !matches!(this.write, WriteState::Open) {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "write after poll_close",
+            )));
+        }
+        let conn = this.stream.connection();
+        if conn.send_backlog() > WRITE_BACKLOG {
+            std::task::ready!(conn.poll_flush_sends(cx))?;
         }
         if buf.is_empty() {
-            return Poll::Ready(Ok(0));
+            return Poll::Ready(conn.sends_done().unwrap_or(Ok(())).map(|()| 0));
         }
-        let data = Bytes::copy_from_slice(buf);
-        // The send future holds the socket itself, not a borrow of the stream.
-        let mut fut: OpFuture = Box::pin(this.stream.connection().send(data.clone()));
-        match fut.as_mut().poll(cx) {
-            Poll::Ready(res) => Poll::Ready(res.map(|()| data.len())),
-            Poll::Pending => {
-                this.write = WriteState::Writing { data, fut };
-                Poll::Pending
-            }
-        }
+        conn.queue_send(Bytes::copy_from_slice(buf))?;
+        Poll::Ready(Ok(buf.len()))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         match &mut this.write {
+            WriteState::Open => this.stream.connection().poll_flush_sends(cx),
             WriteState::Closing(fut) => {
                 let res = std::task::ready!(fut.as_mut().poll(cx));
                 this.write = WriteState::Closed;
                 Poll::Ready(res)
             }
-            _ => this.poll_write_done(cx),
+            WriteState::Closed => Poll::Ready(Ok(())),
         }
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        std::task::ready!(this.poll_write_done(cx))?;
-        if matches!(this.write, WriteState::Idle | WriteState::Written { .. }) {
+        if matches!(this.write, WriteState::Open) {
+            std::task::ready!(this.stream.connection().poll_flush_sends(cx))?;
             this.write = WriteState::Closing(Box::pin(
                 this.stream
                     .connection()

@@ -32,7 +32,7 @@ pub use crate::ops::send_queue::SendProgress;
 pub use chain::{BytesChain, ChainSegments};
 #[cfg(any(feature = "hyper", feature = "tokio-io"))]
 pub(crate) use compat::poll_copy_out;
-pub use compat::Compat;
+pub use compat::{Compat, WRITE_BACKLOG};
 pub use connection::{AsConnection, Connection};
 pub use forward::{forward, forward_both, FORWARD_BACKLOG};
 pub use frame::{CopyStats, FrameReader};

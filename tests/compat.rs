@@ -286,7 +286,11 @@ fn poll_write_queues_and_pushes_back_past_the_backlog() {
         w.close().await.expect("close");
         let got = reader.await.expect("reader");
         assert_eq!(got.len(), written);
-        assert_eq!(&got[..6], b"abcxyz", "each write on the wire once, in order");
+        assert_eq!(
+            &got[..6],
+            b"abcxyz",
+            "each write on the wire once, in order"
+        );
         assert!(got[6..].iter().all(|&b| b == 5));
     });
 }

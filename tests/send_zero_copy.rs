@@ -13,6 +13,7 @@ use common::{join_peer, pool_drained, random};
 use std::io::Read;
 use std::time::{Duration, Instant};
 use zerorx::net::UnixStream;
+use zerorx::runtime::{RegisteredBuf, REGISTERED_CHUNK};
 use zerorx::{spawn, timeout, Runtime, SendZeroCopy, WorkerMetricsSnapshot};
 
 /// One worker, the small pool, and `policy`.
@@ -249,4 +250,117 @@ fn a_runtime_shut_down_with_zero_copy_sends_in_flight_ends_in_time_without_leaki
     assert_eq!(h.metrics()[0].leaked_ops, 0, "an op's memory was leaked");
     drop(h);
     assert_eq!(common::fd_count(), before, "an fd leaked");
+}
+
+/// Chunks of worker 0's registered arena not handed out, and in all.
+fn arena_chunks() -> (usize, usize) {
+    zerorx::runtime::registered_chunks().expect("the arena was made")
+}
+
+#[test]
+fn registered_buffers_go_out_zero_copy_and_return_to_the_arena_after_the_notification() {
+    let _fds = common::fd_lock();
+    let mut b = common::small_pool_builder();
+    b.send_zero_copy(SendZeroCopy::Always { threshold: 0 })
+        .send_arena(4 * REGISTERED_CHUNK);
+    let rt = b.build().expect("runtime");
+    let h = rt.handle().clone();
+    rt.block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let peer = reader(addr);
+        let (s, _) = l.accept().await.expect("accept");
+        let data = random(31, 5 * REGISTERED_CHUNK + 1000);
+        // One at a time: each a single SEND_ZC naming the registered buffer.
+        for piece in data[..2 * REGISTERED_CHUNK].chunks(REGISTERED_CHUNK) {
+            let mut buf = RegisteredBuf::new().expect("registers").expect("a chunk");
+            buf.extend_from_slice(piece).expect("fits");
+            s.queue_send(buf).expect("queue");
+            s.flush_sends().await.expect("sent");
+            assert_eq!(arena_chunks(), (4, 4), "the chunk is back after the notification");
+        }
+        // Then four queued together (gathered into one SENDMSG_ZC).
+        let mut sent = 2 * REGISTERED_CHUNK;
+        for piece in data[sent..].chunks(REGISTERED_CHUNK) {
+            let mut buf = RegisteredBuf::new()
+                .expect("the arena registers")
+                .expect("a free chunk");
+            assert_eq!(buf.capacity(), REGISTERED_CHUNK);
+            buf.extend_from_slice(piece).expect("fits");
+            if piece.len() == REGISTERED_CHUNK {
+                let e = buf.extend_from_slice(&[0]).expect_err("a full chunk refuses more");
+                assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+            }
+            s.queue_send(buf).expect("queue");
+            sent += piece.len();
+        }
+        assert_eq!(sent, data.len());
+        // Four chunks in all, all handed out: the next asks for more than there is.
+        assert_eq!(arena_chunks(), (0, 4));
+        assert!(RegisteredBuf::new().expect("no error").is_none(), "the arena is full");
+        timeout(Duration::from_secs(30), s.flush_sends())
+            .await
+            .expect("flushed in time")
+            .expect("sent");
+        // After the flush (which waits for the notifications) every chunk is back.
+        assert_eq!(arena_chunks(), (4, 4));
+        drop(s);
+        let got = join_peer(peer).await;
+        let first_diff = got.iter().zip(&data).position(|(a, b)| a != b);
+        assert!(
+            got == data,
+            "the bytes arrived changed or out of order: got {} of {}, first difference at {first_diff:?}",
+            got.len(),
+            data.len()
+        );
+    });
+    let m = metrics(&h);
+    assert!(m.send_zc >= 1, "{m:?}");
+}
+
+#[test]
+fn an_arena_of_size_zero_hands_out_nothing_and_compat_writes_still_go() {
+    use futures_util::io::AsyncWriteExt;
+    let _fds = common::fd_lock();
+    let mut b = common::small_pool_builder();
+    b.send_zero_copy(SendZeroCopy::Always { threshold: 0 })
+        .send_arena(0);
+    b.build().expect("runtime").block_on(async {
+        assert!(RegisteredBuf::new().expect("no error").is_none());
+        let (l, addr) = common::loopback_listener();
+        let peer = reader(addr);
+        let (s, _) = l.accept().await.expect("accept");
+        let data = random(32, 300_000);
+        let mut w = s.compat();
+        w.write_all(&data).await.expect("write");
+        w.close().await.expect("close");
+        drop(w);
+        assert!(join_peer(peer).await == data);
+    });
+}
+
+#[test]
+fn compat_writes_that_go_zero_copy_use_the_registered_arena() {
+    use futures_util::io::AsyncWriteExt;
+    let _fds = common::fd_lock();
+    let mut b = common::small_pool_builder();
+    b.send_zero_copy(SendZeroCopy::Always {
+        threshold: 16 << 10,
+    })
+    .send_arena(8 * REGISTERED_CHUNK);
+    b.build().expect("runtime").block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let peer = reader(addr);
+        let (s, _) = l.accept().await.expect("accept");
+        let data = random(33, 1 << 20);
+        let mut w = s.compat();
+        w.write_all(&data[..1000]).await.expect("a small write");
+        w.write_all(&data[1000..]).await.expect("large writes");
+        // Large writes took registered chunks (the arena exists now).
+        let (_, all) = arena_chunks();
+        assert_eq!(all, 8);
+        w.close().await.expect("close");
+        assert_eq!(arena_chunks(), (8, 8), "every chunk back after the flush");
+        drop(w);
+        assert!(join_peer(peer).await == data, "the bytes arrived changed");
+    });
 }

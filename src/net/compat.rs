@@ -3,6 +3,7 @@
 //! (codecs, `futures::io::copy`, line readers) runs on zerorx.
 
 use super::{AsConnection, Connection, TcpStream, UnixStream};
+use crate::runtime::{RegisteredBuf, REGISTERED_CHUNK};
 use bytes::Bytes;
 use futures_io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use std::future::Future;
@@ -34,7 +35,10 @@ type OpFuture = Pin<Box<dyn Future<Output = io::Result<()>>>>;
 /// and what several writes queue meanwhile goes out in one gathered send. Past
 /// [`WRITE_BACKLOG`] bytes queued and not yet sent, `poll_write` waits until they are
 /// (backpressure from a slow reader). A send failure is returned by the next
-/// `poll_write`, `poll_flush` or `poll_close`. `poll_flush` waits until everything
+/// `poll_write`, `poll_flush` or `poll_close`. A write that will go out zero-copy is
+/// copied into the worker's registered send arena instead
+/// ([`RegisteredBuf`](crate::runtime::RegisteredBuf), at most one 64 KiB chunk per
+/// call), so the kernel does not pin it per send. `poll_flush` waits until everything
 /// written is sent; `poll_close` also shuts down the write half. Dropping the adapter
 /// leaves what was written to be sent (the connection stays open until it is).
 pub struct Compat<S: AsConnection = Rc<TcpStream>> {
@@ -81,7 +85,6 @@ impl<S: AsConnection> Compat<S> {
         };
         (self.stream, rest)
     }
-
 }
 
 impl TcpStream {
@@ -197,6 +200,19 @@ impl<S: AsConnection + Unpin> AsyncWrite for Compat<S> {
         }
         if buf.is_empty() {
             return Poll::Ready(conn.sends_done().unwrap_or(Ok(())).map(|()| 0));
+        }
+        // A write that will go out zero-copy is copied into registered memory (a
+        // chunk at a time: the caller writes the rest next), so the kernel does not
+        // pin its pages per send; with the arena full, into the heap as usual.
+        if conn.would_send_zero_copy(buf.len().min(REGISTERED_CHUNK)) {
+            // An arena that cannot be registered was reported once, by the call that
+            // tried; the bytes go from the heap then.
+            if let Ok(Some(mut chunk)) = RegisteredBuf::new() {
+                let n = buf.len().min(REGISTERED_CHUNK);
+                chunk.extend_from_slice(&buf[..n])?;
+                conn.queue_send(chunk)?;
+                return Poll::Ready(Ok(n));
+            }
         }
         conn.queue_send(Bytes::copy_from_slice(buf))?;
         Poll::Ready(Ok(buf.len()))

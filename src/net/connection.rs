@@ -185,6 +185,12 @@ impl Connection {
         crate::ops::send_queue::cancel(&self.fd)
     }
 
+    /// Whether `len` bytes queued now would go out zero-copy (see
+    /// `send_queue::would_send_zero_copy`).
+    pub(crate) fn would_send_zero_copy(&self, len: usize) -> bool {
+        crate::ops::send_queue::would_send_zero_copy(&self.fd, len)
+    }
+
     /// Bytes queued with [`queue_send`](Self::queue_send) and not yet sent.
     pub fn send_backlog(&self) -> usize {
         crate::ops::send_queue::backlog(&self.fd)

@@ -47,12 +47,18 @@ pub(crate) fn sendmsg_entry(socket: &SharedFd, msghdr: &libc::msghdr) -> squeue:
 const ZC_MSG_FLAGS: i32 = libc::MSG_NOSIGNAL | libc::MSG_WAITALL;
 
 /// The SEND_ZC of `bytes` on `socket`, whose notification says whether the kernel
-/// copied after all (`IORING_SEND_ZC_REPORT_USAGE`).
-pub(crate) fn send_zc_entry(socket: &SharedFd, bytes: &[u8]) -> squeue::Entry {
+/// copied after all (`IORING_SEND_ZC_REPORT_USAGE`); `registered`: the fixed-buffer
+/// slot `bytes` lie in (`IORING_RECVSEND_FIXED_BUF`: no pinning per send).
+pub(crate) fn send_zc_entry(
+    socket: &SharedFd,
+    bytes: &[u8],
+    registered: Option<u16>,
+) -> squeue::Entry {
     let len = bytes.len().min(u32::MAX as usize) as u32;
     opcode::SendZc::new(fd(socket), bytes.as_ptr(), len)
         .flags(ZC_MSG_FLAGS)
         .zc_flags(zcrx::abi::IORING_SEND_ZC_REPORT_USAGE)
+        .buf_index(registered)
         .build()
 }
 

@@ -1,6 +1,7 @@
 //! [`SendBuf`]: the bytes a send hands to the kernel, either shared [`Bytes`] or a
 //! received [`RxBuf`] sent back as it is.
 
+use crate::runtime::RegisteredBuf;
 use bytes::Bytes;
 use std::ops::Deref;
 use zcrx::RxBuf;
@@ -13,15 +14,36 @@ use zcrx::RxBuf;
 /// `SEND_ZC`, the notification), even when the send future is dropped first; an
 /// `RxBuf`'s chunk goes back to its pool then.
 ///
-/// Both kinds keep their bytes where they are while the value moves (`Bytes` on the
-/// heap or in static memory, `RxBuf` in the pool's mapped area), which is what lets a
-/// send op point the kernel at them.
+/// A [`RegisteredBuf`] is memory registered with the ring: a zero-copy send of it
+/// names the registration, so the kernel does not pin it per send.
+///
+/// Every kind keeps its bytes where they are while the value moves (`Bytes` on the
+/// heap or in static memory, `RxBuf` in the pool's mapped area, `RegisteredBuf` in the
+/// worker's arena), which is what lets a send op point the kernel at them.
 #[derive(Debug)]
 pub enum SendBuf {
     /// Shared bytes.
     Bytes(Bytes),
     /// A receive-pool buffer.
     Rx(RxBuf),
+    /// A chunk of the worker's registered send arena.
+    Registered(RegisteredBuf),
+}
+
+impl From<RegisteredBuf> for SendBuf {
+    fn from(b: RegisteredBuf) -> SendBuf {
+        SendBuf::Registered(b)
+    }
+}
+
+impl SendBuf {
+    /// The fixed-buffer slot of registered memory, if it is that.
+    pub(crate) fn registered_slot(&self) -> Option<u16> {
+        match self {
+            SendBuf::Registered(b) => Some(b.slot()),
+            _ => None,
+        }
+    }
 }
 
 impl From<Bytes> for SendBuf {
@@ -43,6 +65,7 @@ impl Deref for SendBuf {
         match self {
             SendBuf::Bytes(b) => b,
             SendBuf::Rx(b) => b,
+            SendBuf::Registered(b) => b,
         }
     }
 }

@@ -291,6 +291,15 @@ fn peer_is_local(socket: &SocketFd) -> bool {
     }
 }
 
+/// Whether a send of `len` bytes queued on `socket` now would go out zero-copy, as far
+/// as the policy and what the socket learnt say (its peer may still turn out to be
+/// this host at the first such send). For writers that copy anyway: they copy into
+/// registered memory then ([`RegisteredBuf`](crate::runtime::RegisteredBuf)).
+pub(crate) fn would_send_zero_copy(socket: &SharedFd, len: usize) -> bool {
+    context::with_core(|core| len >= core.send_zc.threshold()).unwrap_or(false)
+        && !socket.sends_copy()
+}
+
 /// The failure kept for `socket`, if any (a call that queued nothing reports it too).
 fn failure_of(socket: &SharedFd) -> io::Result<()> {
     let failed = with_writers(|w| w.by_socket.get(&key(socket)).and_then(|w| w.failed));
@@ -696,7 +705,7 @@ unsafe impl OpCode for QueuedSend {
         if let [one] = &self.bufs[..] {
             let bytes = &one[self.skip.min(one.len())..];
             return if zc {
-                send_zc_entry(&self.socket, bytes)
+                send_zc_entry(&self.socket, bytes, one.registered_slot())
             } else {
                 send_entry(&self.socket, bytes)
             };

@@ -20,6 +20,7 @@ pub(crate) mod pressure;
 mod receive_mode;
 mod receive_plan;
 pub(crate) mod rx_state;
+mod send_arena;
 mod send_zero_copy;
 mod shutdown;
 pub mod tuning;
@@ -42,6 +43,7 @@ pub use receive_mode::{
     RECEIVE_MODE_SYNTAX,
 };
 pub use receive_plan::{plan_receive, ReceiveRole};
+pub use send_arena::{registered_chunks, RegisteredBuf, REGISTERED_CHUNK};
 pub use send_zero_copy::{SendZeroCopy, DEFAULT_SEND_ZC_THRESHOLD};
 
 /// One worker's ZCRX instance, as [`Handle::zc_instances`] reports it.

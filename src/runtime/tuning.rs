@@ -55,7 +55,7 @@ impl fmt::Display for Setting {
 }
 
 /// Every variable, the setting it sets and what it accepts.
-pub const VARIABLES: [(&str, &str, &str); 16] = [
+pub const VARIABLES: [(&str, &str, &str); 17] = [
     (
         "ZERORX_THREADS",
         "threads",
@@ -120,6 +120,11 @@ pub const VARIABLES: [(&str, &str, &str); 16] = [
         "a duration (500ms, 10s)",
     ),
     ("ZERORX_SEND_ZC", "send_zero_copy", SEND_ZC_SYNTAX),
+    (
+        "ZERORX_SEND_ARENA",
+        "send_arena",
+        "bytes, with an optional K, M or G (4M; 0: none)",
+    ),
 ];
 
 /// The error for `variable` holding `value`.

@@ -42,6 +42,8 @@ pub(crate) struct WorkerConfig {
     pub(crate) udp_pool: Option<CopyPoolConfig>,
     /// When queued sends go out zero-copy.
     pub(crate) send_zc: super::SendZeroCopy,
+    /// Bytes of each worker's registered send arena.
+    pub(crate) send_arena: usize,
 }
 
 impl WorkerConfig {
@@ -130,6 +132,10 @@ pub(crate) struct Core {
     pub(crate) fixed: RefCell<Option<Rc<super::fixed_buffers::FixedTable>>>,
     /// When this worker's queued sends go out zero-copy.
     pub(crate) send_zc: super::SendZeroCopy,
+    /// Bytes of the registered send arena (`0`: none, or its registration failed),
+    /// and the arena once made.
+    pub(crate) send_arena_bytes: Cell<usize>,
+    pub(crate) send_arena: RefCell<Option<Rc<super::send_arena::Arena>>>,
 }
 
 /// Tasks polled per turn at most, so I/O completions and timers are not starved by a
@@ -200,6 +206,8 @@ impl Core {
             wakers: Cell::new(Vec::new()),
             fixed: RefCell::new(None),
             send_zc: cfg.send_zc,
+            send_arena_bytes: Cell::new(cfg.send_arena),
+            send_arena: RefCell::new(None),
         })
     }
 

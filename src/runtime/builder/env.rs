@@ -84,6 +84,10 @@ impl Builder {
                 self.blocking_keep_alive = tuning::positive_duration(variable, value)?
             }
             "ZERORX_SEND_ZC" => self.send_zc = tuning::send_zero_copy(variable, value)?,
+            "ZERORX_SEND_ARENA" => {
+                self.send_arena = usize::try_from(tuning::size(variable, value)?)
+                    .map_err(|_| tuning::bad(variable, value))?
+            }
             "ZERORX_RECV_MEMORY_LIMIT" => {
                 self.recv_memory_limit = Some(
                     usize::try_from(tuning::size(variable, value)?)
@@ -139,6 +143,7 @@ impl Builder {
                 .to_owned(),
             ),
             "ZERORX_SEND_ZC" => ("send_zero_copy", self.send_zc.to_string()),
+            "ZERORX_SEND_ARENA" => ("send_arena", self.send_arena.to_string()),
             "ZERORX_RECV_BUNDLES" => (
                 "recv_bundles",
                 if self.recv_bundles { "on" } else { "off" }.to_owned(),

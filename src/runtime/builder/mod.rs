@@ -41,6 +41,7 @@ pub struct Builder {
     max_blocking_threads: usize,
     blocking_keep_alive: Duration,
     send_zc: SendZeroCopy,
+    send_arena: usize,
     /// The tunable settings the code set explicitly (by `ZERORX_*` name): those the
     /// environment may not change.
     explicit: Vec<&'static str>,
@@ -75,6 +76,9 @@ const DEFAULT_POOL_BYTES: usize = 4 << 20;
 /// Threads of the blocking pool at most, by default: blocking jobs mostly wait (on a
 /// disk, a database, a lock), so many may run at once without many cores.
 const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
+/// Bytes of each worker's registered send arena by default: 64 chunks of 64 KiB,
+/// registered (and pinned) only when the worker's first `RegisteredBuf` is made.
+const DEFAULT_SEND_ARENA: usize = 4 << 20;
 /// Bytes per pool buffer / chunk by default.
 const DEFAULT_CHUNK_SIZE: u32 = 64 * 1024;
 /// Datagram pool of each worker, registered when a UDP socket first receives from it:
@@ -115,6 +119,7 @@ impl Default for Builder {
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             blocking_keep_alive: Duration::from_secs(10),
             send_zc: SendZeroCopy::default(),
+            send_arena: DEFAULT_SEND_ARENA,
             explicit: Vec::new(),
         }
     }
@@ -323,6 +328,16 @@ impl Builder {
     pub fn send_zero_copy(&mut self, policy: SendZeroCopy) -> &mut Self {
         self.explicit.push("ZERORX_SEND_ZC");
         self.send_zc = policy;
+        self
+    }
+
+    /// Bytes of each worker's registered send arena (default 4 MiB; `0`: none), the
+    /// memory [`RegisteredBuf`](crate::runtime::RegisteredBuf)s come from: registered
+    /// with the ring when the worker's first one is made, in whole
+    /// [`REGISTERED_CHUNK`](crate::runtime::REGISTERED_CHUNK)s (at least one).
+    pub fn send_arena(&mut self, bytes: usize) -> &mut Self {
+        self.explicit.push("ZERORX_SEND_ARENA");
+        self.send_arena = bytes;
         self
     }
 

@@ -76,6 +76,7 @@ impl Builder {
                 ..c
             }),
             send_zc: self.send_zc,
+            send_arena: self.send_arena,
         };
         let report = receive_mode::resolve(
             &self.receive_mode,

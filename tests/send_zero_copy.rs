@@ -98,6 +98,15 @@ fn the_always_policy_sends_zero_copy_and_counts_every_copy_the_kernel_made() {
     // Loopback copies every one, and each notification says so.
     assert_eq!(m.send_zc_copied, m.send_zc, "{m:?}");
     assert_eq!(m.send_zc_off, 0, "`always` kept sending zero-copy: {m:?}");
+    // The state dump says the same (worker 0 answers while a thread is in block_on).
+    let dump = rt.block_on(async { h.dump() });
+    assert_eq!(dump.workers[0].sends.zero_copy, m.send_zc, "{dump}");
+    let text = dump.to_string();
+    let line = format!(
+        "zero-copy sends: {} ({} copied by the kernel), 0 sockets sending plain",
+        m.send_zc, m.send_zc_copied
+    );
+    assert!(text.contains(&line), "{line:?} not in:\n{text}");
 }
 
 #[test]

@@ -34,8 +34,8 @@ pub use builder::{Builder, ZeroCopySharing};
 pub use dump::{
     BlockingDump, BlockingJobDump, DumpSignal, DumpStatus, FdinfoField, FdinfoValue, IoUringOp,
     NicNote, NicQueueDump, OpDump, OpState, PagePoolDump, PoolDump, PoolKind, ProcessState,
-    RingDump, RingFlag, RuntimeDump, SocketAddrs, TaskDump, TaskId, TimersDump, WorkerDump,
-    WorkerPart,
+    RingDump, RingFlag, RuntimeDump, SendsDump, SocketAddrs, TaskDump, TaskId, TimersDump,
+    WorkerDump, WorkerPart,
 };
 pub use handle::Handle;
 pub use receive_mode::{

@@ -49,18 +49,21 @@ impl Arena {
         })
     }
 
-    /// Chunks in the arena.
-    fn chunks(&self) -> usize {
-        self.region.capacity() / REGISTERED_CHUNK
+    /// Its chunks: `(free, in all)`.
+    pub(crate) fn chunk_counts(&self) -> (usize, usize) {
+        (
+            self.free.borrow().len(),
+            self.region.capacity() / REGISTERED_CHUNK,
+        )
     }
 }
 
 /// What the current worker's arena has: `(chunks free, chunks in all)`, `None` before
-/// its first [`RegisteredBuf`] (or off a worker).
+/// its first [`RegisteredBuf`] (or off a worker). Also in the state dump.
 pub fn registered_chunks() -> Option<(usize, usize)> {
     context::with_core(|core| {
         let arena = core.send_arena.borrow();
-        arena.as_ref().map(|a| (a.free.borrow().len(), a.chunks()))
+        arena.as_ref().map(|a| a.chunk_counts())
     })
     .flatten()
 }

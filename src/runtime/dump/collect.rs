@@ -4,8 +4,8 @@
 
 use super::kernel;
 use super::{
-    DumpStatus, OpDump, PoolDump, PoolKind, RingDump, RingFlag, TaskDump, TaskId, TimersDump,
-    WorkerDump, WorkerPart,
+    DumpStatus, OpDump, PoolDump, PoolKind, RingDump, RingFlag, SendsDump, TaskDump, TaskId,
+    TimersDump, WorkerDump, WorkerPart,
 };
 use crate::executor::task::{task_of, TaskName, UNREGISTERED};
 use crate::runtime::worker::{Core, WorkerShared};
@@ -127,6 +127,16 @@ impl Core {
             pools: pools(shared),
             receives_waiting_for_buffers: self.rx.waiting(),
             pools_held_ms: self.rx.held_since().map(|t| t.elapsed().as_millis() as u64),
+            sends: SendsDump {
+                zero_copy: metrics.send_zc,
+                copied: metrics.send_zc_copied,
+                sockets_plain: metrics.send_zc_off,
+                arena_chunks: self
+                    .send_arena
+                    .try_borrow()
+                    .ok()
+                    .and_then(|a| a.as_ref().map(|a| a.chunk_counts())),
+            },
             ..WorkerDump::default()
         };
         let mut busy = Vec::new();

@@ -124,6 +124,24 @@ pub struct WorkerDump {
     /// are not.
     #[serde(default)]
     pub pools_held_ms: Option<u64>,
+    /// The worker's zero-copy sends and registered send memory.
+    #[serde(default)]
+    pub sends: SendsDump,
+}
+
+/// A worker's zero-copy sends (`zerorx::SendZeroCopy`) and its registered send arena.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SendsDump {
+    /// Queued sends that went out zero-copy.
+    pub zero_copy: u64,
+    /// Of them, those the kernel copied after all.
+    pub copied: u64,
+    /// Sockets whose sends went plain (copied, refused, or a peer on this host).
+    pub sockets_plain: u64,
+    /// The registered send arena's chunks: `(free, in all)`; `None` before the
+    /// worker's first `RegisteredBuf`.
+    pub arena_chunks: Option<(usize, usize)>,
 }
 
 /// A ring: the user side's view and the kernel's (`/proc/self/fdinfo`).

@@ -120,6 +120,20 @@ impl Display for WorkerDump {
             "; receives waiting for buffers: {}",
             self.receives_waiting_for_buffers
         )?;
+        let s = &self.sends;
+        if s.zero_copy > 0 || s.sockets_plain > 0 || s.arena_chunks.is_some() {
+            write!(
+                f,
+                "  zero-copy sends: {} ({} copied by the kernel), {} sockets sending plain",
+                s.zero_copy, s.copied, s.sockets_plain
+            )?;
+            match s.arena_chunks {
+                Some((free, all)) => {
+                    writeln!(f, "; registered arena: {free} of {all} chunks free")?
+                }
+                None => writeln!(f)?,
+            }
+        }
         if let Some(ms) = self.pools_held_ms {
             writeln!(
                 f,

@@ -55,8 +55,9 @@ use std::time::{Duration, Instant};
 ///
 /// Reads copy each received buffer once, into hyper's read buffer (hyper's API hands
 /// us its memory); a buffer hyper does not take whole is kept for the next read.
-/// Writes are [`Compat`]'s: each is copied into an owned buffer the kernel reads
-/// later, and reported written once the kernel took it.
+/// Writes are [`Compat`]'s: each is copied into an owned buffer (registered send
+/// memory when it will go out zero-copy: a large body) and queued on the connection;
+/// a flush waits until the kernel has sent it.
 ///
 /// Any `AsyncBufRead + AsyncWrite` works through [`from_io`](HyperIo::from_io): a TLS
 /// stream (feature `rustls`) wrapped in a `futures::io::BufReader`, for one.

@@ -432,6 +432,136 @@ fn nodev_receive_every_byte_at_the_cqe_offset() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Waits for the CQEs of `user_data` until one comes without `F_MORE`; returns every
+/// `(res, flags)` of them, in order. Other CQEs (the armed receive's) are dropped.
+fn completions_of(ring: &mut Ring, user_data: u64) -> Result<Vec<(i32, u32)>, Failed> {
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let ts = Timespec::new().nsec(5_000_000);
+        let _ = ring
+            .submitter()
+            .submit_with_args(1, &SubmitArgs::new().timespec(&ts));
+        for cqe in ring.completion().collect::<Vec<cqueue::Entry32>>() {
+            if cqe.user_data() == user_data {
+                got.push((cqe.result(), cqe.flags()));
+                if !cqueue::more(cqe.flags()) {
+                    return Ok(got);
+                }
+            }
+        }
+    }
+    Err(format!("no final CQE for {user_data} in 10 s (got {got:?})").into())
+}
+
+/// What the kernel does with a ZCRX area's pages as the memory of a zero-copy send:
+/// received bytes sent on from the area as they are (`SEND_ZC`), then with the area
+/// registered as a fixed buffer of the same ring (`IORING_RECVSEND_FIXED_BUF`). Both
+/// go out byte for byte, and each notification reports the copy loopback makes
+/// (`IORING_NOTIF_USAGE_ZC_COPIED`). A device-less area is ordinary memory the kernel
+/// pinned for the instance; pinning it again for the send, or registering it, is
+/// allowed.
+fn nodev_an_areas_pages_go_out_as_send_memory_registered_or_not() -> Result<(), Failed> {
+    let mut ring = zcrx_ring()?;
+    let pool = nodev_pool(&ring, 16, 0)?;
+    let (sock, writer) = stream(3000);
+    let fd = sock.as_raw_fd();
+    // SAFETY: the socket outlives the ring's use of it (the ring is dropped first).
+    unsafe {
+        ring.submission()
+            .push(&pool.recv_zc(fd, 0).user_data(fd as u64))
+    }
+    .map_err(|_| "SQ full")?;
+    // The first received buffer.
+    let mut buf = None;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while buf.is_none() && Instant::now() < deadline {
+        let ts = Timespec::new().nsec(5_000_000);
+        let _ = ring
+            .submitter()
+            .submit_with_args(1, &SubmitArgs::new().timespec(&ts));
+        for cqe in ring.completion().collect::<Vec<cqueue::Entry32>>() {
+            if cqe.user_data() == fd as u64 && cqe.result() > 0 && buf.is_none() {
+                buf = Some(
+                    pool.take(cqe.result(), *cqe.big_cqe())
+                        .map_err(|e| e.to_string())?,
+                );
+            }
+        }
+    }
+    let buf = buf.ok_or("nothing received in 10 s")?;
+    writer.join().map_err(|_| "writer")?;
+    // A sink for what is sent on.
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    let addr = l.local_addr()?;
+    let sink = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().expect("accept");
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut c, &mut got).expect("read");
+        got
+    });
+    let out = TcpStream::connect(addr)?;
+    let send = |ring: &mut Ring, index: Option<u16>, user_data: u64| {
+        let e = io_uring::opcode::SendZc::new(
+            io_uring::types::Fd(out.as_raw_fd()),
+            buf.as_ptr(),
+            buf.len() as u32,
+        )
+        .zc_flags(abi::IORING_SEND_ZC_REPORT_USAGE)
+        .buf_index(index)
+        .build()
+        .user_data(user_data);
+        // SAFETY: `buf` (in the area, alive until the pool drops after the ring) and
+        // `out` outlive the send, which ends with its notification below.
+        unsafe { ring.submission().push(&e) }.map_err(|_| Failed::from("SQ full"))?;
+        let cqes = completions_of(ring, user_data)?;
+        match cqes[..] {
+            [(res, f1), (usage, f2)]
+                if res == buf.len() as i32
+                    && cqueue::more(f1)
+                    && f2 & abi::cqe_flags::NOTIF != 0 =>
+            {
+                Ok(usage as u32 & abi::IORING_NOTIF_USAGE_ZC_COPIED != 0)
+            }
+            _ => Err(Failed::from(format!(
+                "SEND_ZC from the area (registered: {}): {cqes:?}",
+                index.is_some()
+            ))),
+        }
+    };
+    let copied_plain = send(&mut ring, None, 1)?;
+    // The area as a fixed buffer of this ring.
+    let area = libc::iovec {
+        iov_base: buf.as_ptr().wrapping_sub(buf.area_offset()) as *mut libc::c_void,
+        iov_len: 16 * zcrx::sys::page_size(),
+    };
+    // SAFETY: the area lives until the pool drops, after the ring (which drops the
+    // registration with it).
+    unsafe { ring.submitter().register_buffers(&[area]) }
+        .map_err(|e| format!("registering a device-less area as a fixed buffer: {e}"))?;
+    let copied_registered = send(&mut ring, Some(0), 2)?;
+    drop(out);
+    let got = sink.join().map_err(|_| "sink")?;
+    let want: Vec<u8> = buf.iter().chain(buf.iter()).copied().collect();
+    if got != want {
+        return Err(format!(
+            "sent on {} bytes, {} arrived or they differ",
+            want.len(),
+            got.len()
+        )
+        .into());
+    }
+    if !(copied_plain && copied_registered) {
+        return Err(format!(
+            "loopback copies every zero-copy send: notifications said {copied_plain}, {copied_registered}"
+        )
+        .into());
+    }
+    drop(buf);
+    drop(ring);
+    Ok(())
+}
+
 /// The user_data the event tests register their event CQEs under.
 const EVENTS: u64 = 0xE7E7_0000;
 
@@ -891,8 +1021,12 @@ fn main() {
             zcrx_device_less_mode_matches_the_probe,
         ),
     ];
-    let nodev: [(&str, Case); 9] = [
+    let nodev: [(&str, Case); 10] = [
         ("nodev_registration", nodev_registration),
+        (
+            "nodev_an_areas_pages_go_out_as_send_memory_registered_or_not",
+            nodev_an_areas_pages_go_out_as_send_memory_registered_or_not,
+        ),
         feature_or_fallback(
             f.events,
             (

@@ -83,20 +83,8 @@ fn a_queued_echo_of_received_buffers_is_byte_exact_and_returns_every_buffer() {
     let h = rt.handle().clone();
     rt.block_on(async move {
         let (l, addr) = common::loopback_listener();
-        let server = spawn(async move {
-            let (s, _) = l.accept().await.expect("accept");
-            let mut echoed = 0usize;
-            while let Some(buf) = s.recv().await.expect("recv") {
-                echoed += buf.len();
-                s.queue_send(buf).expect("queue the RxBuf");
-                // The pool has 16 buffers: past a few queued, wait for them to go.
-                if s.send_backlog() > 4 * 4096 {
-                    s.flush_sends().await.expect("flush");
-                }
-            }
-            s.flush_sends().await.expect("the last sends");
-            echoed
-        });
+        // The pool has 16 buffers: past a few queued, wait for them to go.
+        let server = common::queued_echo_server(l, 4 * 4096);
         let data = random(7, 1 << 20);
         let client = common::std_echo_client(addr, data, 5_003);
         let echoed = timeout(Duration::from_secs(30), server)
@@ -211,19 +199,7 @@ fn a_runtime_shut_down_with_a_send_stuck_in_flight_ends_in_time_without_leaking(
         });
         peer
     });
-    let start = Instant::now();
-    drop(rt);
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "shutdown took {:?}",
-        start.elapsed()
-    );
-    let _ = go.send(());
-    peer.join().expect("peer");
-    assert_eq!(h.metrics()[0].leaked_ops, 0, "an op's memory was leaked");
-    // The handle keeps the runtime's eventfd.
-    drop(h);
-    assert_eq!(common::fd_count(), before, "an fd leaked");
+    common::shutdown_with_a_stuck_send_is_clean(rt, h, go, peer, before);
 }
 
 #[test]
@@ -251,49 +227,5 @@ fn thousands_of_small_queued_sends_go_out_past_the_iovec_limit() {
 
 #[test]
 fn cancelled_sends_stuck_behind_a_peer_that_does_not_read_let_the_socket_go() {
-    let _fds = common::fd_lock();
-    let before = common::fd_count();
-    common::small_pool_rt().block_on(async {
-        let (l, addr) = common::loopback_listener();
-        let (go, wait) = std::sync::mpsc::channel::<()>();
-        let peer = std::thread::spawn(move || {
-            let mut c = std::net::TcpStream::connect(addr).expect("connect");
-            // Reads nothing until told to, then sees the end of stream soon.
-            let _ = wait.recv_timeout(Duration::from_secs(30));
-            c.set_read_timeout(Some(Duration::from_secs(10)))
-                .expect("timeout");
-            let mut sink = Vec::new();
-            c.read_to_end(&mut sink).expect("read to the end")
-        });
-        let (s, _) = l.accept().await.expect("accept");
-        s.queue_send(Bytes::from(vec![1u8; 16 << 20]))
-            .expect("queue");
-        s.queue_send(Bytes::from_static(b"behind it"))
-            .expect("queue");
-        sleep(Duration::from_millis(50)).await;
-        assert!(s.send_backlog() > 0, "the peer reads nothing");
-        s.cancel_sends();
-        let flushed = timeout(Duration::from_secs(5), s.flush_sends())
-            .await
-            .expect("the cancelled send ended");
-        assert_eq!(
-            flushed.expect_err("cancelled").raw_os_error(),
-            Some(libc::ECANCELED)
-        );
-        let again = s
-            .queue_send(Bytes::from_static(b"more"))
-            .expect_err("failed");
-        assert_eq!(again.raw_os_error(), Some(libc::ECANCELED));
-        assert_eq!(s.send_backlog(), 0);
-        drop(s);
-        drop(l);
-        let _ = go.send(());
-        // The socket closed: the peer reaches the end of what was sent.
-        let got = join_peer(peer).await;
-        assert!(
-            got < 16 << 20,
-            "the cancelled send stopped early ({got} bytes)"
-        );
-    });
-    assert_eq!(common::fd_count(), before, "an fd stayed open");
+    common::cancelled_stuck_sends_let_the_socket_go(common::small_pool_rt);
 }

@@ -11,7 +11,7 @@ mod common;
 use bytes::Bytes;
 use common::{join_peer, pool_drained, random};
 use std::io::Read;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use zerorx::net::UnixStream;
 use zerorx::runtime::{RegisteredBuf, REGISTERED_CHUNK};
 use zerorx::{spawn, timeout, Runtime, SendZeroCopy, WorkerMetricsSnapshot};
@@ -117,21 +117,9 @@ fn a_zero_copy_echo_of_received_buffers_is_byte_exact_and_returns_every_buffer()
     let hp = h.clone();
     rt.block_on(async move {
         let (l, addr) = common::loopback_listener();
-        let server = spawn(async move {
-            let (s, _) = l.accept().await.expect("accept");
-            let mut echoed = 0usize;
-            while let Some(buf) = s.recv().await.expect("recv") {
-                echoed += buf.len();
-                s.queue_send(buf).expect("queue the RxBuf");
-                // 16 pool buffers: a received buffer sent zero-copy stays out of the
-                // pool until its notification, which the flush waits for.
-                if s.send_backlog() > 0 {
-                    s.flush_sends().await.expect("flush");
-                }
-            }
-            s.flush_sends().await.expect("the last sends");
-            echoed
-        });
+        // 16 pool buffers: a received buffer sent zero-copy stays out of the pool
+        // until its notification, which the flush waits for.
+        let server = common::queued_echo_server(l, 0);
         let data = random(13, 1 << 20);
         let client = common::std_echo_client(addr, data, 5_003);
         let echoed = timeout(Duration::from_secs(30), server)
@@ -183,44 +171,7 @@ fn a_unix_socket_refuses_zero_copy_and_its_sends_go_plain() {
 
 #[test]
 fn cancelling_zero_copy_sends_stuck_behind_a_peer_that_does_not_read_lets_the_socket_go() {
-    let _fds = common::fd_lock();
-    let before = common::fd_count();
-    rt(SendZeroCopy::Always { threshold: 0 }).block_on(async {
-        let (l, addr) = common::loopback_listener();
-        let (go, wait) = std::sync::mpsc::channel::<()>();
-        let peer = std::thread::spawn(move || {
-            let mut c = std::net::TcpStream::connect(addr).expect("connect");
-            let _ = wait.recv_timeout(Duration::from_secs(30));
-            c.set_read_timeout(Some(Duration::from_secs(10)))
-                .expect("timeout");
-            let mut sink = Vec::new();
-            c.read_to_end(&mut sink).expect("read to the end")
-        });
-        let (s, _) = l.accept().await.expect("accept");
-        s.queue_send(Bytes::from(vec![1u8; 16 << 20]))
-            .expect("queue");
-        s.queue_send(Bytes::from_static(b"behind it"))
-            .expect("queue");
-        zerorx::sleep(Duration::from_millis(50)).await;
-        assert!(s.send_backlog() > 0, "the peer reads nothing");
-        s.cancel_sends();
-        let flushed = timeout(Duration::from_secs(5), s.flush_sends())
-            .await
-            .expect("the cancelled send ended");
-        assert_eq!(
-            flushed.expect_err("cancelled").raw_os_error(),
-            Some(libc::ECANCELED)
-        );
-        drop(s);
-        drop(l);
-        let _ = go.send(());
-        let got = join_peer(peer).await;
-        assert!(
-            got < 16 << 20,
-            "the cancelled send stopped early ({got} bytes)"
-        );
-    });
-    assert_eq!(common::fd_count(), before, "an fd stayed open");
+    common::cancelled_stuck_sends_let_the_socket_go(|| rt(SendZeroCopy::Always { threshold: 0 }));
 }
 
 #[test]
@@ -247,18 +198,7 @@ fn a_runtime_shut_down_with_zero_copy_sends_in_flight_ends_in_time_without_leaki
         });
         peer
     });
-    let start = Instant::now();
-    drop(rt);
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "shutdown took {:?}",
-        start.elapsed()
-    );
-    let _ = go.send(());
-    peer.join().expect("peer");
-    assert_eq!(h.metrics()[0].leaked_ops, 0, "an op's memory was leaked");
-    drop(h);
-    assert_eq!(common::fd_count(), before, "an fd leaked");
+    common::shutdown_with_a_stuck_send_is_clean(rt, h, go, peer, before);
 }
 
 /// Chunks of worker 0's registered arena not handed out, and in all.

@@ -46,6 +46,20 @@ pub use op::OpCode;
 pub use ring::{Completion, RingFlags};
 
 use crate::metrics::{add_owned, WorkerMetrics};
+
+/// The [`DetachedCx`] of driver `$d`, from its fields (a method would borrow the whole
+/// driver, and the caller holds an op's slot of it).
+macro_rules! detached_cx {
+    ($d:ident) => {
+        DetachedCx::new(
+            &mut $d.wakers,
+            &$d.metrics,
+            &mut $d.spare,
+            &mut $d.deferred,
+            $d.deferred_batch,
+        )
+    };
+}
 use io_uring::{opcode, squeue, types};
 use op::{Landed, Lifecycle, OpBox, OpData, OpSlot};
 use ring::{Ring, RingConfig};
@@ -521,13 +535,7 @@ impl Driver {
     /// Gives a detached op's last word to it (no resubmission) and frees its slot.
     fn end_detached(&mut self, key: Key, c: &Completion) {
         if let Some(slot) = self.ops.get_mut(key) {
-            let mut cx = DetachedCx::new(
-                &mut self.wakers,
-                &self.metrics,
-                &mut self.spare,
-                &mut self.deferred,
-                self.deferred_batch,
-            );
+            let mut cx = detached_cx!(self);
             // Asked to go again, it cannot: the op sees the failure and stops.
             let _ = slot.data.on_detached(c, &mut cx);
         }
@@ -647,13 +655,7 @@ impl Driver {
             Lifecycle::Detached { notifying } => {
                 let woken = self.wakers.len();
                 let deferred = self.deferred.len();
-                let mut cx = DetachedCx::new(
-                    &mut self.wakers,
-                    &self.metrics,
-                    &mut self.spare,
-                    &mut self.deferred,
-                    self.deferred_batch,
-                );
+                let mut cx = detached_cx!(self);
                 let again = slot.data.on_detached(&c, &mut cx);
                 if self.wakers.len() == woken && !again && self.deferred.len() == deferred {
                     self.quiet += 1;

@@ -194,3 +194,108 @@ pub fn nodev_trial(
         _ => Trial::test(name, case).with_ignored_flag(missing.is_some()),
     }
 }
+
+/// A queued echo on one accepted connection of `l`: every received buffer is queued
+/// back as it is, and past `flush_past` bytes waiting to be sent the task waits for
+/// them (a small pool has few buffers to lend). Returns the bytes echoed.
+pub fn queued_echo_server(
+    l: zerorx::net::TcpListener,
+    flush_past: usize,
+) -> zerorx::JoinHandle<usize> {
+    zerorx::spawn(async move {
+        let (s, _) = l.accept().await.expect("accept");
+        let mut echoed = 0usize;
+        while let Some(buf) = s.recv().await.expect("recv") {
+            echoed += buf.len();
+            s.queue_send(buf).expect("queue the RxBuf");
+            if s.send_backlog() > flush_past {
+                s.flush_sends().await.expect("flush");
+            }
+        }
+        s.flush_sends().await.expect("the last sends");
+        echoed
+    })
+}
+
+/// Drops `rt`, whose task keeps a connection with a send stuck behind a peer that
+/// reads nothing, and checks the shutdown: it ends within 5 s, leaks no op's memory
+/// and leaves no fd open; then lets the peer (`go`) finish.
+pub fn shutdown_with_a_stuck_send_is_clean(
+    rt: Runtime,
+    h: zerorx::Handle,
+    go: std::sync::mpsc::Sender<()>,
+    peer: std::thread::JoinHandle<()>,
+    fds_before: usize,
+) {
+    let start = std::time::Instant::now();
+    drop(rt);
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "shutdown took {:?}",
+        start.elapsed()
+    );
+    let _ = go.send(());
+    peer.join().expect("peer");
+    assert_eq!(h.metrics()[0].leaked_ops, 0, "an op's memory was leaked");
+    // The handle keeps the runtime's eventfd.
+    drop(h);
+    let fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd")
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(fd_count(), fds_before, "an fd leaked: {fds:?}");
+}
+
+/// Sends queued behind a peer that reads nothing, then cancelled (`cancel_sends`) on
+/// the runtime `make` builds (under the fd lock, so no other test counts its fds): the
+/// flush and every later call fail with `ECANCELED`, nothing is left
+/// queued, the socket closes once dropped (the peer reaches the end of stream before
+/// the whole send) and no fd stays open.
+pub fn cancelled_stuck_sends_let_the_socket_go(make: impl FnOnce() -> Runtime) {
+    let _fds = fd_lock();
+    let before = fd_count();
+    make().block_on(async {
+        let (l, addr) = loopback_listener();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let peer = std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(addr).expect("connect");
+            // Reads nothing until told to, then sees the end of stream soon.
+            let _ = wait.recv_timeout(Duration::from_secs(30));
+            c.set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            let mut sink = Vec::new();
+            std::io::Read::read_to_end(&mut c, &mut sink).expect("read to the end")
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        s.queue_send(bytes::Bytes::from(vec![1u8; 16 << 20]))
+            .expect("queue");
+        s.queue_send(bytes::Bytes::from_static(b"behind it"))
+            .expect("queue");
+        zerorx::sleep(Duration::from_millis(50)).await;
+        assert!(s.send_backlog() > 0, "the peer reads nothing");
+        s.cancel_sends();
+        let flushed = zerorx::timeout(Duration::from_secs(5), s.flush_sends())
+            .await
+            .expect("the cancelled send ended");
+        assert_eq!(
+            flushed.expect_err("cancelled").raw_os_error(),
+            Some(libc::ECANCELED)
+        );
+        let again = s
+            .queue_send(bytes::Bytes::from_static(b"more"))
+            .expect_err("failed");
+        assert_eq!(again.raw_os_error(), Some(libc::ECANCELED));
+        assert_eq!(s.send_backlog(), 0);
+        drop(s);
+        drop(l);
+        let _ = go.send(());
+        // The socket closed: the peer reaches the end of what was sent.
+        let got = join_peer(peer).await;
+        assert!(
+            got < 16 << 20,
+            "the cancelled send stopped early ({got} bytes)"
+        );
+    });
+    assert_eq!(fd_count(), before, "an fd stayed open");
+}

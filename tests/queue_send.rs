@@ -10,10 +10,10 @@
 mod common;
 
 use bytes::Bytes;
-use common::{join_peer, pool_drained, random};
+use common::{join_peer, random};
 use std::io::Read;
 use std::time::{Duration, Instant};
-use zerorx::{sleep, spawn, timeout};
+use zerorx::{sleep, timeout};
 
 /// A peer that connects with a small receive buffer (so the server's sends fill the
 /// socket and come back short), waits `delay`, then reads until end of stream in
@@ -52,13 +52,8 @@ fn queued_sends_reach_a_slow_reader_whole_and_in_order() {
         // 4 MiB in pieces of odd sizes, all queued before the peer reads a byte: most
         // wait behind the send in flight, which comes back short again and again.
         let data = Bytes::from(random(3, 4 << 20));
-        let mut at = 0;
-        let mut size = 1;
-        while at < data.len() {
-            let end = (at + size).min(data.len());
-            s.queue_send(data.slice(at..end)).expect("queue");
-            at = end;
-            size = size * 7 % 150_001 + 1;
+        for piece in common::odd_pieces(data.len()) {
+            s.queue_send(data.slice(piece)).expect("queue");
         }
         assert!(s.send_backlog() > 0, "a slow reader leaves bytes queued");
         timeout(Duration::from_secs(30), s.flush_sends())
@@ -79,22 +74,8 @@ fn queued_sends_reach_a_slow_reader_whole_and_in_order() {
 #[test]
 fn a_queued_echo_of_received_buffers_is_byte_exact_and_returns_every_buffer() {
     let _fds = common::fd_lock();
-    let rt = common::small_pool_rt();
-    let h = rt.handle().clone();
-    rt.block_on(async move {
-        let (l, addr) = common::loopback_listener();
-        // The pool has 16 buffers: past a few queued, wait for them to go.
-        let server = common::queued_echo_server(l, 4 * 4096);
-        let data = random(7, 1 << 20);
-        let client = common::std_echo_client(addr, data, 5_003);
-        let echoed = timeout(Duration::from_secs(30), server)
-            .await
-            .expect("the server finished in time")
-            .expect("server task");
-        assert_eq!(echoed, 1 << 20);
-        join_peer(client).await;
-        pool_drained(&h).await;
-    });
+    // The pool has 16 buffers: past a few queued, wait for them to go.
+    common::queued_echo_round_trip(&common::small_pool_rt(), 4 * 4096, 7);
 }
 
 #[test]
@@ -166,40 +147,13 @@ fn a_connection_dropped_with_sends_queued_still_delivers_them() {
 
 #[test]
 fn a_runtime_shut_down_with_a_send_stuck_in_flight_ends_in_time_without_leaking() {
-    let _fds = common::fd_lock();
-    let before = common::fd_count();
-    let rt = common::small_pool_rt();
-    let h = rt.handle().clone();
-    let (go, wait) = std::sync::mpsc::channel::<()>();
-    let inner = h.clone();
-    let peer = rt.block_on(async move {
-        let (l, addr) = common::loopback_listener();
-        // Never reads until the runtime is gone.
-        let peer = std::thread::spawn(move || {
-            let c = std::net::TcpStream::connect(addr).expect("connect");
-            let _ = wait.recv_timeout(Duration::from_secs(30));
-            drop(c);
-        });
-        let (s, _) = l.accept().await.expect("accept");
-        s.queue_send(Bytes::from(vec![1u8; 16 << 20]))
-            .expect("queue");
-        s.queue_send(Bytes::from_static(b"behind it"))
-            .expect("queue");
-        sleep(Duration::from_millis(100)).await;
-        let dump = inner.dump();
-        let text = dump.to_string();
+    common::shutdown_with_a_stuck_send_is_clean(common::small_pool_rt, |h| {
+        let text = h.dump().to_string();
         assert!(
             text.contains("sending, no task waiting"),
             "the dump lists the stuck send:\n{text}"
         );
-        // The stream stays with the runtime's task; the send holds the socket.
-        spawn(async move {
-            let _keep = s;
-            std::future::pending::<()>().await
-        });
-        peer
     });
-    common::shutdown_with_a_stuck_send_is_clean(rt, h, go, peer, before);
 }
 
 #[test]

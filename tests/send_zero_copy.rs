@@ -9,7 +9,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{join_peer, pool_drained, random};
+use common::{join_peer, random};
 use std::io::Read;
 use std::time::Duration;
 use zerorx::net::UnixStream;
@@ -46,13 +46,9 @@ async fn send_in_pieces(data: &Bytes) -> Vec<u8> {
     let (l, addr) = common::loopback_listener();
     let peer = reader(addr);
     let (s, _) = l.accept().await.expect("accept");
-    let mut at = 0;
-    let mut size = 1;
-    while at < data.len() {
-        let end = (at + size).min(data.len());
-        s.queue_send(data.slice(at..end)).expect("queue");
-        at = end;
-        size = size * 7 % 150_001 + 1;
+    for piece in common::odd_pieces(data.len()) {
+        let at = piece.end;
+        s.queue_send(data.slice(piece)).expect("queue");
         if at % 3 == 0 {
             // Some sends go alone, some gathered behind one in flight.
             zerorx::yield_now().await;
@@ -114,22 +110,9 @@ fn a_zero_copy_echo_of_received_buffers_is_byte_exact_and_returns_every_buffer()
     let _fds = common::fd_lock();
     let rt = rt(SendZeroCopy::Always { threshold: 0 });
     let h = rt.handle().clone();
-    let hp = h.clone();
-    rt.block_on(async move {
-        let (l, addr) = common::loopback_listener();
-        // 16 pool buffers: a received buffer sent zero-copy stays out of the pool
-        // until its notification, which the flush waits for.
-        let server = common::queued_echo_server(l, 0);
-        let data = random(13, 1 << 20);
-        let client = common::std_echo_client(addr, data, 5_003);
-        let echoed = timeout(Duration::from_secs(30), server)
-            .await
-            .expect("the server finished in time")
-            .expect("server task");
-        assert_eq!(echoed, 1 << 20);
-        join_peer(client).await;
-        pool_drained(&hp).await;
-    });
+    // 16 pool buffers: a received buffer sent zero-copy stays out of the pool until
+    // its notification, which the flush waits for.
+    common::queued_echo_round_trip(&rt, 0, 13);
     let m = metrics(&h);
     assert!(m.send_zc > 0 && m.send_zc_copied == m.send_zc, "{m:?}");
 }
@@ -176,29 +159,10 @@ fn cancelling_zero_copy_sends_stuck_behind_a_peer_that_does_not_read_lets_the_so
 
 #[test]
 fn a_runtime_shut_down_with_zero_copy_sends_in_flight_ends_in_time_without_leaking() {
-    let _fds = common::fd_lock();
-    let before = common::fd_count();
-    let rt = rt(SendZeroCopy::Always { threshold: 0 });
-    let h = rt.handle().clone();
-    let (go, wait) = std::sync::mpsc::channel::<()>();
-    let peer = rt.block_on(async move {
-        let (l, addr) = common::loopback_listener();
-        let peer = std::thread::spawn(move || {
-            let c = std::net::TcpStream::connect(addr).expect("connect");
-            let _ = wait.recv_timeout(Duration::from_secs(30));
-            drop(c);
-        });
-        let (s, _) = l.accept().await.expect("accept");
-        s.queue_send(Bytes::from(vec![2u8; 16 << 20]))
-            .expect("queue");
-        zerorx::sleep(Duration::from_millis(50)).await;
-        spawn(async move {
-            let _keep = s;
-            std::future::pending::<()>().await
-        });
-        peer
-    });
-    common::shutdown_with_a_stuck_send_is_clean(rt, h, go, peer, before);
+    common::shutdown_with_a_stuck_send_is_clean(
+        || rt(SendZeroCopy::Always { threshold: 0 }),
+        |_| {},
+    );
 }
 
 /// Chunks of worker 0's registered arena not handed out, and in all.

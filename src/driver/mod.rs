@@ -46,6 +46,17 @@ pub use op::OpCode;
 pub use ring::{Completion, RingFlags};
 
 use crate::metrics::{add_owned, WorkerMetrics};
+use io_uring::{opcode, squeue, types};
+use op::{Landed, Lifecycle, OpBox, OpData, OpSlot};
+use ring::{Ring, RingConfig};
+use slab::{reserved, GenSlab, Key};
+use slim_waker::SlimWaker;
+use spare::SpareBoxes;
+use std::io;
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 /// The [`DetachedCx`] of driver `$d`, from its fields (a method would borrow the whole
 /// driver, and the caller holds an op's slot of it).
@@ -60,17 +71,6 @@ macro_rules! detached_cx {
         )
     };
 }
-use io_uring::{opcode, squeue, types};
-use op::{Landed, Lifecycle, OpBox, OpData, OpSlot};
-use ring::{Ring, RingConfig};
-use slab::{reserved, GenSlab, Key};
-use slim_waker::SlimWaker;
-use spare::SpareBoxes;
-use std::io;
-use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
-use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
 /// The eventfd read kept armed in the ring so a write from another thread completes
 /// it and ends the worker's wait.

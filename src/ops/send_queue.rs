@@ -29,6 +29,7 @@ use crate::driver::{Completion, DetachedCx, OpCode};
 use crate::metrics::add_owned;
 use crate::runtime::context;
 use crate::runtime::op::not_in_runtime;
+use crate::runtime::SendZeroCopy;
 use io_uring::squeue;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -212,10 +213,6 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
         .driver
         .try_borrow_mut()
         .map_err(|_| io::Error::other("queue_send called while the worker's driver is busy"))?;
-    let policy = ZcPolicy {
-        threshold: core.send_zc.threshold(),
-        adaptive: core.send_zc.adaptive(),
-    };
     let queued = with_writers(|w| {
         let next_id = w.last_id + 1;
         let writer = w.by_socket.entry(k).or_insert_with(|| Writer {
@@ -253,7 +250,7 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
             bufs,
             len,
             w.spare_iovecs.pop().unwrap_or_default(),
-            policy,
+            core.send_zc,
         );
         // Making a box drops nothing, so the writers' borrow is safe across it.
         let data = driver.spare.boxed(Single::new(op));
@@ -272,8 +269,8 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
 /// address, or a Unix socket. The kernel copies every zero-copy send to such a peer
 /// (and refuses them on a Unix socket), so under the adaptive policy their sends go
 /// plain from the start: asked once per socket, when its first send of the policy's
-/// size is submitted (two syscalls), instead of learning it from a notification. That also keeps
-/// clear of a measured loopback pathology: a zero-copy send to a local peer whose
+/// size is submitted (two syscalls), instead of learning it from a notification. That
+/// also keeps clear of a measured loopback pathology: a zero-copy send to a local peer whose
 /// receive buffer is tiny (4 KiB) waited ~30 s for its notification (the receiver
 /// dropped the retransmitted segments), where plain sends took milliseconds.
 fn peer_is_local(socket: &SocketFd) -> bool {
@@ -406,15 +403,6 @@ fn poll_flush_with(socket: &SharedFd, waker: Option<&Waker>) -> Poll<io::Result<
     .unwrap_or(Poll::Ready(Ok(())))
 }
 
-/// How a socket's queued sends choose zero-copy (the worker's [`SendZeroCopy`](crate::SendZeroCopy)).
-#[derive(Clone, Copy)]
-struct ZcPolicy {
-    /// The smallest send that goes zero-copy (`usize::MAX`: none).
-    threshold: usize,
-    /// A zero-copy send the kernel copied switches its socket to plain sends.
-    adaptive: bool,
-}
-
 /// Where a queued send's submission is, zero-copy-wise.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Zc {
@@ -423,8 +411,12 @@ enum Zc {
     /// Submitted zero-copy; its result has not come.
     Sent,
     /// Its result (`res`) came with `F_MORE`: the notification follows, and until then
-    /// the kernel may read the buffers.
+    /// the kernel may read the buffers. The op is still the socket's send in flight
+    /// (a short or failed result counts once the notification came).
     Notifying(i32),
+    /// Its result sent every buffer it reached: the writer went on without the op,
+    /// which waits only for its notification (counted in the writer's `notifying`).
+    HandedOver,
 }
 
 /// Marks `k`'s writer done with whatever ended: a writer with nothing in flight and no
@@ -461,11 +453,9 @@ pub(crate) struct QueuedSend {
     /// ended (or handed the writer on). Dropped while set (the runtime shut down with
     /// it in flight), it marks the writer failed.
     live: bool,
-    policy: ZcPolicy,
+    /// The worker's policy, kept for the follow-up ops a hand-over makes.
+    policy: SendZeroCopy,
     zc: Zc,
-    /// Its bytes were all sent zero-copy and the writer went on without it: it waits
-    /// only for its notification, counted in the writer's `notifying`.
-    handed_over: bool,
     /// This op found the socket's peer is this host and switched it to plain sends:
     /// counted with its completion (where the counters are at hand).
     found_local: bool,
@@ -477,7 +467,7 @@ impl QueuedSend {
         bufs: Vec<SendBuf>,
         total: usize,
         iovecs: Vec<libc::iovec>,
-        policy: ZcPolicy,
+        policy: SendZeroCopy,
     ) -> QueuedSend {
         QueuedSend {
             socket,
@@ -490,7 +480,6 @@ impl QueuedSend {
             live: true,
             policy,
             zc: Zc::Plain,
-            handed_over: false,
             found_local: false,
         }
     }
@@ -632,7 +621,7 @@ impl QueuedSend {
         })
         .flatten();
         self.live = false;
-        self.handed_over = true;
+        self.zc = Zc::HandedOver;
         if let Some((bufs, iovecs)) = next {
             let total = bufs.iter().map(|b| b.len()).sum();
             let op = QueuedSend::new(self.socket.clone(), bufs, total, iovecs, self.policy);
@@ -649,7 +638,7 @@ impl QueuedSend {
     /// The notification of a handed-over op came: its buffers go (a received one back
     /// to its pool), and the writer may be done.
     fn released(&mut self, wake: &mut Vec<Waker>) {
-        self.handed_over = false;
+        self.zc = Zc::Plain;
         with_writers(|w| {
             let k = key(&self.socket);
             if let Some(writer) = w.by_socket.get_mut(&k) {
@@ -658,6 +647,17 @@ impl QueuedSend {
             settle(w, k, wake);
             self.keep_lists(w);
         });
+    }
+
+    /// The notification `c` came: counts a copy the kernel made, which switches the
+    /// socket to plain sends under the adaptive policy.
+    fn notified(&self, c: &Completion, cx: &DetachedCx<'_>) {
+        if c.res as u32 & zcrx::abi::IORING_NOTIF_USAGE_ZC_COPIED != 0 {
+            add_owned(&cx.metrics.send_zc_copied, 1);
+            if self.policy.adaptive() {
+                self.sends_copy(cx);
+            }
+        }
     }
 
     /// The socket's sends go plain from now on (counted once per socket).
@@ -692,9 +692,9 @@ unsafe impl OpCode for QueuedSend {
 
     fn create_entry(&mut self) -> squeue::Entry {
         let rest = self.total - self.skip.min(self.total);
-        let mut zc = rest > 0 && rest >= self.policy.threshold && !self.socket.sends_copy();
+        let mut zc = rest > 0 && rest >= self.policy.threshold() && !self.socket.sends_copy();
         if zc
-            && self.policy.adaptive
+            && self.policy.adaptive()
             && self.socket.set_peer_checked()
             && peer_is_local(&self.socket)
         {
@@ -759,18 +759,14 @@ unsafe impl OpCode for QueuedSend {
                 self.zc = Zc::Plain;
                 self.zc_ended(c.res, cx)
             }
+            Zc::HandedOver => {
+                self.notified(c, cx);
+                self.released(cx.wake);
+                false
+            }
             Zc::Notifying(res) => {
+                self.notified(c, cx);
                 self.zc = Zc::Plain;
-                if c.res as u32 & zcrx::abi::IORING_NOTIF_USAGE_ZC_COPIED != 0 {
-                    add_owned(&cx.metrics.send_zc_copied, 1);
-                    if self.policy.adaptive {
-                        self.sends_copy(cx);
-                    }
-                }
-                if self.handed_over {
-                    self.released(cx.wake);
-                    return false;
-                }
                 // A short or failed zero-copy send: its result counts now.
                 self.zc_ended(res, cx)
             }
@@ -782,7 +778,7 @@ impl Drop for QueuedSend {
     fn drop(&mut self) {
         // An op that ended normally (the common drop: its box kept for the next send)
         // has nothing to tell.
-        if !self.live && !self.handed_over {
+        if !self.live && self.zc != Zc::HandedOver {
             return;
         }
         let mut wake = Vec::new();

@@ -195,6 +195,24 @@ pub fn nodev_trial(
     }
 }
 
+/// 1 MiB from a std client through [`queued_echo_server`] on `rt` (worker 0, its copy
+/// pool), every echoed byte checked; then every pool buffer must be back.
+pub fn queued_echo_round_trip(rt: &Runtime, flush_past: usize, seed: u64) {
+    let h = rt.handle().clone();
+    rt.block_on(async move {
+        let (l, addr) = loopback_listener();
+        let server = queued_echo_server(l, flush_past);
+        let client = std_echo_client(addr, random(seed, 1 << 20), 5_003);
+        let echoed = zerorx::timeout(Duration::from_secs(30), server)
+            .await
+            .expect("the server finished in time")
+            .expect("server task");
+        assert_eq!(echoed, 1 << 20);
+        join_peer(client).await;
+        pool_drained(&h).await;
+    });
+}
+
 /// A queued echo on one accepted connection of `l`: every received buffer is queued
 /// back as it is, and past `flush_past` bytes waiting to be sent the task waits for
 /// them (a small pool has few buffers to lend). Returns the bytes echoed.
@@ -217,16 +235,43 @@ pub fn queued_echo_server(
     })
 }
 
-/// Drops `rt`, whose task keeps a connection with a send stuck behind a peer that
-/// reads nothing, and checks the shutdown: it ends within 5 s, leaks no op's memory
-/// and leaves no fd open; then lets the peer (`go`) finish.
+/// A send stuck behind a peer that reads nothing, on the runtime `make` builds (under
+/// the fd lock): 16 MiB and a few bytes behind them queued, `inspect` called with the
+/// runtime's handle while they are stuck, the connection kept by a task; then the
+/// runtime is dropped, and the shutdown must end within 5 s, leak no op's memory and
+/// leave no fd open.
 pub fn shutdown_with_a_stuck_send_is_clean(
-    rt: Runtime,
-    h: zerorx::Handle,
-    go: std::sync::mpsc::Sender<()>,
-    peer: std::thread::JoinHandle<()>,
-    fds_before: usize,
+    make: impl FnOnce() -> Runtime,
+    inspect: impl FnOnce(&zerorx::Handle),
 ) {
+    let _fds = fd_lock();
+    let before = fd_count();
+    let rt = make();
+    let h = rt.handle().clone();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let inner = h.clone();
+    let peer = rt.block_on(async move {
+        let (l, addr) = loopback_listener();
+        // Never reads until the runtime is gone.
+        let peer = std::thread::spawn(move || {
+            let c = std::net::TcpStream::connect(addr).expect("connect");
+            let _ = wait.recv_timeout(Duration::from_secs(30));
+            drop(c);
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        s.queue_send(bytes::Bytes::from(vec![1u8; 16 << 20]))
+            .expect("queue");
+        s.queue_send(bytes::Bytes::from_static(b"behind it"))
+            .expect("queue");
+        zerorx::sleep(Duration::from_millis(100)).await;
+        inspect(&inner);
+        // The stream stays with the runtime's task; the send holds the socket.
+        zerorx::spawn(async move {
+            let _keep = s;
+            std::future::pending::<()>().await
+        });
+        peer
+    });
     let start = std::time::Instant::now();
     drop(rt);
     assert!(
@@ -244,7 +289,7 @@ pub fn shutdown_with_a_stuck_send_is_clean(
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
         .map(|p| p.display().to_string())
         .collect();
-    assert_eq!(fd_count(), fds_before, "an fd leaked: {fds:?}");
+    assert_eq!(fd_count(), before, "an fd leaked: {fds:?}");
 }
 
 /// Sends queued behind a peer that reads nothing, then cancelled (`cancel_sends`) on
@@ -298,4 +343,18 @@ pub fn cancelled_stuck_sends_let_the_socket_go(make: impl FnOnce() -> Runtime) {
         );
     });
     assert_eq!(fd_count(), before, "an fd stayed open");
+}
+
+/// `0..len` cut into pieces of odd, growing and falling sizes (1 byte to ~150 KB):
+/// some below any send threshold, some far above it.
+pub fn odd_pieces(len: usize) -> Vec<std::ops::Range<usize>> {
+    let mut pieces = Vec::new();
+    let (mut at, mut size) = (0, 1);
+    while at < len {
+        let end = (at + size).min(len);
+        pieces.push(at..end);
+        at = end;
+        size = size * 7 % 150_001 + 1;
+    }
+    pieces
 }

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub(crate) struct WorkerMetrics {
     pub(crate) loop_turns: AtomicU64,
     pub(crate) sqes_submitted: AtomicU64,
+    pub(crate) ops_at_once: AtomicU64,
     pub(crate) cqes: AtomicU64,
     pub(crate) enter_calls: AtomicU64,
     pub(crate) ops_in_flight: AtomicU64,
@@ -106,6 +107,7 @@ impl WorkerMetrics {
             worker,
             loop_turns: self.loop_turns.load(Relaxed),
             sqes_submitted: self.sqes_submitted.load(Relaxed),
+            ops_at_once: self.ops_at_once.load(Relaxed),
             cqes: self.cqes.load(Relaxed),
             enter_calls: self.enter_calls.load(Relaxed),
             ops_in_flight: self.ops_in_flight.load(Relaxed),
@@ -151,6 +153,9 @@ pub struct WorkerMetricsSnapshot {
     pub loop_turns: u64,
     /// SQEs the kernel accepted.
     pub sqes_submitted: u64,
+    /// Operations done at once with a non-blocking syscall instead of through the
+    /// ring: queued sends that fit the socket's buffer when their loop turn ended.
+    pub ops_at_once: u64,
     /// CQEs reaped, including the runtime's own (wake-ups, cancels).
     pub cqes: u64,
     /// `io_uring_enter` calls made by the loop.

@@ -72,6 +72,59 @@ fn queued_sends_reach_a_slow_reader_whole_and_in_order() {
 }
 
 #[test]
+fn sends_that_fit_the_socket_go_at_once_and_the_rest_of_a_full_one_through_the_ring() {
+    let _fds = common::fd_lock();
+    let rt = common::small_pool_rt();
+    let h = rt.handle().clone();
+    let at_once = || h.metrics()[0].ops_at_once;
+    rt.block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let peer = std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(addr).expect("connect");
+            c.set_read_timeout(Some(Duration::from_secs(30)))
+                .expect("timeout");
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).expect("read");
+            got
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        // Three sends of one loop turn join one gathered send, which the socket's
+        // buffer takes whole: done at once, nothing for the ring to complete.
+        let before = at_once();
+        for piece in [&b"one "[..], b"two ", b"three "] {
+            s.queue_send(Bytes::from_static(piece)).expect("queue");
+        }
+        // The flush is woken by the send done at once: without that wake-up the worker
+        // would wait for a completion that never comes, until the timeout's timer.
+        let start = Instant::now();
+        timeout(Duration::from_secs(20), s.flush_sends())
+            .await
+            .expect("flushed")
+            .expect("sent");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the flush of a send done at once waited {:?}",
+            start.elapsed()
+        );
+        assert_eq!(at_once() - before, 1, "{:?}", h.metrics()[0]);
+        // 32 MiB cannot fit: the first part goes at once, the rest waits in the ring
+        // for the peer to read, in order.
+        let big = Bytes::from(random(21, 32 << 20));
+        s.queue_send(big.clone()).expect("queue");
+        assert!(s.send_backlog() > 0);
+        timeout(Duration::from_secs(30), s.flush_sends())
+            .await
+            .expect("flushed in time")
+            .expect("sent");
+        assert_eq!(at_once() - before, 2, "{:?}", h.metrics()[0]);
+        drop(s);
+        let got = join_peer(peer).await;
+        assert_eq!(&got[..14], b"one two three ");
+        assert!(got[14..] == big[..], "the large send arrived changed");
+    });
+}
+
+#[test]
 fn a_queued_echo_of_received_buffers_is_byte_exact_and_returns_every_buffer() {
     let _fds = common::fd_lock();
     // The pool has 16 buffers: past a few queued, wait for them to go.

@@ -308,12 +308,45 @@ impl Driver {
         }
         self.deferred_batch += 1;
         let mut batch = std::mem::take(&mut self.deferred);
-        for data in batch.drain(..) {
+        // One op alone goes at once if it can: through the ring its completion would
+        // end the coming wait at once, costing a second kernel entry and loop turn.
+        // Several go through the ring, one kernel entry for all of them (measured, 64
+        // connections: sends at once cost 20 % more CPU per request and 16 % of the
+        // throughput, with more loopback work per send).
+        let alone = batch.len() == 1;
+        for mut data in batch.drain(..) {
+            if alone && self.ended_at_once(&mut data) {
+                if let Some(boxed) = data.into_boxed() {
+                    self.spare.recycle_dyn(boxed);
+                }
+                continue;
+            }
             let _ = self.submit(data, Lifecycle::Detached { notifying: false });
         }
         if self.deferred.is_empty() {
             self.deferred = batch;
         }
+    }
+
+    /// Lets a deferred op do its I/O at once ([`OpCode::try_at_once`]) and takes the
+    /// result as its completion; `true` when that ended it. Tried once: an op that
+    /// asks to go again (a short send: the socket's buffer is full) goes to the ring.
+    fn ended_at_once(&mut self, data: &mut OpData) -> bool {
+        if self.shutting_down {
+            return false;
+        }
+        let Some(res) = data.try_at_once() else {
+            return false;
+        };
+        add_owned(&self.metrics.ops_at_once, 1);
+        let c = Completion {
+            user_data: 0,
+            res,
+            flags: 0,
+            big_cqe: [0; 2],
+        };
+        let mut cx = detached_cx!(self);
+        !data.on_detached(&c, &mut cx)
     }
 
     /// Cancels the detached ops working on `fd` (a connection's queued sends it gives
@@ -452,6 +485,9 @@ impl Driver {
         // Also refreshed before a possibly long wait, so readers never see the count of
         // a turn whose completions have been consumed since.
         self.submit_deferred();
+        // An op done at once may have woken its waiter (a flush of a send that went
+        // whole): nothing would end the wait for it.
+        let wait = wait && self.wakers.is_empty() && self.deferred.is_empty();
         self.publish_in_flight();
         self.reaped = 0;
         self.quiet = 0;

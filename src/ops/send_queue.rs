@@ -577,6 +577,23 @@ impl QueuedSend {
         .unwrap_or(false)
     }
 
+    /// Whether the rest goes zero-copy under the policy. Before the first send of that
+    /// size, an adaptive policy asks once whether the peer is this host, and switches
+    /// the socket to plain sends if so.
+    fn goes_zero_copy(&mut self) -> bool {
+        let rest = self.total - self.skip.min(self.total);
+        let zc = rest > 0 && rest >= self.policy.threshold() && !self.socket.sends_copy();
+        if zc
+            && self.policy.adaptive()
+            && self.socket.set_peer_checked()
+            && peer_is_local(&self.socket)
+        {
+            self.found_local = self.socket.set_sends_copy();
+            return false;
+        }
+        zc
+    }
+
     /// How many of the buffers a zero-copy result of `res` bytes leaves entirely sent,
     /// if it ends exactly where one ends (always, unless the kernel stopped inside
     /// one: an error after some bytes, a signal); `None` otherwise, or when nothing
@@ -691,16 +708,7 @@ unsafe impl OpCode for QueuedSend {
     }
 
     fn create_entry(&mut self) -> squeue::Entry {
-        let rest = self.total - self.skip.min(self.total);
-        let mut zc = rest > 0 && rest >= self.policy.threshold() && !self.socket.sends_copy();
-        if zc
-            && self.policy.adaptive()
-            && self.socket.set_peer_checked()
-            && peer_is_local(&self.socket)
-        {
-            self.found_local = self.socket.set_sends_copy();
-            zc = false;
-        }
+        let zc = self.goes_zero_copy();
         self.zc = if zc { Zc::Sent } else { Zc::Plain };
         if let [one] = &self.bufs[..] {
             let bytes = &one[self.skip.min(one.len())..];
@@ -723,6 +731,34 @@ unsafe impl OpCode for QueuedSend {
     /// queued on the socket. Disconnecting the socket (`connect` to `AF_UNSPEC`: TCP
     /// resets the connection and drops its send queue) lets the notification come;
     /// the runtime is going away, and the peer had half its shutdown time to read.
+    /// A plain send, at once: as much as the socket's buffer takes now. The rest
+    /// (or all, when the buffer is full) goes through the ring.
+    fn try_at_once(&mut self) -> Option<i32> {
+        if self.goes_zero_copy() {
+            return None;
+        }
+        let flags = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
+        let fd = fd(&self.socket).0;
+        let n = if let [one] = &self.bufs[..] {
+            let bytes = &one[self.skip.min(one.len())..];
+            // SAFETY: `bytes` is a live slice the op owns; the fd is kept open by
+            // `socket`; the call does not block (`MSG_DONTWAIT`).
+            unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), flags) }
+        } else {
+            gather(&self.bufs, self.skip, &mut self.iovecs, &mut self.msghdr);
+            // SAFETY: the header points at the iovecs, which point into buffers the op
+            // owns, all alive for the call; the fd is kept open by `socket`.
+            unsafe { libc::sendmsg(fd, &self.msghdr, flags) }
+        };
+        if n >= 0 {
+            return Some(n.min(i32::MAX as isize) as i32);
+        }
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN | libc::EINTR) | None => None,
+            Some(errno) => Some(-errno),
+        }
+    }
+
     fn on_shutdown_stuck(&mut self) {
         if self.zc != Zc::Plain {
             // SAFETY: `sockaddr` is plain data; all zero is family AF_UNSPEC.

@@ -37,6 +37,10 @@ pub(crate) trait OpBox {
         false
     }
     fn take_stop_request(&mut self) -> bool;
+    /// [`OpCode::try_at_once`]; only single-shot ops are submitted detached.
+    fn try_at_once(&mut self) -> Option<i32> {
+        None
+    }
     /// [`OpCode::on_shutdown_stuck`]; only single-shot ops act on it.
     fn on_shutdown_stuck(&mut self) {}
     /// The completions queued for the stream of a multishot op; `None` for a
@@ -206,6 +210,10 @@ impl<T: OpCode> OpBox for Single<T> {
 
     fn on_shutdown_stuck(&mut self) {
         self.0.on_shutdown_stuck()
+    }
+
+    fn try_at_once(&mut self) -> Option<i32> {
+        self.0.try_at_once()
     }
 
     fn release_queued(&mut self, completion: &Completion) {

@@ -151,6 +151,10 @@ impl OpData {
         self.with_op(|op| op.take_stop_request())
     }
 
+    pub(crate) fn try_at_once(&mut self) -> Option<i32> {
+        self.with_op(|op| op.try_at_once())
+    }
+
     pub(crate) fn on_shutdown_stuck(&mut self) {
         self.with_op(|op| op.on_shutdown_stuck())
     }

@@ -232,14 +232,15 @@ impl Core {
         self.sched.run(RUN_BUDGET);
 
         let mut wakers = self.wakers.take();
-        // No clock read on a turn without timers (an RPC server's usual turn).
+        // No clock read on a turn without timers, and the tasks' one on a turn with
+        // them (late by at most the time the tasks ran this turn).
         let timeout = {
             let mut timers = self.time.queue.borrow_mut();
             if timers.is_empty() {
                 None
             } else {
-                let now = Instant::now();
-                let (fired, next) = timers.fire(now, &mut wakers);
+                let now = self.time.turn_time();
+                let (fired, next) = timers.fire_due(now, &mut wakers);
                 add_owned(&self.shared.metrics.timers_fired, fired as u64);
                 next.map(|d| d.saturating_duration_since(now))
             }

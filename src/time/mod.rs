@@ -32,26 +32,51 @@ pub(crate) struct Timers {
 }
 
 thread_local! {
-    static CURRENT: RefCell<Option<Rc<Timers>>> = const { RefCell::new(None) };
+    /// This thread's timers, kept alive here between [`enter`] and [`exit`].
+    static OWNED: RefCell<Option<Owned>> = const { RefCell::new(None) };
+    /// The same timers, for [`with_timers`]: a plain pointer in a slot with no
+    /// destructor, so a look-up is one load, with no borrow flag and no check that
+    /// the slot is still alive (several look-ups a request, counted in RPC).
+    static CURRENT: Cell<*const Timers> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The owner of a thread's timers; clears [`CURRENT`] before they can go, also when
+/// the thread exits without [`exit`].
+struct Owned {
+    _timers: Rc<Timers>,
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        CURRENT.set(std::ptr::null());
+    }
 }
 
 /// Makes `timers` this thread's until [`exit`] (the worker's loop runs between).
 pub(crate) fn enter(timers: Rc<Timers>) {
-    let _ = CURRENT.try_with(|c| *c.borrow_mut() = Some(timers));
+    let ptr = Rc::as_ptr(&timers);
+    if OWNED
+        .try_with(|c| *c.borrow_mut() = Some(Owned { _timers: timers }))
+        .is_ok()
+    {
+        CURRENT.set(ptr);
+    }
 }
 
 /// Takes this thread's timers away again.
 pub(crate) fn exit() {
-    let old = CURRENT.try_with(|c| c.borrow_mut().take()).ok().flatten();
+    let old = OWNED.try_with(|c| c.borrow_mut().take()).ok().flatten();
     drop(old);
 }
 
 /// Runs `f` with this thread's timers; `None` off a worker thread.
-pub(crate) fn with_timers<R>(f: impl FnOnce(&Rc<Timers>) -> R) -> Option<R> {
-    CURRENT
-        .try_with(|c| c.borrow().as_ref().map(f))
-        .ok()
-        .flatten()
+pub(crate) fn with_timers<R>(f: impl FnOnce(&Timers) -> R) -> Option<R> {
+    let ptr = CURRENT.get();
+    // SAFETY: a non-null `CURRENT` points at the timers `OWNED` keeps alive: it is
+    // set only after they are stored there and cleared before they are dropped
+    // (`Owned::drop`, which runs first in `exit` and at thread exit). Nothing `f`
+    // can reach calls `exit` (only the worker's teardown does, outside any timer).
+    (!ptr.is_null()).then(|| f(unsafe { &*ptr }))
 }
 
 /// "Now" to within one loop turn: the clock read by the first call after the
@@ -59,15 +84,22 @@ pub(crate) fn with_timers<R>(f: impl FnOnce(&Rc<Timers>) -> R) -> Option<R> {
 /// showed in RPC profiles, and one per turn in echo profiles). Off a worker thread, the
 /// clock. For bookkeeping such as idle timeouts, never for measuring.
 pub fn turn_time() -> Instant {
-    with_timers(|t| match t.turn_time.get() {
-        Some(now) => now,
-        None => {
-            let now = Instant::now();
-            t.turn_time.set(Some(now));
-            now
+    with_timers(Timers::turn_time).unwrap_or_else(Instant::now)
+}
+
+impl Timers {
+    /// [`turn_time`] of these timers: the worker's timer check shares the clock read
+    /// of its tasks' turn.
+    pub(crate) fn turn_time(&self) -> Instant {
+        match self.turn_time.get() {
+            Some(now) => now,
+            None => {
+                let now = Instant::now();
+                self.turn_time.set(Some(now));
+                now
+            }
         }
-    })
-    .unwrap_or_else(Instant::now)
+    }
 }
 
 struct TimerEntry {
@@ -81,6 +113,11 @@ struct TimerEntry {
 pub(crate) struct TimerQueue {
     entries: GenSlab<TimerEntry>,
     heap: BinaryHeap<Reverse<(Instant, Key)>>,
+    /// No timer is due before this (`None`: none pending): the earliest deadline
+    /// [`fire`](Self::fire) saw or a later insert set. A removal leaves it early, which
+    /// costs one look at the heap when it passes. Most loop turns need only this
+    /// compare (an RPC connection's idle timer sits at the heap's top for seconds).
+    next: Option<Instant>,
 }
 
 impl TimerQueue {
@@ -91,7 +128,23 @@ impl TimerQueue {
             fired: false,
         });
         self.heap.push(Reverse((deadline, key)));
+        if self.next.is_none_or(|n| deadline < n) {
+            self.next = Some(deadline);
+        }
         key
+    }
+
+    /// [`fire`](Self::fire) at `now`, unless no timer can be due yet: then only the
+    /// next deadline (a lower bound of it) is returned.
+    pub(crate) fn fire_due(
+        &mut self,
+        now: Instant,
+        wakers: &mut Vec<Waker>,
+    ) -> (usize, Option<Instant>) {
+        match self.next {
+            Some(next) if now < next => (0, Some(next)),
+            _ => self.fire(now, wakers),
+        }
     }
 
     /// `true` if the timer fired; otherwise records `waker`.
@@ -153,6 +206,7 @@ impl TimerQueue {
                 continue;
             }
             if deadline > now {
+                self.next = Some(deadline);
                 return (fired, Some(deadline));
             }
             self.heap.pop();
@@ -162,6 +216,7 @@ impl TimerQueue {
                 wakers.push(w);
             }
         }
+        self.next = None;
         (fired, None)
     }
 }
@@ -176,6 +231,32 @@ mod tests {
     struct Noop;
     impl Wake for Noop {
         fn wake(self: Arc<Self>) {}
+    }
+
+    #[test]
+    fn fire_due_looks_at_the_heap_only_once_the_earliest_deadline_may_have_passed() {
+        let w = Waker::from(Arc::new(Noop));
+        let mut q = TimerQueue::default();
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut wakers = Vec::new();
+        let late = q.insert(t0 + ms(10), w.clone());
+        let early = q.insert(t0 + ms(5), w.clone());
+        assert_eq!(q.fire_due(t0 + ms(1), &mut wakers), (0, Some(t0 + ms(5))));
+        // The earliest removed: its heap entry stays until a look passes it, and until
+        // then the wait is bounded by its deadline, never longer.
+        q.remove(early);
+        assert_eq!(q.fire_due(t0 + ms(2), &mut wakers), (0, Some(t0 + ms(5))));
+        assert_eq!(q.heap.len(), 2, "no look at the heap before the bound");
+        assert_eq!(q.fire_due(t0 + ms(6), &mut wakers), (0, Some(t0 + ms(10))));
+        assert_eq!(q.heap.len(), 1, "the stale entry went at the look");
+        // An earlier insert moves the bound.
+        q.insert(t0 + ms(8), w.clone());
+        assert_eq!(q.fire_due(t0 + ms(7), &mut wakers), (0, Some(t0 + ms(8))));
+        assert_eq!(q.fire_due(t0 + ms(10), &mut wakers), (2, None));
+        assert_eq!(wakers.len(), 2);
+        assert!(q.poll(late, &w), "the late timer fired");
+        assert_eq!(q.fire_due(t0 + ms(20), &mut wakers), (0, None));
     }
 
     #[test]

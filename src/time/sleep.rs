@@ -4,7 +4,6 @@ use super::{with_timers, TimerQueue, Timers};
 use crate::driver::slab::Key;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -35,8 +34,8 @@ pub struct Sleep {
 }
 
 /// A worker's identity: the address of its timers, stable for its lifetime.
-fn worker_id(timers: &Rc<Timers>) -> usize {
-    Rc::as_ptr(timers) as usize
+fn worker_id(timers: &Timers) -> usize {
+    timers as *const Timers as usize
 }
 
 impl Sleep {

@@ -165,7 +165,26 @@ impl OutBuf {
 
     /// Appends one byte.
     pub fn put_u8(&mut self, v: u8) {
-        self.cur.put_u8(v);
+        self.put_array([v]);
+    }
+
+    /// Appends a few bytes whose count is known when compiling (a field header, an
+    /// integer): written in place when the block has room, a store instead of a
+    /// `memcpy` call (counted: the 8 small writes of a 64 B RPC reply cost ~320
+    /// instructions through `BytesMut::put_slice`).
+    #[inline]
+    pub(crate) fn put_array<const N: usize>(&mut self, v: [u8; N]) {
+        let spare = self.cur.spare_capacity_mut();
+        if spare.len() < N {
+            self.cur.put_slice(&v);
+            return;
+        }
+        // SAFETY: `spare` has room for `N` bytes past the buffer's length; they are
+        // written before the length is moved over them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(v.as_ptr(), spare.as_mut_ptr().cast::<u8>(), N);
+            self.cur.set_len(self.cur.len() + N);
+        }
     }
 
     /// Appends a slice, copied.
@@ -314,6 +333,22 @@ mod tests {
         assert_eq!(len, all.len() - 4);
         assert_eq!(&all[4..7], b"abc");
         assert_eq!(*all.last().expect("tail"), 9);
+    }
+
+    #[test]
+    fn fixed_size_writes_land_in_order_in_room_and_across_a_full_block() {
+        let mut o = OutBuf::new();
+        o.put_array([1, 2]);
+        o.put_u8(3);
+        // Leave two bytes of room: the next 4-byte write takes the slow path.
+        let room = o.cur.capacity() - o.cur.len();
+        o.put_slice(&vec![0; room - 2]);
+        o.put_array(0x0405_0607_u32.to_be_bytes());
+        o.put_u8(8);
+        let all = o.finish_contiguous(usize::MAX).expect("fits");
+        assert_eq!(&all[..3], [1, 2, 3]);
+        assert_eq!(&all[all.len() - 5..], [4, 5, 6, 7, 8]);
+        assert_eq!(all.len(), 3 + room - 2 + 5);
     }
 
     #[test]

@@ -321,7 +321,7 @@ impl<'a> BinaryWriter<'a> {
 impl ProtocolWrite for BinaryWriter<'_> {
     fn write_message_begin(&mut self, name: &[u8], kind: MessageType, seqid: i32) {
         if self.strict {
-            self.out.put_slice(&(VERSION_1 | kind as u32).to_be_bytes());
+            self.out.put_array((VERSION_1 | kind as u32).to_be_bytes());
             self.write_binary(name);
         } else {
             self.write_binary(name);
@@ -337,7 +337,7 @@ impl ProtocolWrite for BinaryWriter<'_> {
     #[inline]
     fn write_field_begin(&mut self, ttype: TType, id: i16) {
         let id = id.to_be_bytes();
-        self.out.put_slice(&[type_id(ttype), id[0], id[1]]);
+        self.out.put_array([type_id(ttype), id[0], id[1]]);
     }
 
     fn write_field_stop(&mut self) {
@@ -353,19 +353,19 @@ impl ProtocolWrite for BinaryWriter<'_> {
     }
 
     fn write_i16(&mut self, v: i16) {
-        self.out.put_slice(&v.to_be_bytes());
+        self.out.put_array(v.to_be_bytes());
     }
 
     fn write_i32(&mut self, v: i32) {
-        self.out.put_slice(&v.to_be_bytes());
+        self.out.put_array(v.to_be_bytes());
     }
 
     fn write_i64(&mut self, v: i64) {
-        self.out.put_slice(&v.to_be_bytes());
+        self.out.put_array(v.to_be_bytes());
     }
 
     fn write_double(&mut self, v: f64) {
-        self.out.put_slice(&v.to_be_bytes());
+        self.out.put_array(v.to_be_bytes());
     }
 
     fn write_binary(&mut self, v: &[u8]) {
@@ -379,7 +379,7 @@ impl ProtocolWrite for BinaryWriter<'_> {
     }
 
     fn write_uuid(&mut self, v: &[u8; 16]) {
-        self.out.put_slice(v);
+        self.out.put_array(*v);
     }
 
     fn write_list_begin(&mut self, elem: TType, len: usize) {
@@ -392,7 +392,7 @@ impl ProtocolWrite for BinaryWriter<'_> {
     }
 
     fn write_map_begin(&mut self, key: TType, value: TType, len: usize) {
-        self.out.put_slice(&[type_id(key), type_id(value)]);
+        self.out.put_array([type_id(key), type_id(value)]);
         self.put_len(len);
     }
 }

@@ -380,7 +380,7 @@ impl<'a> CompactWriter<'a> {
 impl ProtocolWrite for CompactWriter<'_> {
     fn write_message_begin(&mut self, name: &[u8], kind: MessageType, seqid: i32) {
         self.out
-            .put_slice(&[PROTOCOL_ID, VERSION | ((kind as u8) << TYPE_SHIFT)]);
+            .put_array([PROTOCOL_ID, VERSION | ((kind as u8) << TYPE_SHIFT)]);
         self.varint(u64::from(seqid as u32));
         self.write_binary(name);
     }
@@ -431,7 +431,7 @@ impl ProtocolWrite for CompactWriter<'_> {
     }
 
     fn write_double(&mut self, v: f64) {
-        self.out.put_slice(&v.to_le_bytes());
+        self.out.put_array(v.to_le_bytes());
     }
 
     fn write_binary(&mut self, v: &[u8]) {
@@ -445,7 +445,7 @@ impl ProtocolWrite for CompactWriter<'_> {
     }
 
     fn write_uuid(&mut self, v: &[u8; 16]) {
-        self.out.put_slice(v);
+        self.out.put_array(*v);
     }
 
     fn write_list_begin(&mut self, elem: TType, len: usize) {

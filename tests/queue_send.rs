@@ -79,14 +79,7 @@ fn sends_that_fit_the_socket_go_at_once_and_the_rest_of_a_full_one_through_the_r
     let at_once = || h.metrics()[0].ops_at_once;
     rt.block_on(async {
         let (l, addr) = common::loopback_listener();
-        let peer = std::thread::spawn(move || {
-            let mut c = std::net::TcpStream::connect(addr).expect("connect");
-            c.set_read_timeout(Some(Duration::from_secs(30)))
-                .expect("timeout");
-            let mut got = Vec::new();
-            c.read_to_end(&mut got).expect("read");
-            got
-        });
+        let peer = common::reader(addr);
         let (s, _) = l.accept().await.expect("accept");
         // Three sends of one loop turn join one gathered send, which the socket's
         // buffer takes whole: done at once, nothing for the ring to complete.

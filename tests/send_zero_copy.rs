@@ -10,7 +10,6 @@ mod common;
 
 use bytes::Bytes;
 use common::{join_peer, random};
-use std::io::Read;
 use std::time::Duration;
 use zerorx::net::UnixStream;
 use zerorx::runtime::{RegisteredBuf, REGISTERED_CHUNK};
@@ -28,23 +27,11 @@ fn metrics(h: &zerorx::Handle) -> WorkerMetricsSnapshot {
     h.metrics()[0]
 }
 
-/// A peer that reads everything until end of stream and returns it.
-fn reader(addr: std::net::SocketAddr) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut c = std::net::TcpStream::connect(addr).expect("connect");
-        c.set_read_timeout(Some(Duration::from_secs(30)))
-            .expect("timeout");
-        let mut got = Vec::new();
-        c.read_to_end(&mut got).expect("read to the end");
-        got
-    })
-}
-
 /// Queues `data` in pieces of growing odd sizes (many above the threshold, many
 /// below), flushes, closes, and returns what the peer read.
 async fn send_in_pieces(data: &Bytes) -> Vec<u8> {
     let (l, addr) = common::loopback_listener();
-    let peer = reader(addr);
+    let peer = common::reader(addr);
     let (s, _) = l.accept().await.expect("accept");
     for piece in common::odd_pieces(data.len()) {
         let at = piece.end;
@@ -180,7 +167,7 @@ fn registered_buffers_go_out_zero_copy_and_return_to_the_arena_after_the_notific
     let h = rt.handle().clone();
     rt.block_on(async {
         let (l, addr) = common::loopback_listener();
-        let peer = reader(addr);
+        let peer = common::reader(addr);
         let (s, _) = l.accept().await.expect("accept");
         let data = random(31, 5 * REGISTERED_CHUNK + 1000);
         // One at a time: each a single SEND_ZC naming the registered buffer.
@@ -240,7 +227,7 @@ fn an_arena_of_size_zero_hands_out_nothing_and_compat_writes_still_go() {
     b.build().expect("runtime").block_on(async {
         assert!(RegisteredBuf::new().expect("no error").is_none());
         let (l, addr) = common::loopback_listener();
-        let peer = reader(addr);
+        let peer = common::reader(addr);
         let (s, _) = l.accept().await.expect("accept");
         let data = random(32, 300_000);
         let mut w = s.compat();
@@ -262,7 +249,7 @@ fn compat_writes_that_go_zero_copy_use_the_registered_arena() {
     .send_arena(8 * REGISTERED_CHUNK);
     b.build().expect("runtime").block_on(async {
         let (l, addr) = common::loopback_listener();
-        let peer = reader(addr);
+        let peer = common::reader(addr);
         let (s, _) = l.accept().await.expect("accept");
         let data = random(33, 1 << 20);
         let mut w = s.compat();

@@ -114,6 +114,18 @@ pub fn loopback_listener() -> (zerorx::net::TcpListener, std::net::SocketAddr) {
     (l, addr)
 }
 
+/// A peer that connects, reads everything until end of stream and returns it.
+pub fn reader(addr: std::net::SocketAddr) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut c = std::net::TcpStream::connect(addr).expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut c, &mut got).expect("read to the end");
+        got
+    })
+}
+
 /// Open fds of this process.
 pub fn fd_count() -> usize {
     std::fs::read_dir("/proc/self/fd")

@@ -41,6 +41,7 @@ pub mod net;
 pub(crate) mod ops;
 pub mod runtime;
 pub mod signal;
+pub(crate) mod thread_slot;
 pub mod time;
 #[cfg(feature = "rustls")]
 pub mod tls;

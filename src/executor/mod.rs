@@ -11,8 +11,9 @@ pub(crate) mod task;
 pub use join::{JoinError, JoinHandle};
 
 use crate::metrics::{add_owned, add_shared};
+use crate::thread_slot::{self, Owner};
 use scheduler::{Local, Remote, Shared};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -22,34 +23,32 @@ use task::TaskRef;
 
 thread_local! {
     /// The scheduler of the worker running on this thread.
-    static CURRENT: RefCell<Option<Rc<Local>>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<Owner<Local>>> = const { RefCell::new(None) };
+    static LOCAL: Cell<*const Local> = const { Cell::new(std::ptr::null()) };
 }
 
 /// Makes `local` this thread's scheduler (the worker's loop runs here) until [`exit`].
 pub(crate) fn enter(local: Rc<Local>) {
-    CURRENT.with(|c| *c.borrow_mut() = Some(local));
+    thread_slot::install(&CURRENT, &LOCAL, local);
 }
 
 /// Removes this thread's scheduler.
 pub(crate) fn exit() {
     // Taken out first and dropped after the borrow ends: dropping it can drop tasks,
     // whose destructors may look at the scheduler.
-    let old = CURRENT.try_with(|c| c.borrow_mut().take()).ok().flatten();
+    let old = thread_slot::take(&CURRENT);
     drop(old);
 }
 
 /// Runs `f` with this thread's scheduler; `None` if there is none (or the
 /// thread-local is being destroyed).
 pub(crate) fn with_local<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
-    CURRENT
-        .try_with(|c| c.borrow().as_deref().map(f))
-        .ok()
-        .flatten()
+    thread_slot::with(&LOCAL, f)
 }
 
 /// This thread's scheduler, if a worker runs here.
 fn current() -> Option<Rc<Local>> {
-    CURRENT.try_with(|c| c.borrow().clone()).ok().flatten()
+    thread_slot::get(&LOCAL)
 }
 
 /// Spawns a task on the current worker. The future need not be `Send`: it never

@@ -14,6 +14,7 @@ pub use sleep::{sleep, sleep_until, Sleep};
 pub use timeout::{timeout, Elapsed, Timeout};
 
 use crate::driver::slab::{GenSlab, Key};
+use crate::thread_slot::{self, Owner};
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -32,51 +33,23 @@ pub(crate) struct Timers {
 }
 
 thread_local! {
-    /// This thread's timers, kept alive here between [`enter`] and [`exit`].
-    static OWNED: RefCell<Option<Owned>> = const { RefCell::new(None) };
-    /// The same timers, for [`with_timers`]: a plain pointer in a slot with no
-    /// destructor, so a look-up is one load, with no borrow flag and no check that
-    /// the slot is still alive (several look-ups a request, counted in RPC).
+    static OWNED: RefCell<Option<Owner<Timers>>> = const { RefCell::new(None) };
     static CURRENT: Cell<*const Timers> = const { Cell::new(std::ptr::null()) };
-}
-
-/// The owner of a thread's timers; clears [`CURRENT`] before they can go, also when
-/// the thread exits without [`exit`].
-struct Owned {
-    _timers: Rc<Timers>,
-}
-
-impl Drop for Owned {
-    fn drop(&mut self) {
-        CURRENT.set(std::ptr::null());
-    }
 }
 
 /// Makes `timers` this thread's until [`exit`] (the worker's loop runs between).
 pub(crate) fn enter(timers: Rc<Timers>) {
-    let ptr = Rc::as_ptr(&timers);
-    if OWNED
-        .try_with(|c| *c.borrow_mut() = Some(Owned { _timers: timers }))
-        .is_ok()
-    {
-        CURRENT.set(ptr);
-    }
+    thread_slot::install(&OWNED, &CURRENT, timers);
 }
 
 /// Takes this thread's timers away again.
 pub(crate) fn exit() {
-    let old = OWNED.try_with(|c| c.borrow_mut().take()).ok().flatten();
-    drop(old);
+    drop(thread_slot::take(&OWNED));
 }
 
 /// Runs `f` with this thread's timers; `None` off a worker thread.
 pub(crate) fn with_timers<R>(f: impl FnOnce(&Timers) -> R) -> Option<R> {
-    let ptr = CURRENT.get();
-    // SAFETY: a non-null `CURRENT` points at the timers `OWNED` keeps alive: it is
-    // set only after they are stored there and cleared before they are dropped
-    // (`Owned::drop`, which runs first in `exit` and at thread exit). Nothing `f`
-    // can reach calls `exit` (only the worker's teardown does, outside any timer).
-    (!ptr.is_null()).then(|| f(unsafe { &*ptr }))
+    thread_slot::with(&CURRENT, f)
 }
 
 /// "Now" to within one loop turn: the clock read by the first call after the

@@ -677,12 +677,11 @@ impl Driver {
                 slot.data.release(&c);
             }
             Lifecycle::Streaming { waker, finished } => {
-                slot.data.on_complete(&c);
-                slot.data.queue_for_stream(&c);
+                if slot.data.on_stream_completion(&c) {
+                    self.stops.push(key);
+                }
                 if !c.more() {
                     *finished = true;
-                } else if slot.data.take_stop_request() {
-                    self.stops.push(key);
                 }
                 if let Some(w) = waker.take() {
                     self.wakers.push(w.into_waker());

@@ -135,8 +135,18 @@ impl OpData {
         self.with_op(|op| op.release(completion))
     }
 
-    pub(crate) fn on_complete(&mut self, completion: &Completion) {
-        self.with_op(|op| op.on_complete(completion))
+    /// A multishot op's completion, in one visit of the op (each visit of an op kept
+    /// in its socket costs two indirect calls: counted, three of them were ~200
+    /// instructions of a 64 B echo request): its `on_complete`, then queued for the
+    /// stream; `true` when the op asks to stop (asked only while more follow).
+    pub(crate) fn on_stream_completion(&mut self, completion: &Completion) -> bool {
+        self.with_op(|op| {
+            op.on_complete(completion);
+            if let Some(q) = op.stream_queue() {
+                q.push_back(Queued::new(completion));
+            }
+            completion.more() && op.take_stop_request()
+        })
     }
 
     pub(crate) fn on_detached(
@@ -145,10 +155,6 @@ impl OpData {
         cx: &mut crate::driver::DetachedCx<'_>,
     ) -> bool {
         self.with_op(|op| op.on_detached(completion, cx))
-    }
-
-    pub(crate) fn take_stop_request(&mut self) -> bool {
-        self.with_op(|op| op.take_stop_request())
     }
 
     pub(crate) fn try_at_once(&mut self) -> Option<i32> {
@@ -162,15 +168,6 @@ impl OpData {
     /// The fd the op works on and whether it is multishot, for the state dump.
     pub(crate) fn describe(&mut self) -> (Option<RawFd>, bool) {
         self.with_op(|op| (op.fd(), op.stream_queue().is_some()))
-    }
-
-    /// Queues a completion for the stream of a multishot op.
-    pub(crate) fn queue_for_stream(&mut self, completion: &Completion) {
-        self.with_op(|op| {
-            if let Some(q) = op.stream_queue() {
-                q.push_back(Queued::new(completion));
-            }
-        })
     }
 
     /// The oldest completion queued for the stream of a multishot op.

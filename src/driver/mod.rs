@@ -403,14 +403,39 @@ impl Driver {
         key: Key,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Completion>> {
+        self.poll_stream(key, cx, |data| {
+            data.pop_for_stream().map(|q| q.completion(key))
+        })
+    }
+
+    /// [`poll_multi`](Self::poll_multi) that also runs `f` on the completion and the
+    /// op's data as a `T` in the same visit of the op (see
+    /// [`OpData::pop_for_stream_with`]).
+    pub(crate) fn poll_multi_with<T: 'static, R>(
+        &mut self,
+        key: Key,
+        cx: &mut Context<'_>,
+        f: impl FnOnce(&Completion, &mut T) -> Option<R>,
+    ) -> Poll<Option<(Completion, Option<R>)>> {
+        self.poll_stream(key, cx, |data| data.pop_for_stream_with(key, f))
+    }
+
+    /// The next of a streaming op's completions as `pop` takes it from the op's data;
+    /// `Ready(None)` once the final one was consumed (the slot is then removed).
+    fn poll_stream<R>(
+        &mut self,
+        key: Key,
+        cx: &mut Context<'_>,
+        pop: impl FnOnce(&mut OpData) -> Option<R>,
+    ) -> Poll<Option<R>> {
         let Some(slot) = self.ops.get_mut(key) else {
             return Poll::Ready(None);
         };
         let Lifecycle::Streaming { waker, finished } = &mut slot.lifecycle else {
             return Poll::Ready(None);
         };
-        if let Some(q) = slot.data.pop_for_stream() {
-            return Poll::Ready(Some(q.completion(key)));
+        if let Some(next) = pop(&mut slot.data) {
+            return Poll::Ready(Some(next));
         }
         if *finished {
             self.ops.remove(key);

@@ -300,12 +300,18 @@ impl SocketMultiOp {
         Ok(SocketMultiOp { key: Some(key) })
     }
 
-    /// As [`MultiOp::poll_next`]; `None` also off the worker's thread.
-    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
+    /// As [`MultiOp::poll_next`] (`None` also off the worker's thread), also running
+    /// `f` on the completion and the receive in the same visit of the op
+    /// (`Driver::poll_multi_with`).
+    pub(crate) fn poll_next_with<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        f: impl FnOnce(&Completion, &mut StreamRecv) -> Option<R>,
+    ) -> Poll<Option<(Completion, Option<R>)>> {
         let Some(key) = self.key else {
             return Poll::Ready(None);
         };
-        let next = context::with_core(|core| core.driver.borrow_mut().poll_multi(key, cx))
+        let next = context::with_core(|core| core.driver.borrow_mut().poll_multi_with(key, cx, f))
             .unwrap_or(Poll::Ready(None));
         if let Poll::Ready(None) = next {
             self.key = None;

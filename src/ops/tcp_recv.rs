@@ -75,8 +75,20 @@ impl Armed {
         *self.parts().1 = n;
     }
 
-    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
-        self.parts().0.poll_next(cx)
+    /// The next completion; a data completion with more to follow also hands out its
+    /// first buffer, taken in the same visit of the op (the rest are owed).
+    fn poll_next(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<(Completion, Option<io::Result<RxBuf>>)>> {
+        let (op, owed) = self.parts();
+        op.poll_next_with(cx, |c, recv| {
+            if c.res <= 0 || !c.more() {
+                return None;
+            }
+            *owed = c.res as u32;
+            Some(recv.take_next(owed))
+        })
     }
 
     /// Whether this receive stopped itself because its stream held its limit of
@@ -382,17 +394,22 @@ impl Receiver {
             let Some(Source::Armed(armed)) = self.source.as_mut() else {
                 continue;
             };
-            let c = match armed.poll_next(cx) {
+            let (c, first) = match armed.poll_next(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => {
                     // The final completion was consumed: arm a new receive.
                     self.source = None;
                     continue;
                 }
-                Poll::Ready(Some(c)) => c,
+                Poll::Ready(Some(next)) => next,
             };
             if c.res > 0 {
                 self.received = self.received.saturating_add(c.res as u32);
+                if let Some(first) = first {
+                    // A data completion with more to follow: its first buffer came
+                    // with it, the rest are owed.
+                    return Poll::Ready(first.map(Some));
+                }
                 // Its buffers are handed out from the op, starting with the next turn
                 // of this loop; a final completion with data ends the receive only
                 // after they are (its end below never disarms).

@@ -175,6 +175,24 @@ impl OpData {
         self.with_op(|op| op.stream_queue()?.pop_front())
     }
 
+    /// [`pop_for_stream`](Self::pop_for_stream) as op `key`'s completion, then `f` on
+    /// it and the op's data as a `T`, in the same visit of the op (a stream takes the
+    /// first buffer of a data completion at once: one visit instead of two).
+    pub(crate) fn pop_for_stream_with<T: 'static, R>(
+        &mut self,
+        key: Key,
+        f: impl FnOnce(&Completion, &mut T) -> Option<R>,
+    ) -> Option<(Completion, Option<R>)> {
+        self.with_op(|op| {
+            let c = op.stream_queue()?.pop_front()?.completion(key);
+            let r = op
+                .stream_data()
+                .and_then(|d| d.downcast_mut::<T>())
+                .and_then(|d| f(&c, d));
+            Some((c, r))
+        })
+    }
+
     /// Releases every completion queued for the stream of op `key`, which nobody will
     /// read.
     pub(crate) fn release_all_queued(&mut self, key: Key) {

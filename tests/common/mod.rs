@@ -271,10 +271,7 @@ pub fn shutdown_with_a_stuck_send_is_clean(
             drop(c);
         });
         let (s, _) = l.accept().await.expect("accept");
-        s.queue_send(bytes::Bytes::from(vec![1u8; 16 << 20]))
-            .expect("queue");
-        s.queue_send(bytes::Bytes::from_static(b"behind it"))
-            .expect("queue");
+        queue_more_than_a_socket_holds(&s);
         zerorx::sleep(Duration::from_millis(100)).await;
         inspect(&inner);
         // The stream stays with the runtime's task; the send holds the socket.
@@ -304,6 +301,15 @@ pub fn shutdown_with_a_stuck_send_is_clean(
     assert_eq!(fd_count(), before, "an fd leaked: {fds:?}");
 }
 
+/// Queues 16 MiB and a small send behind it on `s`: more than the socket's buffers
+/// hold, so with a peer that reads nothing the first send stays in flight.
+fn queue_more_than_a_socket_holds(s: &zerorx::net::TcpStream) {
+    s.queue_send(bytes::Bytes::from(vec![1u8; 16 << 20]))
+        .expect("queue");
+    s.queue_send(bytes::Bytes::from_static(b"behind it"))
+        .expect("queue");
+}
+
 /// Sends queued behind a peer that reads nothing, then cancelled (`cancel_sends`) on
 /// the runtime `make` builds (under the fd lock, so no other test counts its fds): the
 /// flush and every later call fail with `ECANCELED`, nothing is left
@@ -325,10 +331,7 @@ pub fn cancelled_stuck_sends_let_the_socket_go(make: impl FnOnce() -> Runtime) {
             std::io::Read::read_to_end(&mut c, &mut sink).expect("read to the end")
         });
         let (s, _) = l.accept().await.expect("accept");
-        s.queue_send(bytes::Bytes::from(vec![1u8; 16 << 20]))
-            .expect("queue");
-        s.queue_send(bytes::Bytes::from_static(b"behind it"))
-            .expect("queue");
+        queue_more_than_a_socket_holds(&s);
         zerorx::sleep(Duration::from_millis(50)).await;
         assert!(s.send_backlog() > 0, "the peer reads nothing");
         s.cancel_sends();

@@ -3,11 +3,14 @@
 //! every received buffer, as it is, on the other connection. The runtime's send policy
 //! (`ZERORX_SEND_ZC`, default `auto,16K`) sends zero-copy where the kernel does not
 //! copy anyway; with a zero-copy receive pool the bytes leave from the pages the NIC
-//! wrote.
+//! wrote. `--register-pools` registers each worker's receive pools with its ring for
+//! sends (`runtime::register_receive_pools`), so zero-copy sends of received buffers
+//! name the registration and the kernel pins nothing per send (not the default: see
+//! its documentation).
 //!
 //! ```text
 //! cargo run --release --example proxy -- --listen 127.0.0.1:7100 --upstream 127.0.0.1:7000 \
-//!     [--threads N] [--secs S]
+//!     [--threads N] [--secs S] [--register-pools]
 //! ```
 //! Prints each worker's send counters when it stops (after `--secs`, or on Ctrl-C).
 
@@ -21,6 +24,7 @@ struct Opts {
     upstream: SocketAddr,
     threads: usize,
     secs: Option<f64>,
+    register_pools: bool,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -29,6 +33,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         upstream: "127.0.0.1:7000".parse().expect("address"),
         threads: 1,
         secs: None,
+        register_pools: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -40,6 +45,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--threads" => o.threads = value(a)?.parse().map_err(|e| format!("--threads: {e}"))?,
             "--secs" => o.secs = Some(value(a)?.parse().map_err(|e| format!("--secs: {e}"))?),
+            "--register-pools" => o.register_pools = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -51,9 +57,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let o = parse(&args)?;
     let rt = Runtime::builder().threads(o.threads).build()?;
     let h = rt.handle().clone();
-    let (listen, upstream) = (o.listen, o.upstream);
+    let (listen, upstream, register_pools) = (o.listen, o.upstream, o.register_pools);
     // Every worker listens on the address (SO_REUSEPORT spreads the connections).
-    drop(h.spawn_on_each(move |_| async move {
+    drop(h.spawn_on_each(move |worker| async move {
+        if register_pools {
+            match zerorx::runtime::register_receive_pools() {
+                Ok(n) => println!("worker {worker}: {n} receive pool areas registered for sends"),
+                Err(e) => eprintln!("worker {worker}: {e} (its sends go unregistered)"),
+            }
+        }
         let l = match TcpListener::bind(listen) {
             Ok(l) => l,
             Err(e) => return eprintln!("listen on {listen}: {e}"),

@@ -38,6 +38,7 @@ pub(crate) struct WorkerMetrics {
     pub(crate) send_zc: AtomicU64,
     pub(crate) send_zc_copied: AtomicU64,
     pub(crate) send_zc_off: AtomicU64,
+    pub(crate) send_zc_registered: AtomicU64,
 }
 
 /// Number of [`RearmCounts`] fields.
@@ -139,6 +140,7 @@ impl WorkerMetrics {
             send_zc: self.send_zc.load(Relaxed),
             send_zc_copied: self.send_zc_copied.load(Relaxed),
             send_zc_off: self.send_zc_off.load(Relaxed),
+            send_zc_registered: self.send_zc_registered.load(Relaxed),
         }
     }
 }
@@ -206,8 +208,8 @@ pub struct WorkerMetricsSnapshot {
     /// (one without zcrx events: Linux 7.1) can leave a receive parked on a dry area
     /// with no completion when chunks come back. Zero on Linux 7.2+.
     pub recv_zc_restarts: u64,
-    /// Queued sends that went out zero-copy (`SEND_ZC`/`SENDMSG_ZC`; see
-    /// [`SendZeroCopy`](crate::SendZeroCopy)).
+    /// Sends that went out zero-copy (`SEND_ZC`/`SENDMSG_ZC`; see
+    /// [`SendZeroCopy`](crate::SendZeroCopy)), queued or awaited.
     pub send_zc: u64,
     /// Zero-copy sends whose notification said the kernel copied the bytes after all
     /// (loopback, a device without scatter-gather or checksum offload).
@@ -215,4 +217,9 @@ pub struct WorkerMetricsSnapshot {
     /// Sockets whose sends went plain after the kernel copied (or refused) a
     /// zero-copy send of theirs.
     pub send_zc_off: u64,
+    /// Zero-copy submissions that named registered memory
+    /// ([`RegisteredBuf`](crate::runtime::RegisteredBuf) chunks, or
+    /// [`register_send_memory`](crate::runtime::register_send_memory)'s): the kernel
+    /// pinned none of their pages.
+    pub send_zc_registered: u64,
 }

@@ -37,7 +37,7 @@ fn std_echo_server() -> (std::net::SocketAddr, std::thread::JoinHandle<u64>) {
     (addr, t)
 }
 
-fn proxied_echo(policy: SendZeroCopy) -> zerorx::WorkerMetricsSnapshot {
+fn proxied_echo(policy: SendZeroCopy, register_pools: bool) -> zerorx::WorkerMetricsSnapshot {
     let _fds = common::fd_lock();
     let rt = common::small_pool_builder()
         .send_zero_copy(policy)
@@ -50,6 +50,10 @@ fn proxied_echo(policy: SendZeroCopy) -> zerorx::WorkerMetricsSnapshot {
         let (l, addr) = common::loopback_listener();
         let proxy = spawn(async move {
             let (client, _) = l.accept().await.expect("accept");
+            if register_pools {
+                let n = zerorx::runtime::register_receive_pools().expect("registers");
+                assert_eq!(n, 1, "the copy pool's area");
+            }
             let server = TcpStream::connect(upstream)
                 .await
                 .expect("connect upstream");
@@ -72,15 +76,33 @@ fn proxied_echo(policy: SendZeroCopy) -> zerorx::WorkerMetricsSnapshot {
 
 #[test]
 fn a_proxy_forwards_both_ways_byte_exact_with_plain_sends() {
-    let m = proxied_echo(SendZeroCopy::default());
+    let m = proxied_echo(SendZeroCopy::default(), false);
     // Both peers are on this host: the default policy sends plain.
     assert_eq!(m.send_zc, 0, "{m:?}");
 }
 
 #[test]
 fn a_proxy_forwards_both_ways_byte_exact_with_zero_copy_sends() {
-    let m = proxied_echo(SendZeroCopy::Always { threshold: 0 });
+    let m = proxied_echo(SendZeroCopy::Always { threshold: 0 }, false);
     assert!(m.send_zc > 0, "no zero-copy send: {m:?}");
+    assert_eq!(m.send_zc_registered, 0, "nothing was registered: {m:?}");
+    assert_eq!(
+        m.send_zc_copied, m.send_zc,
+        "loopback copies every one: {m:?}"
+    );
+}
+
+#[test]
+fn a_proxy_on_registered_receive_pools_sends_naming_the_registration() {
+    let m = proxied_echo(SendZeroCopy::Always { threshold: 0 }, true);
+    assert!(m.send_zc > 0, "no zero-copy send: {m:?}");
+    // The received buffers lie in the copy pool, registered before the first send;
+    // only buffers received into ordinary memory while the pool was held go
+    // unregistered.
+    assert!(
+        m.send_zc_registered > 0,
+        "no send named the pool's registration: {m:?}"
+    );
     assert_eq!(
         m.send_zc_copied, m.send_zc,
         "loopback copies every one: {m:?}"

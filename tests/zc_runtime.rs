@@ -210,6 +210,9 @@ fn nodev_a_proxy_sends_the_pools_buffers_out_zero_copy() -> Result<(), Failed> {
         let (l, addr) = common::loopback_listener();
         let proxy = spawn(async move {
             let (client, _) = l.accept().await.expect("accept");
+            // The copy pool's area and the instance's, for the sends to name.
+            let registered = zerorx::runtime::register_receive_pools();
+            assert_eq!(registered.expect("the kernel registers both areas"), 2);
             let up = TcpStream::connect(up_addr).await.expect("connect upstream");
             forward_both(&client, &up, FORWARD_BACKLOG).await
         });
@@ -234,6 +237,11 @@ fn nodev_a_proxy_sends_the_pools_buffers_out_zero_copy() -> Result<(), Failed> {
     let m = rt.handle().metrics()[0];
     check(m.send_zc > 0 && m.send_zc_copied == m.send_zc, || {
         format!("zero-copy sends of the area's buffers: {m:?}")
+    })?;
+    // Sends of the registered areas' buffers named the registration, and the kernel
+    // took it (every byte came through).
+    check(m.send_zc_registered > 0, || {
+        format!("no send named the area's registration: {m:?}")
     })?;
     every_chunk_comes_back(&rt)
 }

@@ -7,6 +7,8 @@
 //!   sends to this host plain: loopback copies zero-copy sends anyway);
 //! - `zerorx-zc`: the same with `ZERORX_SEND_ZC=always,16K`, every large send
 //!   zero-copy and copied by the kernel (what the adaptive policy avoids);
+//! - `zerorx-zc-reg`: `zerorx-zc` with the receive pool registered for sends
+//!   (`runtime::register_receive_pools`), so the sends of received buffers name it;
 //! - `tokio`: a current-thread tokio runtime with `tokio::io::copy_bidirectional`
 //!   (`read`/`write` through an 8 KiB buffer per direction).
 //!
@@ -18,14 +20,15 @@
 //! saves: there the kernel copies every byte in and out whatever the proxy does.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use zerorx_bench::cpu_rounds::{discard_sink, CpuRounds};
 use zerorx_bench::procfs::process_cpu_secs;
 
 type Error = Box<dyn std::error::Error>;
 
-const PROXIES: [&str; 3] = ["zerorx", "zerorx-zc", "tokio"];
+const PROXIES: [&str; 4] = ["zerorx", "zerorx-zc", "zerorx-zc-reg", "tokio"];
 
 /// A proxy child: listens on 127.0.0.1, prints `listening ADDR`, forwards every
 /// connection to `upstream` until its stdin closes.
@@ -61,6 +64,9 @@ fn child(kind: &str, upstream: SocketAddr) -> Result<(), Error> {
         std::thread::spawn(stop);
         loop {
             let (c, _) = l.accept().await?;
+            if kind == "zerorx-zc-reg" {
+                zerorx::runtime::register_receive_pools()?;
+            }
             zerorx::spawn(async move {
                 if let Ok(s) = zerorx::net::TcpStream::connect(upstream).await {
                     let _ = zerorx::net::forward_both(&c, &s, zerorx::net::FORWARD_BACKLOG).await;
@@ -70,27 +76,11 @@ fn child(kind: &str, upstream: SocketAddr) -> Result<(), Error> {
     })
 }
 
-/// A sink on 127.0.0.1 that reads every connection to its end.
-fn sink() -> Result<SocketAddr, Error> {
-    let l = TcpListener::bind("127.0.0.1:0")?;
-    let addr = l.local_addr()?;
-    std::thread::spawn(move || {
-        for c in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut c = c;
-                let mut buf = vec![0u8; 256 << 10];
-                while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
-            });
-        }
-    });
-    Ok(addr)
-}
-
 /// One round of `kind`: `bytes` over `conns` connections; (CPU s per GB, GB/s).
 fn round(kind: &str, upstream: SocketAddr, bytes: u64, conns: u64) -> Result<(f64, f64), Error> {
     let mut cmd = Command::new(std::env::current_exe()?);
     cmd.args(["--child", kind, &upstream.to_string()]);
-    if kind == "zerorx-zc" {
+    if kind.starts_with("zerorx-zc") {
         cmd.env("ZERORX_SEND_ZC", "always,16K");
     } else {
         cmd.env_remove("ZERORX_SEND_ZC");
@@ -139,11 +129,6 @@ fn round(kind: &str, upstream: SocketAddr, bytes: u64, conns: u64) -> Result<(f6
     Ok((cpu / gb, gb / wall))
 }
 
-fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (v[v.len() / 2], v[0], v[v.len() - 1])
-}
-
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--child") {
@@ -162,32 +147,17 @@ fn main() -> Result<(), Error> {
             other => return Err(format!("unknown argument {other:?}").into()),
         }
     }
-    let upstream = sink()?;
+    let upstream = discard_sink()?;
     let bytes = (gb * 1e9) as u64;
-    let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); PROXIES.len()];
-    let mut rate: Vec<Vec<f64>> = vec![Vec::new(); PROXIES.len()];
+    let mut results = CpuRounds::new(&PROXIES);
     for r in 0..rounds {
         for (i, kind) in PROXIES.iter().enumerate() {
             let (c, g) = round(kind, upstream, bytes, conns)?;
-            println!("round {r} {kind:<10} {c:.3} CPU-s/GB {g:.2} GB/s");
-            cpu[i].push(c);
-            rate[i].push(g);
+            println!("round {r} {kind:<14} {c:.3} CPU-s/GB {g:.2} GB/s");
+            results.push(i, c, g);
         }
     }
-    println!("\nproxy       CPU-s per GB median [min-max]   GB/s median [min-max]   CPU vs tokio per round");
-    let tokio = PROXIES.len() - 1;
-    for (i, kind) in PROXIES.iter().enumerate() {
-        let (c, c0, c1) = median_min_max(cpu[i].clone());
-        let (g, g0, g1) = median_min_max(rate[i].clone());
-        let ratio = if i == tokio {
-            "-".to_string()
-        } else {
-            let (m, lo, hi) =
-                median_min_max(cpu[i].iter().zip(&cpu[tokio]).map(|(a, b)| a / b).collect());
-            format!("{m:.2}x [{lo:.2}-{hi:.2}]")
-        };
-        println!("{kind:<10} {c:>8.3} [{c0:.3}-{c1:.3}]        {g:>6.2} [{g0:.2}-{g1:.2}]        {ratio}");
-    }
+    print!("\n{}", results.table("proxy"));
     println!("\n{bytes} bytes per round over {conns} connections, loopback: the kernel copies in and out either way");
     Ok(())
 }

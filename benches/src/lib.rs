@@ -12,6 +12,7 @@
 pub mod child;
 pub mod client;
 pub mod count;
+pub mod cpu_rounds;
 pub mod echo;
 pub mod fabric_engine;
 pub mod frame_echo;

@@ -4,7 +4,9 @@
 
 use super::SendBuf;
 use crate::driver::op::{OpCode, Single};
-use crate::ops::send::{Send, SendMsg, SendZc};
+use crate::driver::Completion;
+use crate::ops::send::{Send, SendMsg};
+use crate::ops::send_way::AwaitedWay;
 use crate::ops::shutdown::Shutdown;
 use crate::ops::tcp_recv::Receiver;
 use crate::ops::{SharedFd, SocketFd};
@@ -80,9 +82,16 @@ impl Connection {
         ))
     }
 
-    /// Sends all of `buf`, looping over short sends. `buf` is [`Bytes`] or a received
-    /// [`RxBuf`] (see [`SendBuf`]); an `RxBuf` is sent from the pool as it is and its
-    /// chunk returns to the pool once the kernel is done with the send.
+    /// Sends all of `buf`, looping over short sends. `buf` is [`Bytes`], a received
+    /// [`RxBuf`] or a [`RegisteredBuf`](crate::runtime::RegisteredBuf) (see
+    /// [`SendBuf`]); an `RxBuf` is sent from the pool as it is and its chunk returns to
+    /// the pool once the kernel is done with the send.
+    ///
+    /// Under the runtime's [`SendZeroCopy`](crate::SendZeroCopy) policy, as queued
+    /// sends: a send of its size goes out zero-copy on a socket whose zero-copy sends
+    /// the kernel has not copied, and resolves once the kernel let go of the buffer
+    /// (its notification). Dropped before then, the buffer stays with the runtime until
+    /// the notification.
     pub fn send(&self, buf: impl Into<SendBuf>) -> impl Future<Output = io::Result<()>> {
         self.send_buf(buf.into())
     }
@@ -92,23 +101,24 @@ impl Connection {
     fn send_buf(&self, buf: SendBuf) -> SendAll<Send> {
         SendAll::new(Send {
             socket: self.fd.clone(),
+            way: AwaitedWay::policy(),
             buf,
             offset: 0,
         })
     }
 
-    /// Sends all of `buf` with `SEND_ZC`: the kernel transmits from `buf` itself and
-    /// the future resolves once it has let go of it (the notification CQE). Worth it
-    /// for large buffers on a real NIC; on loopback the kernel copies anyway.
+    /// Sends all of `buf` with `SEND_ZC` whatever the policy says: the kernel transmits
+    /// from `buf` itself and the future resolves once it has let go of it (the
+    /// notification CQE), which also says whether the kernel copied after all (counted
+    /// in [`send_zc_copied`](crate::WorkerMetricsSnapshot::send_zc_copied)). Worth it for
+    /// large buffers on a real NIC; on loopback the kernel copies anyway. Fails with
+    /// the kernel's error where it refuses (a Unix socket).
     pub fn send_zc(&self, buf: impl Into<SendBuf>) -> impl Future<Output = io::Result<()>> {
-        self.send_zc_buf(buf.into())
-    }
-
-    fn send_zc_buf(&self, buf: SendBuf) -> SendAll<SendZc> {
-        SendAll::new(SendZc {
+        SendAll::new(Send {
             socket: self.fd.clone(),
-            buf,
+            buf: buf.into(),
             offset: 0,
+            way: AwaitedWay::forced(),
         })
     }
 
@@ -217,7 +227,8 @@ impl Connection {
     }
 
     /// Sends all of `bufs` with SENDMSG (one gather op per attempt), looping over
-    /// short sends.
+    /// short sends; zero-copy (`SENDMSG_ZC`) under the policy as [`send`](Self::send),
+    /// naming the registration when every buffer lies in the same registered memory.
     pub fn send_vectored(&self, bufs: &[Bytes]) -> impl Future<Output = io::Result<()>> {
         self.send_msg(bufs.iter().cloned().map(SendBuf::from).collect())
     }
@@ -230,7 +241,13 @@ impl Connection {
     }
 
     fn send_msg(&self, bufs: Vec<SendBuf>) -> SendAll<SendMsg> {
-        SendAll::new(SendMsg::new(self.fd.clone(), bufs, 0, None))
+        SendAll::new(SendMsg::new(
+            self.fd.clone(),
+            bufs,
+            0,
+            None,
+            AwaitedWay::policy(),
+        ))
     }
 
     /// Receives the next chunk of bytes from the worker's receive pool: `Ok(None)` at
@@ -365,6 +382,9 @@ trait SendProgress: OpCode {
     fn sent(&mut self) -> &mut usize;
     /// Whether every byte is sent.
     fn done(&self) -> bool;
+    /// What the landed completion `c` of a submission teaches the socket; `true` when
+    /// the kernel refused it zero-copy and the same bytes go again.
+    fn landed(&mut self, c: &Completion) -> bool;
 }
 
 impl SendProgress for Send {
@@ -375,15 +395,9 @@ impl SendProgress for Send {
     fn done(&self) -> bool {
         self.offset >= self.buf.len()
     }
-}
 
-impl SendProgress for SendZc {
-    fn sent(&mut self) -> &mut usize {
-        &mut self.offset
-    }
-
-    fn done(&self) -> bool {
-        self.offset >= self.buf.len()
+    fn landed(&mut self, c: &Completion) -> bool {
+        self.way.landed(&self.socket, c)
     }
 }
 
@@ -394,6 +408,10 @@ impl SendProgress for SendMsg {
 
     fn done(&self) -> bool {
         self.skip >= self.total()
+    }
+
+    fn landed(&mut self, c: &Completion) -> bool {
+        self.way.landed(&self.socket, c)
     }
 }
 
@@ -441,12 +459,25 @@ impl<T: SendProgress> Future for SendAll<T> {
                     this.state = SendState::Sending(Op::submit_boxed(op)?);
                 }
                 SendState::Sending(flight) => {
+                    // A zero-copy send that sent everything is done at its result, as
+                    // a plain one is (`done_at_result`): dropping the op leaves its
+                    // buffers with the driver until the notification, which the op's
+                    // `release` reads.
+                    if flight.partial_result().is_some() {
+                        crate::ops::send_way::count(|m| &m.send_zc);
+                        this.state = SendState::Ready(None);
+                        return Poll::Ready(Ok(()));
+                    }
                     let done = match flight.poll_boxed(cx) {
                         Poll::Pending => return Poll::Pending,
                         Poll::Ready(done) => done,
                     };
                     this.state = SendState::Ready(None);
                     let (c, mut op) = done?;
+                    if op.0.landed(&c) {
+                        this.state = SendState::Ready(Some(op));
+                        continue;
+                    }
                     match c.result() {
                         Ok(0) => {
                             drop(recycle_op(op));

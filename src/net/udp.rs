@@ -6,6 +6,7 @@ use crate::ops::recv::RecvFrom;
 pub use crate::ops::recv_msg::Datagram;
 use crate::ops::recv_msg::RecvMsgMulti;
 use crate::ops::send::SendMsg;
+use crate::ops::send_way::AwaitedWay;
 use crate::ops::SharedFd;
 use crate::runtime::context;
 use crate::runtime::multishot::MultiOp;
@@ -64,6 +65,7 @@ impl UdpSocket {
             vec![buf.into()],
             0,
             Some(sock_addr(to)),
+            AwaitedWay::plain(),
         ))?
         .await?;
         Ok(c.result()? as usize)

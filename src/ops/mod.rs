@@ -16,8 +16,10 @@ pub(crate) mod recv_zc;
 pub(crate) mod send;
 pub(crate) mod send_buf;
 pub(crate) mod send_queue;
+pub(crate) mod send_way;
 mod shared_fd;
 pub(crate) mod shutdown;
+mod sqe;
 pub(crate) mod stream_recv;
 pub(crate) mod tcp_recv;
 

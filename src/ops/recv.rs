@@ -1,5 +1,6 @@
 //! Receive into a caller-owned buffer (the buffer travels with the op and comes back).
 
+use super::sqe::with_optlen;
 use super::{fd, SharedFd};
 use crate::driver::queue::SmallQueue;
 use crate::driver::{Completion, OpCode};
@@ -311,25 +312,6 @@ impl<M> Decoded<M> {
     }
 }
 
-/// Offset of `optlen` in `io_uring_sqe` (a union with `file_index` and
-/// `splice_fd_in`): for a multishot `recv`, the total bytes after which the kernel ends
-/// it (`IORING_RECV_MSHOT_LIM`, Linux 6.17).
-const SQE_OPTLEN: usize = 44;
-const SQE_SIZE: usize = 64;
-const _: () = assert!(std::mem::size_of::<squeue::Entry>() == SQE_SIZE);
-
-/// `entry` with its `optlen` field set to `len`. The io-uring crate has no setter for
-/// it on `RecvMulti`.
-fn with_optlen(entry: squeue::Entry, len: u32) -> squeue::Entry {
-    // SAFETY: `Entry` is `#[repr(C)]` around the 64-byte `io_uring_sqe` (size checked
-    // above), made only of integers and unions of integers: any 64 bytes are a valid
-    // value, and it owns nothing (no `Drop`), so viewing it as bytes and back is sound.
-    let mut raw: [u8; SQE_SIZE] = unsafe { std::mem::transmute(entry) };
-    raw[SQE_OPTLEN..SQE_OPTLEN + 4].copy_from_slice(&len.to_ne_bytes());
-    // SAFETY: as above.
-    unsafe { std::mem::transmute::<[u8; SQE_SIZE], squeue::Entry>(raw) }
-}
-
 /// Multishot receive drawing buffers from the worker's copy pool. Completions are
 /// decoded into buffers as they are reaped ([`OpCode::on_complete`]): in an incremental
 /// pool the position of a completion's bytes depends on every completion before it,
@@ -472,7 +454,6 @@ impl RecvMulti {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use io_uring::{opcode, types};
 
     fn bad(i: usize) -> Decode {
         Err(Box::new(PoolError::InvalidConfig {
@@ -545,32 +526,5 @@ mod tests {
             assert!(reason(q.pop_front()).is_some());
         }
         assert_eq!(SPARE.with(|s| s.borrow().len()), SPARE_QUEUES);
-    }
-
-    fn bytes(entry: squeue::Entry) -> [u8; SQE_SIZE] {
-        // SAFETY: see `with_optlen`.
-        unsafe { std::mem::transmute(entry) }
-    }
-
-    #[test]
-    fn optlen_lands_where_the_crate_puts_file_index() {
-        // ACCEPT's `file_index` (slot + 1) shares the `optlen` field.
-        let slot = types::DestinationSlot::try_from_slot_target(6).expect("slot");
-        let accept = opcode::Accept::new(types::Fd(3), std::ptr::null_mut(), std::ptr::null_mut())
-            .file_index(Some(slot))
-            .build();
-        let raw = bytes(accept);
-        assert_eq!(raw[SQE_OPTLEN..SQE_OPTLEN + 4], 7u32.to_ne_bytes());
-        let recv = opcode::RecvMulti::new(types::Fd(3), 0).build();
-        let before = bytes(opcode::RecvMulti::new(types::Fd(3), 0).build());
-        let after = bytes(with_optlen(recv, 0x0102_0304));
-        assert_eq!(
-            after[SQE_OPTLEN..SQE_OPTLEN + 4],
-            0x0102_0304u32.to_ne_bytes()
-        );
-        let changed: Vec<usize> = (0..SQE_SIZE).filter(|&i| before[i] != after[i]).collect();
-        assert!(changed
-            .iter()
-            .all(|i| (SQE_OPTLEN..SQE_OPTLEN + 4).contains(i)));
     }
 }

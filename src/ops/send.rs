@@ -1,8 +1,13 @@
-//! Send of one buffer, and SENDMSG of several (optionally to an address).
+//! Send of one buffer, and SENDMSG of several (optionally to an address), each
+//! plain or zero-copy as its [`AwaitedWay`] chooses per submission. A zero-copy
+//! submission's result comes with `F_MORE` and its notification follows; the driver
+//! keeps the op (and with it the buffers) until the notification, also when the
+//! future is dropped first.
 
 use super::send_buf::SendBuf;
-use super::{fd, SharedFd};
-use crate::driver::OpCode;
+use super::send_way::{count, disconnect, plan, AwaitedWay, Plan};
+use super::{fd, sqe, SharedFd};
+use crate::driver::{Completion, OpCode};
 use io_uring::{opcode, squeue};
 use socket2::SockAddr;
 
@@ -11,18 +16,48 @@ pub(crate) struct Send {
     pub(crate) socket: SharedFd,
     pub(crate) buf: SendBuf,
     pub(crate) offset: usize,
+    pub(crate) way: AwaitedWay,
 }
 
 // SAFETY: points into `buf`, whose storage (heap or static for `Bytes`, the pool's
-// mapped area for an `RxBuf`) stays alive and unmoved while the op owns it; names the
-// fd `socket` keeps open.
+// mapped area for an `RxBuf`, the registered arena) stays alive and unmoved while the
+// op owns it, which for a zero-copy submission is until its notification (the driver's
+// `Partial` state holds the op until then); names the fd `socket` keeps open.
 unsafe impl OpCode for Send {
     fn fd(&self) -> Option<std::os::fd::RawFd> {
         Some(fd(&self.socket).0)
     }
 
     fn create_entry(&mut self) -> squeue::Entry {
-        send_entry(&self.socket, &self.buf[self.offset..])
+        let rest = &self.buf[self.offset.min(self.buf.len())..];
+        if !self.way.choose(&self.socket, rest.len()) {
+            return send_entry(&self.socket, rest);
+        }
+        let registered = self.buf.registered_slot();
+        if registered.is_some() {
+            count(|m| &m.send_zc_registered);
+        }
+        self.way.submitted(&Plan {
+            end: 1,
+            zc: true,
+            slot: registered,
+            named_vectored: false,
+        });
+        send_zc_entry(&self.socket, rest, registered)
+    }
+
+    fn release(&mut self, completion: &Completion) {
+        self.way.released(&self.socket, completion);
+    }
+
+    fn done_at_result(&self, res: i32) -> bool {
+        usize::try_from(res) == Ok(self.buf.len().saturating_sub(self.offset))
+    }
+
+    fn on_shutdown_stuck(&mut self) {
+        if self.way.zero_copy() {
+            disconnect(&self.socket);
+        }
     }
 }
 
@@ -62,46 +97,112 @@ pub(crate) fn send_zc_entry(
         .build()
 }
 
-/// The SENDMSG_ZC of `msghdr` on `socket`, as [`send_zc_entry`].
-pub(crate) fn sendmsg_zc_entry(socket: &SharedFd, msghdr: &libc::msghdr) -> squeue::Entry {
-    opcode::SendMsgZc::new(fd(socket), msghdr)
+/// The SENDMSG_ZC of `msghdr` on `socket`, as [`send_zc_entry`]: `registered` is the
+/// slot every iovec lies in.
+pub(crate) fn sendmsg_zc_entry(
+    socket: &SharedFd,
+    msghdr: &libc::msghdr,
+    registered: Option<u16>,
+) -> squeue::Entry {
+    let fixed = registered.map_or(0, |_| zcrx::abi::IORING_RECVSEND_FIXED_BUF);
+    let entry = opcode::SendMsgZc::new(fd(socket), msghdr)
         .flags(ZC_MSG_FLAGS as u32)
-        .ioprio(zcrx::abi::IORING_SEND_ZC_REPORT_USAGE)
-        .build()
+        .ioprio(zcrx::abi::IORING_SEND_ZC_REPORT_USAGE | fixed)
+        .build();
+    match registered {
+        // The crate's `SendMsgZc` has no `buf_index` setter.
+        Some(slot) => sqe::with_buf_index(entry, slot),
+        None => entry,
+    }
 }
 
 /// The most iovecs one SENDMSG takes (Linux's `UIO_MAXIOV`).
 const IOV_MAX: usize = 1024;
 
-/// Points `msghdr` at `iovecs`, filled with `bufs` from byte `skip` on.
-///
-/// The kernel refuses more than [`IOV_MAX`] iovecs (`EMSGSIZE`): a longer list goes out
-/// as a short send, which every stream sender continues. (Datagram sends carry one
-/// buffer.)
-pub(crate) fn gather(
-    bufs: &[SendBuf],
-    mut skip: usize,
-    iovecs: &mut Vec<libc::iovec>,
-    msghdr: &mut libc::msghdr,
-) {
-    iovecs.clear();
-    for b in bufs {
-        if iovecs.len() == IOV_MAX {
-            break;
+/// A SENDMSG's header and the iovecs it points at, kept in the op (the kernel reads
+/// them until the final completion) and rebuilt for each submission.
+pub(crate) struct MsgParts {
+    iovecs: Vec<libc::iovec>,
+    pub(crate) msghdr: libc::msghdr,
+}
+
+impl MsgParts {
+    /// Empty, with `iovecs`' room (a kept list).
+    pub(crate) fn new(iovecs: Vec<libc::iovec>) -> MsgParts {
+        MsgParts {
+            iovecs,
+            // SAFETY: `msghdr` is plain data; all-zero is a valid empty header.
+            msghdr: unsafe { std::mem::zeroed() },
         }
-        if skip >= b.len() {
-            skip -= b.len();
-            continue;
-        }
-        let rest = &b[skip..];
-        skip = 0;
-        iovecs.push(libc::iovec {
-            iov_base: rest.as_ptr() as *mut libc::c_void,
-            iov_len: rest.len(),
-        });
     }
-    msghdr.msg_iov = iovecs.as_mut_ptr();
-    msghdr.msg_iovlen = iovecs.len() as _;
+
+    /// Points the header at the iovecs, filled with `bufs` from byte `skip` on.
+    ///
+    /// The kernel refuses more than [`IOV_MAX`] iovecs (`EMSGSIZE`): a longer list goes
+    /// out as a short send, which every stream sender continues. (Datagram sends carry
+    /// one buffer.)
+    pub(crate) fn gather(&mut self, bufs: &[SendBuf], mut skip: usize) {
+        self.iovecs.clear();
+        for b in bufs {
+            if self.iovecs.len() == IOV_MAX {
+                break;
+            }
+            if skip >= b.len() {
+                skip -= b.len();
+                continue;
+            }
+            let rest = &b[skip..];
+            skip = 0;
+            self.iovecs.push(libc::iovec {
+                iov_base: rest.as_ptr() as *mut libc::c_void,
+                iov_len: rest.len(),
+            });
+        }
+        self.msghdr.msg_iov = self.iovecs.as_mut_ptr();
+        self.msghdr.msg_iovlen = self.iovecs.len() as _;
+    }
+
+    /// The SQE of `plan`'s submission of `bufs` from byte `skip` on: SEND of one
+    /// buffer's rest, SENDMSG (through these parts) of several; zero-copy, naming
+    /// registered memory, as the plan says.
+    pub(crate) fn entry(
+        &mut self,
+        socket: &SharedFd,
+        bufs: &[SendBuf],
+        skip: usize,
+        plan: &Plan,
+    ) -> squeue::Entry {
+        let bufs = &bufs[..plan.end];
+        let (mut first, mut at) = (0, skip);
+        while first < bufs.len() && at >= bufs[first].len() {
+            at -= bufs[first].len();
+            first += 1;
+        }
+        if let [one] = &bufs[first.min(bufs.len())..] {
+            let bytes = &one[at..];
+            return if plan.zc {
+                send_zc_entry(socket, bytes, plan.slot)
+            } else {
+                send_entry(socket, bytes)
+            };
+        }
+        self.gather(bufs, skip);
+        if plan.zc {
+            sendmsg_zc_entry(socket, &self.msghdr, plan.slot)
+        } else {
+            sendmsg_entry(socket, &self.msghdr)
+        }
+    }
+
+    /// The iovec list back, emptied (for the next sends), the header pointing at
+    /// nothing.
+    pub(crate) fn take_iovecs(&mut self) -> Vec<libc::iovec> {
+        self.msghdr.msg_iov = std::ptr::null_mut();
+        self.msghdr.msg_iovlen = 0;
+        let mut iovecs = std::mem::take(&mut self.iovecs);
+        iovecs.clear();
+        iovecs
+    }
 }
 
 /// SENDMSG over several buffers, skipping the first `skip` bytes.
@@ -110,10 +211,10 @@ pub(crate) struct SendMsg {
     pub(crate) bufs: Vec<SendBuf>,
     pub(crate) skip: usize,
     pub(crate) to: Option<SockAddr>,
-    iovecs: Vec<libc::iovec>,
-    // SAFETY-relevant: `msghdr` points at `iovecs` and `to`, which live in the same
+    pub(crate) way: AwaitedWay,
+    // SAFETY-relevant: the header points at its iovecs and `to`, which live in the same
     // boxed op and are not touched until the final completion.
-    msghdr: libc::msghdr,
+    msg: MsgParts,
 }
 
 impl SendMsg {
@@ -122,15 +223,15 @@ impl SendMsg {
         bufs: Vec<SendBuf>,
         skip: usize,
         to: Option<SockAddr>,
+        way: AwaitedWay,
     ) -> Self {
         SendMsg {
             socket,
             bufs,
             skip,
             to,
-            iovecs: Vec::new(),
-            // SAFETY: `msghdr` is plain data; all-zero is a valid empty header.
-            msghdr: unsafe { std::mem::zeroed() },
+            way,
+            msg: MsgParts::new(Vec::new()),
         }
     }
 
@@ -141,7 +242,8 @@ impl SendMsg {
 }
 
 // SAFETY: the msghdr points at `iovecs` and `to` inside this op; the iovecs point into
-// `bufs`, whose storage stays alive and unmoved while the op owns them. None of them is modified after
+// `bufs`, whose storage stays alive and unmoved while the op owns them (for a
+// zero-copy submission, until its notification). None of them is modified after
 // `create_entry`. The fd is kept open by `socket`.
 unsafe impl OpCode for SendMsg {
     fn fd(&self) -> Option<std::os::fd::RawFd> {
@@ -149,36 +251,31 @@ unsafe impl OpCode for SendMsg {
     }
 
     fn create_entry(&mut self) -> squeue::Entry {
-        gather(&self.bufs, self.skip, &mut self.iovecs, &mut self.msghdr);
+        let rest = self.total().saturating_sub(self.skip);
         if let Some(to) = &self.to {
-            self.msghdr.msg_name = to.as_ptr() as *mut libc::c_void;
-            self.msghdr.msg_namelen = to.len();
+            // A datagram to an address: plain, in one SENDMSG.
+            self.msg.gather(&self.bufs, self.skip);
+            self.msg.msghdr.msg_name = to.as_ptr() as *mut libc::c_void;
+            self.msg.msghdr.msg_namelen = to.len();
+            return sendmsg_entry(&self.socket, &self.msg.msghdr);
         }
-        sendmsg_entry(&self.socket, &self.msghdr)
-    }
-}
-
-/// Zero-copy send of `buf[offset..]` (`IORING_OP_SEND_ZC`): one result CQE with
-/// `F_MORE`, then a notification CQE once the kernel no longer reads the buffer.
-pub(crate) struct SendZc {
-    pub(crate) socket: SharedFd,
-    pub(crate) buf: SendBuf,
-    pub(crate) offset: usize,
-}
-
-// SAFETY: points into `buf`, kept alive and unmoved while the op owns it, which is until
-// the notification CQE (the driver's `Partial` state holds the op until then); names
-// the fd `socket` keeps open.
-unsafe impl OpCode for SendZc {
-    fn fd(&self) -> Option<std::os::fd::RawFd> {
-        Some(fd(&self.socket).0)
+        let zc = self.way.choose(&self.socket, rest);
+        let plan = plan(&self.bufs, self.skip, zc, self.way.threshold());
+        self.way.submitted(&plan);
+        self.msg.entry(&self.socket, &self.bufs, self.skip, &plan)
     }
 
-    fn create_entry(&mut self) -> squeue::Entry {
-        let rest = &self.buf[self.offset..];
-        let len = rest.len().min(u32::MAX as usize) as u32;
-        opcode::SendZc::new(fd(&self.socket), rest.as_ptr(), len)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
+    fn release(&mut self, completion: &Completion) {
+        self.way.released(&self.socket, completion);
+    }
+
+    fn done_at_result(&self, res: i32) -> bool {
+        usize::try_from(res) == Ok(self.total().saturating_sub(self.skip))
+    }
+
+    fn on_shutdown_stuck(&mut self) {
+        if self.way.zero_copy() {
+            disconnect(&self.socket);
+        }
     }
 }

@@ -37,11 +37,15 @@ impl From<RegisteredBuf> for SendBuf {
 }
 
 impl SendBuf {
-    /// The fixed-buffer slot of registered memory, if it is that.
+    /// The fixed-buffer slot of registered memory the bytes lie in, if they do: an
+    /// arena chunk, a received buffer of a pool registered for sends, or shared bytes
+    /// viewing such memory or memory the application registered
+    /// ([`register_send_memory`](crate::runtime::register_send_memory)).
     pub(crate) fn registered_slot(&self) -> Option<u16> {
         match self {
             SendBuf::Registered(b) => Some(b.slot()),
-            _ => None,
+            SendBuf::Bytes(b) => crate::runtime::send_memory::slot_of(b),
+            SendBuf::Rx(b) => crate::runtime::send_memory::slot_of(b),
         }
     }
 }

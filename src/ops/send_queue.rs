@@ -21,8 +21,9 @@
 //! are too. A notification that reports the kernel copied switches the socket to plain
 //! sends under the adaptive policy (`SocketFd::set_sends_copy`).
 
-use super::send::{gather, send_entry, send_zc_entry, sendmsg_entry, sendmsg_zc_entry};
+use super::send::MsgParts;
 use super::send_buf::SendBuf;
+use super::send_way::{self, refused_registration};
 use super::{fd, SharedFd, SocketFd};
 use crate::driver::op::{OpData, Single};
 use crate::driver::{Completion, DetachedCx, OpCode};
@@ -265,29 +266,6 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
     }
 }
 
-/// Whether `socket`'s peer is this host: a loopback address, the socket's own
-/// address, or a Unix socket. The kernel copies every zero-copy send to such a peer
-/// (and refuses them on a Unix socket), so under the adaptive policy their sends go
-/// plain from the start: asked once per socket, when its first send of the policy's
-/// size is submitted (two syscalls), instead of learning it from a notification. That
-/// also keeps clear of a measured loopback pathology: a zero-copy send to a local peer whose
-/// receive buffer is tiny (4 KiB) waited ~30 s for its notification (the receiver
-/// dropped the retransmitted segments), where plain sends took milliseconds.
-fn peer_is_local(socket: &SocketFd) -> bool {
-    let s = socket2::SockRef::from(socket);
-    let (Ok(peer), Ok(local)) = (s.peer_addr(), s.local_addr()) else {
-        return false;
-    };
-    match (peer.as_socket(), local.as_socket()) {
-        (Some(peer), Some(local)) => {
-            let ip = peer.ip().to_canonical();
-            ip.is_loopback() || ip == local.ip().to_canonical()
-        }
-        // Not an IP socket: a Unix one.
-        _ => true,
-    }
-}
-
 /// Whether a send of `len` bytes queued on `socket` now would go out zero-copy, as far
 /// as the policy and what the socket learnt say (its peer may still turn out to be
 /// this host at the first such send). For writers that copy anyway: they copy into
@@ -447,8 +425,7 @@ pub(crate) struct QueuedSend {
     total: usize,
     /// The SENDMSG of several buffers: the header points at the iovecs, which point
     /// into `bufs`; rebuilt for each submission.
-    iovecs: Vec<libc::iovec>,
-    msghdr: libc::msghdr,
+    msg: MsgParts,
     /// Still the socket's send in flight: cleared once it has told the writer how it
     /// ended (or handed the writer on). Dropped while set (the runtime shut down with
     /// it in flight), it marks the writer failed.
@@ -459,6 +436,8 @@ pub(crate) struct QueuedSend {
     /// This op found the socket's peer is this host and switched it to plain sends:
     /// counted with its completion (where the counters are at hand).
     found_local: bool,
+    /// Its zero-copy submission in flight is a `SENDMSG_ZC` naming registered memory.
+    registered_vectored: bool,
 }
 
 impl QueuedSend {
@@ -474,13 +453,12 @@ impl QueuedSend {
             bufs,
             skip: 0,
             total,
-            iovecs,
-            // SAFETY: `msghdr` is plain data; all-zero is a valid empty header.
-            msghdr: unsafe { std::mem::zeroed() },
+            msg: MsgParts::new(iovecs),
             live: true,
             policy,
             zc: Zc::Plain,
             found_local: false,
+            registered_vectored: false,
         }
     }
 
@@ -521,12 +499,7 @@ impl QueuedSend {
 
     /// Gives the emptied buffer and iovec lists to the writers for the next sends.
     fn keep_lists(&mut self, w: &mut Writers) {
-        self.msghdr.msg_iov = std::ptr::null_mut();
-        self.msghdr.msg_iovlen = 0;
-        w.keep_lists(
-            std::mem::take(&mut self.bufs),
-            std::mem::take(&mut self.iovecs),
-        );
+        w.keep_lists(std::mem::take(&mut self.bufs), self.msg.take_iovecs());
     }
 
     /// A (final) result `res` of the socket's send in flight: counts what was sent,
@@ -577,21 +550,10 @@ impl QueuedSend {
         .unwrap_or(false)
     }
 
-    /// Whether the rest goes zero-copy under the policy. Before the first send of that
-    /// size, an adaptive policy asks once whether the peer is this host, and switches
-    /// the socket to plain sends if so.
+    /// Whether the rest goes zero-copy under the policy (`send_way::goes_zero_copy`).
     fn goes_zero_copy(&mut self) -> bool {
         let rest = self.total - self.skip.min(self.total);
-        let zc = rest > 0 && rest >= self.policy.threshold() && !self.socket.sends_copy();
-        if zc
-            && self.policy.adaptive()
-            && self.socket.set_peer_checked()
-            && peer_is_local(&self.socket)
-        {
-            self.found_local = self.socket.set_sends_copy();
-            return false;
-        }
-        zc
+        send_way::goes_zero_copy(&self.socket, self.policy, rest, &mut self.found_local)
     }
 
     /// How many of the buffers a zero-copy result of `res` bytes leaves entirely sent,
@@ -688,7 +650,10 @@ impl QueuedSend {
     /// any more: one the kernel refused (a socket or kernel without zero-copy sends
     /// for this socket) goes again plain; otherwise as any result.
     fn zc_ended(&mut self, res: i32, cx: &mut DetachedCx<'_>) -> bool {
-        if res == -libc::EOPNOTSUPP || res == -libc::EINVAL {
+        if std::mem::take(&mut self.registered_vectored) && refused_registration(res) {
+            return true;
+        }
+        if send_way::refused(res) {
             self.sends_copy(cx);
             return true;
         }
@@ -709,28 +674,12 @@ unsafe impl OpCode for QueuedSend {
 
     fn create_entry(&mut self) -> squeue::Entry {
         let zc = self.goes_zero_copy();
-        self.zc = if zc { Zc::Sent } else { Zc::Plain };
-        if let [one] = &self.bufs[..] {
-            let bytes = &one[self.skip.min(one.len())..];
-            return if zc {
-                send_zc_entry(&self.socket, bytes, one.registered_slot())
-            } else {
-                send_entry(&self.socket, bytes)
-            };
-        }
-        gather(&self.bufs, self.skip, &mut self.iovecs, &mut self.msghdr);
-        if zc {
-            sendmsg_zc_entry(&self.socket, &self.msghdr)
-        } else {
-            sendmsg_entry(&self.socket, &self.msghdr)
-        }
+        let plan = send_way::plan(&self.bufs, self.skip, zc, self.policy.threshold());
+        self.registered_vectored = plan.named_vectored;
+        self.zc = if plan.zc { Zc::Sent } else { Zc::Plain };
+        self.msg.entry(&self.socket, &self.bufs, self.skip, &plan)
     }
 
-    /// A zero-copy send still waiting for its notification at shutdown: its peer
-    /// reads nothing, and the kernel keeps the bytes (and with them the buffers)
-    /// queued on the socket. Disconnecting the socket (`connect` to `AF_UNSPEC`: TCP
-    /// resets the connection and drops its send queue) lets the notification come;
-    /// the runtime is going away, and the peer had half its shutdown time to read.
     /// A plain send, at once: as much as the socket's buffer takes now. The rest
     /// (or all, when the buffer is full) goes through the ring.
     fn try_at_once(&mut self) -> Option<i32> {
@@ -745,10 +694,10 @@ unsafe impl OpCode for QueuedSend {
             // `socket`; the call does not block (`MSG_DONTWAIT`).
             unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), flags) }
         } else {
-            gather(&self.bufs, self.skip, &mut self.iovecs, &mut self.msghdr);
+            self.msg.gather(&self.bufs, self.skip);
             // SAFETY: the header points at the iovecs, which point into buffers the op
             // owns, all alive for the call; the fd is kept open by `socket`.
-            unsafe { libc::sendmsg(fd, &self.msghdr, flags) }
+            unsafe { libc::sendmsg(fd, &self.msg.msghdr, flags) }
         };
         if n >= 0 {
             return Some(n.min(i32::MAX as isize) as i32);
@@ -761,17 +710,7 @@ unsafe impl OpCode for QueuedSend {
 
     fn on_shutdown_stuck(&mut self) {
         if self.zc != Zc::Plain {
-            // SAFETY: `sockaddr` is plain data; all zero is family AF_UNSPEC.
-            let addr: libc::sockaddr = unsafe { std::mem::zeroed() };
-            // SAFETY: `addr` is a valid sockaddr of the length given; the fd is kept
-            // open by `socket`. A failure leaves the shutdown to its deadline.
-            let _ = unsafe {
-                libc::connect(
-                    fd(&self.socket).0,
-                    &addr,
-                    std::mem::size_of::<libc::sockaddr>() as libc::socklen_t,
-                )
-            };
+            send_way::disconnect(&self.socket);
         }
     }
 

@@ -33,7 +33,7 @@ pub(crate) struct FixedTable {
 
 impl FixedTable {
     /// The current worker's table, registered at the first call.
-    fn current() -> io::Result<Rc<FixedTable>> {
+    pub(crate) fn current() -> io::Result<Rc<FixedTable>> {
         let core = context::current().ok_or_else(crate::runtime::op::not_in_runtime)?;
         if let Some(t) = core.fixed.borrow().as_ref() {
             return Ok(t.clone());
@@ -55,8 +55,33 @@ impl FixedTable {
         Ok(table)
     }
 
+    /// A free slot, if any.
+    pub(crate) fn take_slot(&self) -> Option<u16> {
+        self.free.borrow_mut().pop()
+    }
+
+    /// Empties `slot` (taken with [`take_slot`](Self::take_slot)) and frees it: after
+    /// this the kernel reaches no memory through it. `false` when the ring is gone
+    /// (its registrations died with it) or off the worker; the slot stays taken then.
+    pub(crate) fn empty_slot(&self, slot: u16) -> bool {
+        let empty = libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        };
+        // SAFETY: an empty iovec names no memory.
+        let emptied = unsafe { self.update(slot, empty) }.is_ok();
+        if emptied {
+            self.free.borrow_mut().push(slot);
+        }
+        emptied
+    }
+
     /// Installs `iov` in `slot` (an empty one removes what was there).
-    fn update(&self, slot: u16, iov: libc::iovec) -> io::Result<()> {
+    ///
+    /// # Safety
+    /// `iov` is empty, or memory that stays allocated (not unmapped) until the slot
+    /// is emptied or the ring closed.
+    pub(crate) unsafe fn update(&self, slot: u16, iov: libc::iovec) -> io::Result<()> {
         let done = context::with_core(|core| {
             let mut driver = core.driver.borrow_mut();
             if driver.ring_fd() != self.ring_fd {
@@ -64,9 +89,9 @@ impl FixedTable {
                     "this fixed buffer belongs to a ring that is gone",
                 ));
             }
-            // SAFETY: `iov` is a live allocation of the `FixedBuf` being made, or
-            // empty; a buffer's memory is freed only after its slot was emptied (or
-            // its ring closed, which releases every registration).
+            // SAFETY: the caller's contract: `iov` is empty or stays allocated until
+            // the slot is emptied (or the ring, which releases every registration,
+            // closes).
             driver.with_submitter(|s| unsafe {
                 s.register_buffers_update(u32::from(slot), &[iov], None)
             })
@@ -101,7 +126,7 @@ impl FixedBuf {
             ));
         }
         let table = FixedTable::current()?;
-        let slot = table.free.borrow_mut().pop().ok_or_else(|| {
+        let slot = table.take_slot().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::OutOfMemory,
                 format!("this worker holds {SLOTS} fixed buffers already: drop one first"),
@@ -118,8 +143,9 @@ impl FixedBuf {
             slot,
             table,
         };
-        buf.table
-            .update(slot, buf.iovec())
+        // SAFETY: the buffer's memory is freed only in its drop, after the slot was
+        // emptied (or once the ring is gone).
+        unsafe { buf.table.update(slot, buf.iovec()) }
             .map_err(|e| io::Error::new(e.kind(), format!("registering a fixed buffer: {e}")))?;
         Ok(buf)
     }
@@ -223,19 +249,7 @@ impl Drop for FixedBuf {
     fn drop(&mut self) {
         // Empty the slot before the memory goes. Off the worker, or once its ring is
         // gone, the registration died with the ring.
-        let emptied = self
-            .table
-            .update(
-                self.slot,
-                libc::iovec {
-                    iov_base: std::ptr::null_mut(),
-                    iov_len: 0,
-                },
-            )
-            .is_ok();
-        if emptied {
-            self.table.free.borrow_mut().push(self.slot);
-        }
+        self.table.empty_slot(self.slot);
         if let Ok(layout) = Layout::from_size_align(self.cap, 4096) {
             // SAFETY: allocated in `new` with this layout; no op holds the buffer (an
             // op owns the `FixedBuf` it uses until its completion).

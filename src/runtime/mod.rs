@@ -21,6 +21,7 @@ mod receive_mode;
 mod receive_plan;
 pub(crate) mod rx_state;
 mod send_arena;
+pub(crate) mod send_memory;
 mod send_zero_copy;
 mod shutdown;
 pub mod tuning;
@@ -44,6 +45,9 @@ pub use receive_mode::{
 };
 pub use receive_plan::{plan_receive, ReceiveRole};
 pub use send_arena::{registered_chunks, RegisteredBuf, REGISTERED_CHUNK};
+pub use send_memory::{
+    register_receive_pools, register_send_memory, SendMemory, SEND_REGISTRATIONS,
+};
 pub use send_zero_copy::{SendZeroCopy, DEFAULT_SEND_ZC_THRESHOLD};
 
 /// One worker's ZCRX instance, as [`Handle::zc_instances`] reports it.

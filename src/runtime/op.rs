@@ -59,6 +59,13 @@ impl<T: OpCode> Op<T> {
         })
     }
 
+    /// The result of a zero-copy send whose notification has not come (see
+    /// `Driver::partial_result`).
+    pub(crate) fn partial_result(&self) -> Option<i32> {
+        let key = self.key?;
+        self.core.driver.try_borrow_mut().ok()?.partial_result(key)
+    }
+
     /// Like polling the future, but gives the op's data back in its box, for a loop
     /// that submits it again ([`submit_boxed`](Self::submit_boxed)) or recycles it
     /// ([`recycle_op`]).

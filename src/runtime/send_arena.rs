@@ -49,6 +49,13 @@ impl Arena {
         })
     }
 
+    /// Its slot, if `[start, start + len)` lies in it.
+    pub(crate) fn slot_of(&self, start: usize, len: usize) -> Option<u16> {
+        let base = self.base.as_ptr() as usize;
+        let inside = start >= base && start + len <= base + self.region.capacity();
+        inside.then_some(self.slot)
+    }
+
     /// Its chunks: `(free, in all)`.
     pub(crate) fn chunk_counts(&self) -> (usize, usize) {
         (

@@ -15,8 +15,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// When queued sends ([`Connection::queue_send`](crate::net::Connection::queue_send),
-/// and with them the Thrift server's replies) go out zero-copy; set with
+/// When sends ([`Connection::queue_send`](crate::net::Connection::queue_send), and
+/// with them the Thrift server's replies, and awaited
+/// [`Connection::send`](crate::net::Connection::send)s) go out zero-copy; set with
 /// [`Builder::send_zero_copy`](crate::Builder::send_zero_copy) or `ZERORX_SEND_ZC`.
 ///
 /// A zero-copy send keeps its buffers until the kernel's notification (a received

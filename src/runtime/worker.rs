@@ -136,6 +136,8 @@ pub(crate) struct Core {
     /// and the arena once made.
     pub(crate) send_arena_bytes: Cell<usize>,
     pub(crate) send_arena: RefCell<Option<Rc<super::send_arena::Arena>>>,
+    /// Memory the application registered for sends (`register_send_memory`).
+    pub(crate) send_memory: super::send_memory::SendRegistrations,
 }
 
 /// Tasks polled per turn at most, so I/O completions and timers are not starved by a
@@ -208,6 +210,7 @@ impl Core {
             send_zc: cfg.send_zc,
             send_arena_bytes: Cell::new(cfg.send_arena),
             send_arena: RefCell::new(None),
+            send_memory: Default::default(),
         })
     }
 

@@ -79,6 +79,9 @@ pub const IORING_SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
 /// [`IORING_SEND_ZC_REPORT_USAGE`]) when the kernel copied some of the bytes: loopback,
 /// or a device without scatter-gather or checksum offload.
 pub const IORING_NOTIF_USAGE_ZC_COPIED: u32 = 1 << 31;
+/// `IORING_RECVSEND_FIXED_BUF`, carried in a send's `sqe->ioprio`: its memory lies in
+/// the registered buffer `sqe->buf_index` (a `SENDMSG_ZC`'s iovecs too, Linux 6.15).
+pub const IORING_RECVSEND_FIXED_BUF: u16 = 1 << 2;
 /// `IORING_RECV_MULTISHOT`, carried in `sqe->ioprio`.
 pub const IORING_RECV_MULTISHOT: u16 = 1 << 1;
 

@@ -275,6 +275,12 @@ impl CopyPool {
         self.group_id
     }
 
+    /// The pool's area, for registering it as send memory with a ring (a proxy's
+    /// sends of received buffers then name the registration).
+    pub fn area_memory(&self) -> crate::AreaMemory {
+        self.core.area_memory()
+    }
+
     /// Bytes per buffer.
     pub fn buffer_size(&self) -> u32 {
         self.buffer_size

@@ -101,6 +101,20 @@ pub(crate) struct KernelCopyStats {
 // every accessor) and never re-entrantly (`busy`); everything else is Sync.
 unsafe impl Sync for PoolCore {}
 
+/// A pool's first area as memory a sender may register with its own ring
+/// (`IORING_REGISTER_BUFFERS2`), so that sends of received bytes name the
+/// registration: [`CopyPool::area_memory`](crate::CopyPool::area_memory),
+/// [`ZcPool::area_memory`](crate::ZcPool::area_memory). Areas a zero-copy instance
+/// adds later are not in it.
+#[derive(Clone, Debug)]
+pub struct AreaMemory {
+    /// The area's addresses.
+    pub range: std::ops::Range<usize>,
+    /// Upgrades exactly while the area is mapped (the pool's core, which every
+    /// [`RxBuf`](crate::RxBuf) of it holds).
+    pub alive: std::sync::Weak<dyn std::any::Any + Send + Sync>,
+}
+
 impl PoolCore {
     pub(crate) fn new(
         recycler: Box<dyn Recycler>,
@@ -124,6 +138,16 @@ impl PoolCore {
             kernel_stats: OnceLock::new(),
             added_areas: OnceLock::new(),
         })
+    }
+
+    /// The first area, for a sender to register (see [`AreaMemory`]).
+    pub(crate) fn area_memory(self: &Arc<Self>) -> AreaMemory {
+        let start = self.area.as_ptr() as usize;
+        let alive: std::sync::Weak<dyn std::any::Any + Send + Sync> = Arc::downgrade(self) as _;
+        AreaMemory {
+            range: start..start + self.area.len(),
+            alive,
+        }
     }
 
     /// The added area the kernel names by `token` (the high bits of an offset).

@@ -34,7 +34,7 @@ pub mod sys;
 mod zc;
 
 pub use copy_pool::{CopyPool, CopyPoolConfig, StatsHandle};
-pub use core::ReturnNotifier;
+pub use core::{AreaMemory, ReturnNotifier};
 pub use error::PoolError;
 pub use features::ZcrxFeatures;
 pub use mem::Backing;

@@ -36,6 +36,14 @@ unsafe impl Send for RegionMemory {}
 // SAFETY: as above: shared access never creates overlapping Rust references.
 unsafe impl Sync for RegionMemory {}
 
+// SAFETY: the bytes are this value's own allocation, neither moved nor resized while
+// it lives, and freed only in its drop.
+unsafe impl zerorx::runtime::SendMemory for RegionMemory {
+    fn range(&self) -> (*const u8, usize) {
+        (self.ptr.as_ptr(), self.len)
+    }
+}
+
 impl RegionMemory {
     /// `len` zeroed bytes, page aligned.
     pub(crate) fn zeroed(len: usize) -> Result<RegionMemory, FabricError> {

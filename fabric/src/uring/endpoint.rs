@@ -7,7 +7,7 @@ use super::matching::{Posted, RxMatch, Unexpected};
 use super::outbound::{self, OutConn, Pending};
 use super::peers::{Peer, Peers};
 use super::wire::{Header, Op, F_ACK, F_IMM, F_TAGGED};
-use super::writer::OutFrame;
+use super::writer::{register_payload_memory, OutFrame};
 use super::PROVIDER;
 use crate::provider::{EndpointProvider, LocalFuture, PostRequest, RecvTarget};
 use crate::{
@@ -387,6 +387,7 @@ impl EndpointProvider for UringEndpoint {
                     h.flags |= F_TAGGED;
                     h.tag = t;
                 }
+                register_payload_memory(src.memory(), src.len());
                 post_payload(ep, peer, op, h, imm, src.bytes(), level)
             }
             PostRequest::Write {
@@ -401,6 +402,7 @@ impl EndpointProvider for UringEndpoint {
                 h.key = key.key;
                 h.generation = key.generation;
                 h.offset = key.base.wrapping_add(offset);
+                register_payload_memory(src.memory(), src.len());
                 post_payload(ep, peer, op, h, imm, src.bytes(), level)
             }
             PostRequest::Read {

@@ -290,7 +290,11 @@ fn on_read(ep: &EpCore, conn: &InConn, h: Header) {
         .keys
         .borrow()
         .check(h.key, h.generation, h.offset, h.len, Access::REMOTE_READ);
-    match checked.map(|t| t.mem.bytes(t.at..t.at + h.len as usize)) {
+    let payload = checked.map(|t| {
+        super::writer::register_payload_memory(&t.mem, h.len as usize);
+        t.mem.bytes(t.at..t.at + h.len as usize)
+    });
+    match payload {
         Ok(Ok(payload)) => {
             let mut resp = Header::new(Op::ReadResp, h.id);
             resp.len = h.len;

@@ -8,18 +8,31 @@
 //! reused at once.
 
 use super::wire::HDR;
+use crate::region::RegionMemory;
 use crate::{CompletionSink, OpId, OpOutcome};
 use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Poll, Waker};
 use zerorx::net::{SendBuf, TcpStream};
 
 /// Payloads up to this size are copied next to their header (one iovec for many
 /// small frames); larger ones go out from their own memory.
 const COALESCE_MAX: usize = 8 << 10;
+
+/// Registers the region a payload of `len` bytes is sent from with the worker's ring
+/// (once per region and worker), so a zero-copy send of it names the registration and
+/// the kernel does not pin its pages per send. A payload copied next to its header
+/// needs none. Best effort: where the runtime registers nothing more (a full table,
+/// `RLIMIT_MEMLOCK`) the payload goes out unregistered, as it would anyway.
+pub(super) fn register_payload_memory(memory: &Arc<RegionMemory>, len: usize) {
+    if len > COALESCE_MAX {
+        let _ = zerorx::runtime::register_send_memory(memory);
+    }
+}
 /// Frames per gather send at most.
 const BATCH_FRAMES: usize = 256;
 

@@ -41,6 +41,11 @@ pub(crate) trait OpBox {
     fn try_at_once(&mut self) -> Option<i32> {
         None
     }
+    /// [`OpCode::done_at_result`]; only single-shot ops have two completions.
+    fn done_at_result(&self, res: i32) -> bool {
+        let _ = res;
+        false
+    }
     /// [`OpCode::on_shutdown_stuck`]; only single-shot ops act on it.
     fn on_shutdown_stuck(&mut self) {}
     /// The completions queued for the stream of a multishot op; `None` for a
@@ -210,6 +215,10 @@ impl<T: OpCode> OpBox for Single<T> {
 
     fn on_shutdown_stuck(&mut self) {
         self.0.on_shutdown_stuck()
+    }
+
+    fn done_at_result(&self, res: i32) -> bool {
+        self.0.done_at_result(res)
     }
 
     fn try_at_once(&mut self) -> Option<i32> {

@@ -157,6 +157,10 @@ impl OpData {
         self.with_op(|op| op.on_detached(completion, cx))
     }
 
+    pub(crate) fn done_at_result(&mut self, res: i32) -> bool {
+        self.with_op(|op| op.done_at_result(res))
+    }
+
     pub(crate) fn try_at_once(&mut self) -> Option<i32> {
         self.with_op(|op| op.try_at_once())
     }

@@ -6,6 +6,12 @@ use crate::driver::ring::Completion;
 use crate::driver::slab::Key;
 use crate::driver::slim_waker::SlimWaker;
 
+/// Set in the landed completion of a two-completion send when its notification
+/// reported that the kernel copied the bytes after all (`IORING_NOTIF_USAGE_ZC_COPIED`):
+/// the driver folds it in, since the task sees one completion. The kernel defines
+/// no completion flag there (its flags are bits 0-5 and 15; the buffer id is 16-31).
+pub(crate) const LANDED_COPIED: u32 = 1 << 14;
+
 /// A completion without its `user_data` (the slot's key says it) and `big_cqe` (no
 /// single-shot op gets a 32-byte CQE): what the slot keeps of a single-shot op's
 /// result, so the slot stays small.
@@ -69,6 +75,9 @@ pub(crate) enum Lifecycle {
     Partial {
         res: i32,
         flags: u16,
+        /// The op's task is done with it at this result (`OpCode::done_at_result`):
+        /// woken, it takes the result and leaves the op to the notification.
+        done: bool,
         waker: Option<SlimWaker>,
     },
     /// Single-shot op done; the future has not taken the result yet.

@@ -10,7 +10,7 @@ mod lifecycle;
 
 pub(crate) use boxed::{Multi, OpBox, Queued, Single};
 pub(crate) use data::{InPlace, OpData, OpVisitor};
-pub(crate) use lifecycle::{Landed, Lifecycle, OpSlot};
+pub(crate) use lifecycle::{Landed, Lifecycle, OpSlot, LANDED_COPIED};
 
 use super::detached::DetachedCx;
 use super::ring::Completion;
@@ -104,6 +104,16 @@ pub unsafe trait OpCode: 'static {
     /// nothing.
     fn try_at_once(&mut self) -> Option<i32> {
         None
+    }
+
+    /// A two-completion op's result `res` came (with `F_MORE`; a zero-copy send's):
+    /// `true` when its future is done at it, and the driver wakes the task now rather
+    /// than at the notification (the op keeps its memory until then). Runs under the
+    /// same rules as [`release`](OpCode::release); the default waits for the
+    /// notification.
+    fn done_at_result(&self, res: i32) -> bool {
+        let _ = res;
+        false
     }
 
     /// Shutdown: the op is still in flight halfway to the deadline. An op that waits

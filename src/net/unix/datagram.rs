@@ -4,6 +4,7 @@
 use super::{abstract_addr, context, new_unix_socket, path_addr, show, sock_addr, to_std};
 use crate::ops::recv::RecvFrom;
 use crate::ops::send::SendMsg;
+use crate::ops::send_way::AwaitedWay;
 use crate::ops::{SharedFd, SocketFd};
 use crate::runtime::op::Op;
 use bytes::{Bytes, BytesMut};
@@ -123,7 +124,14 @@ impl UnixDatagram {
     }
 
     async fn send_msg(&self, buf: Bytes, to: Option<socket2::SockAddr>) -> io::Result<usize> {
-        let (c, _) = Op::submit(SendMsg::new(self.fd.clone(), vec![buf.into()], 0, to))?.await?;
+        let send = SendMsg::new(
+            self.fd.clone(),
+            vec![buf.into()],
+            0,
+            to,
+            AwaitedWay::plain(),
+        );
+        let (c, _) = Op::submit(send)?.await?;
         Ok(c.result()? as usize)
     }
 

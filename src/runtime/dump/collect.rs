@@ -130,6 +130,8 @@ impl Core {
             sends: SendsDump {
                 zero_copy: metrics.send_zc,
                 copied: metrics.send_zc_copied,
+                registered: metrics.send_zc_registered,
+                registered_memory: self.send_memory.live(),
                 sockets_plain: metrics.send_zc_off,
                 arena_chunks: self
                     .send_arena

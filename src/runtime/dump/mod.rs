@@ -133,12 +133,18 @@ pub struct WorkerDump {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SendsDump {
-    /// Queued sends that went out zero-copy.
+    /// Sends that went out zero-copy.
     pub zero_copy: u64,
+    /// Zero-copy submissions that named registered memory.
+    #[serde(default)]
+    pub registered: u64,
     /// Of them, those the kernel copied after all.
     pub copied: u64,
     /// Sockets whose sends went plain (copied, refused, or a peer on this host).
     pub sockets_plain: u64,
+    /// Memory registered for sends (`register_send_memory`) whose owner lives.
+    #[serde(default)]
+    pub registered_memory: usize,
     /// The registered send arena's chunks: `(free, in all)`; `None` before the
     /// worker's first `RegisteredBuf`.
     pub arena_chunks: Option<(usize, usize)>,

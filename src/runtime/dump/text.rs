@@ -121,12 +121,20 @@ impl Display for WorkerDump {
             self.receives_waiting_for_buffers
         )?;
         let s = &self.sends;
-        if s.zero_copy > 0 || s.sockets_plain > 0 || s.arena_chunks.is_some() {
+        if s.zero_copy > 0
+            || s.sockets_plain > 0
+            || s.arena_chunks.is_some()
+            || s.registered_memory > 0
+        {
             write!(
                 f,
-                "  zero-copy sends: {} ({} copied by the kernel), {} sockets sending plain",
-                s.zero_copy, s.copied, s.sockets_plain
+                "  zero-copy sends: {} ({} copied by the kernel, {} naming registered memory), \
+                 {} sockets sending plain",
+                s.zero_copy, s.copied, s.registered, s.sockets_plain
             )?;
+            if s.registered_memory > 0 {
+                write!(f, "; {} memory registrations", s.registered_memory)?;
+            }
             match s.arena_chunks {
                 Some((free, all)) => {
                     writeln!(f, "; registered arena: {free} of {all} chunks free")?

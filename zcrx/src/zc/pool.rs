@@ -288,6 +288,12 @@ impl ZcPool {
         self.decoder.area()
     }
 
+    /// The instance's first area, for registering it as send memory with a ring
+    /// (received bytes sent on then name the registration).
+    pub fn area_memory(&self) -> crate::AreaMemory {
+        self.decoder.core.area_memory()
+    }
+
     /// True for a device-less instance (all bytes copied).
     pub fn is_nodev(&self) -> bool {
         self.nodev

@@ -1,0 +1,375 @@
+//! Which way a send goes, zero-copy or plain, under the worker's
+//! [`SendZeroCopy`] policy, and what a zero-copy send's completions teach its socket:
+//! shared by queued sends (`send_queue`) and awaited ones (`send`).
+//!
+//! A zero-copy send names registered memory (`IORING_RECVSEND_FIXED_BUF`) when every
+//! byte it sends lies in one registered buffer ([`registered_slot`]), so the kernel
+//! does not pin those pages again. A vectored one (`SENDMSG_ZC`) can name it from
+//! Linux 6.15; an older kernel refuses it (`EINVAL`), and this thread then stops
+//! naming registrations in vectored sends ([`refused_registration`]) and sends the
+//! same bytes again without.
+
+use super::send_buf::SendBuf;
+use super::SocketFd;
+use crate::driver::{Completion, LANDED_COPIED};
+use crate::metrics::{add_owned, WorkerMetrics};
+use crate::runtime::{context, SendZeroCopy};
+use std::cell::Cell;
+use std::os::fd::AsFd;
+use std::sync::atomic::AtomicU64;
+
+thread_local! {
+    /// The kernel refused a `SENDMSG_ZC` naming registered memory (before Linux 6.15).
+    static VECTORED_REGISTRATION_REFUSED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether `socket`'s peer is this host: a loopback address, the socket's own
+/// address, or a Unix socket. The kernel copies every zero-copy send to such a peer
+/// (and refuses them on a Unix socket), so under the adaptive policy their sends go
+/// plain from the start: asked once per socket, when its first send of the policy's
+/// size is submitted (two syscalls), instead of learning it from a notification. That
+/// also keeps clear of a measured loopback pathology: a zero-copy send to a local peer whose
+/// receive buffer is tiny (4 KiB) waited ~30 s for its notification (the receiver
+/// dropped the retransmitted segments), where plain sends took milliseconds.
+fn peer_is_local(socket: &SocketFd) -> bool {
+    let s = socket2::SockRef::from(socket);
+    let (Ok(peer), Ok(local)) = (s.peer_addr(), s.local_addr()) else {
+        return false;
+    };
+    match (peer.as_socket(), local.as_socket()) {
+        (Some(peer), Some(local)) => {
+            let ip = peer.ip().to_canonical();
+            ip.is_loopback() || ip == local.ip().to_canonical()
+        }
+        // Not an IP socket: a Unix one.
+        _ => true,
+    }
+}
+
+/// Whether `rest` bytes on `socket` go zero-copy under `policy`. Before the socket's
+/// first send of that size, an adaptive policy asks once whether the peer is this
+/// host, and switches the socket to plain sends if so (`switched` is set then, for the
+/// caller to count where the counters are at hand).
+#[inline]
+pub(crate) fn goes_zero_copy(
+    socket: &SocketFd,
+    policy: SendZeroCopy,
+    rest: usize,
+    switched: &mut bool,
+) -> bool {
+    let zc = rest > 0 && rest >= policy.threshold() && !socket.sends_copy();
+    if zc && policy.adaptive() && socket.set_peer_checked() && peer_is_local(socket) {
+        *switched = socket.set_sends_copy();
+        return false;
+    }
+    zc
+}
+
+/// Whether a zero-copy submission's result says the kernel refused it before it ran:
+/// the socket (a Unix one) or the kernel takes no zero-copy send of this kind.
+pub(crate) fn refused(res: i32) -> bool {
+    res == -libc::EOPNOTSUPP || res == -libc::EINVAL
+}
+
+/// A registered run shorter than this rides along unregistered in the next zero-copy
+/// submission, unless it is all that is left: one SQE names one registered buffer, so
+/// naming a run between other bytes takes a submission (and a notification) of its
+/// own, which pays only where pinning the run's pages (16 of them here) would cost
+/// more. A judgment, not a measurement: no NIC here shows the pinning cost.
+pub(crate) const NAMED_RUN_MIN: usize = 64 << 10;
+
+/// What the next zero-copy submission of a buffer list takes: buffers `first..end`
+/// (`bytes` bytes from the send's position on), naming `slot` if they lie in one
+/// registered buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Run {
+    pub(crate) first: usize,
+    pub(crate) end: usize,
+    pub(crate) bytes: usize,
+    pub(crate) slot: Option<u16>,
+}
+
+/// What one submission of a buffer list sends, and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// It sends the buffers before this index (from the send's position).
+    pub(crate) end: usize,
+    /// Zero-copy, naming the registered buffer `slot` if any.
+    pub(crate) zc: bool,
+    pub(crate) slot: Option<u16>,
+    /// A `SENDMSG_ZC` naming registered memory (which a kernel before 6.15 refuses).
+    pub(crate) named_vectored: bool,
+}
+
+/// The next submission of `bufs` from byte `skip` on: all of them plain when the
+/// policy does not let the send go `zero_copy`; otherwise its [`zc_run`], zero-copy
+/// unless it is a short unregistered run (under `threshold` bytes) ahead of a
+/// registered one, which goes plain. One naming registered memory is counted.
+pub(crate) fn plan(bufs: &[SendBuf], skip: usize, zero_copy: bool, threshold: usize) -> Plan {
+    if !zero_copy {
+        return Plan {
+            end: bufs.len(),
+            zc: false,
+            slot: None,
+            named_vectored: false,
+        };
+    }
+    let run = zc_run(bufs, skip);
+    let zc = run.slot.is_some() || run.bytes >= threshold;
+    let slot = run.slot.filter(|_| zc);
+    if slot.is_some() {
+        count(|m| &m.send_zc_registered);
+    }
+    Plan {
+        end: run.end,
+        zc,
+        slot,
+        named_vectored: slot.is_some() && run.end - run.first > 1,
+    }
+}
+
+/// The next zero-copy submission of `bufs` from byte `skip` on: a run of buffers lying
+/// in one registered buffer, named, when it is [`NAMED_RUN_MIN`] bytes or more or all
+/// that is left; otherwise everything up to the next such run. A run of several
+/// buffers is named only while this thread's kernel takes registered vectored sends.
+pub(crate) fn zc_run(bufs: &[SendBuf], skip: usize) -> Run {
+    let (mut first, mut skip) = (0, skip);
+    while first < bufs.len() && skip >= bufs[first].len() {
+        skip -= bufs[first].len();
+        first += 1;
+    }
+    let vectored = !VECTORED_REGISTRATION_REFUSED.with(Cell::get);
+    let (mut k, mut before) = (first, 0);
+    while k < bufs.len() {
+        let slot = bufs[k].registered_slot();
+        let mut end = k + 1;
+        let mut bytes = bufs[k].len() - if k == first { skip } else { 0 };
+        if slot.is_some() {
+            while end < bufs.len() && bufs[end].registered_slot() == slot {
+                bytes += bufs[end].len();
+                end += 1;
+            }
+        }
+        let worth = bytes >= NAMED_RUN_MIN || (k == first && end == bufs.len());
+        if slot.is_some() && worth && (end - k == 1 || vectored) {
+            return if k == first {
+                Run {
+                    first,
+                    end,
+                    bytes,
+                    slot,
+                }
+            } else {
+                Run {
+                    first,
+                    end: k,
+                    bytes: before,
+                    slot: None,
+                }
+            };
+        }
+        before += bytes;
+        k = end;
+    }
+    Run {
+        first,
+        end: bufs.len(),
+        bytes: before,
+        slot: None,
+    }
+}
+
+/// A vectored zero-copy send naming registered memory got `res`: if the kernel
+/// refused it, this thread stops naming registrations in vectored sends, and `true`
+/// says to send the same bytes again without.
+pub(crate) fn refused_registration(res: i32) -> bool {
+    if !refused(res) {
+        return false;
+    }
+    VECTORED_REGISTRATION_REFUSED.with(|r| r.set(true));
+    tracing::info!(
+        "the kernel refused a vectored zero-copy send naming registered memory \
+         (before Linux 6.15): such sends go unregistered on this worker"
+    );
+    true
+}
+
+/// Ends a zero-copy send of `socket`'s still waiting for its notification at
+/// shutdown: its peer reads nothing, and the kernel keeps the bytes (and with them the
+/// buffers) queued on the socket. Disconnecting the socket (`connect` to `AF_UNSPEC`:
+/// TCP resets the connection and drops its send queue) lets the notification come;
+/// the runtime is going away, and the peer had half its shutdown time to read.
+pub(crate) fn disconnect(socket: &SocketFd) {
+    // SAFETY: `sockaddr` is plain data; all zero is family AF_UNSPEC.
+    let addr: libc::sockaddr = unsafe { std::mem::zeroed() };
+    // SAFETY: `addr` is a valid sockaddr of the length given; the fd is kept open by
+    // the caller's `socket`. A failure leaves the shutdown to its deadline.
+    let _ = unsafe {
+        libc::connect(
+            std::os::fd::AsRawFd::as_raw_fd(&socket.as_fd()),
+            &addr,
+            std::mem::size_of::<libc::sockaddr>() as libc::socklen_t,
+        )
+    };
+}
+
+/// Adds one to the current worker's `counter`.
+pub(crate) fn count(counter: impl FnOnce(&WorkerMetrics) -> &AtomicU64) {
+    context::with_core(|core| add_owned(counter(&core.shared.metrics), 1));
+}
+
+/// How an awaited send chooses its way at each submission, and what it learns from
+/// the completion.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AwaitedWay {
+    policy: SendZeroCopy,
+    /// Zero-copy whatever the socket learnt (`Connection::send_zc`).
+    forced: bool,
+    /// The last submission went zero-copy, and named registered memory in a vectored
+    /// send.
+    zc: bool,
+    registered_vectored: bool,
+}
+
+impl AwaitedWay {
+    /// The current worker's policy (plain off a worker).
+    pub(crate) fn policy() -> AwaitedWay {
+        let policy = context::with_core(|core| core.send_zc).unwrap_or(SendZeroCopy::Off);
+        AwaitedWay::new(policy, false)
+    }
+
+    /// Always zero-copy.
+    pub(crate) fn forced() -> AwaitedWay {
+        AwaitedWay::new(SendZeroCopy::Always { threshold: 0 }, true)
+    }
+
+    /// Always plain (datagrams).
+    pub(crate) fn plain() -> AwaitedWay {
+        AwaitedWay::new(SendZeroCopy::Off, false)
+    }
+
+    fn new(policy: SendZeroCopy, forced: bool) -> AwaitedWay {
+        AwaitedWay {
+            policy,
+            forced,
+            zc: false,
+            registered_vectored: false,
+        }
+    }
+
+    /// Whether the next submission, of `rest` bytes on `socket`, goes zero-copy.
+    pub(crate) fn choose(&mut self, socket: &SocketFd, rest: usize) -> bool {
+        self.registered_vectored = false;
+        self.zc = if self.forced {
+            rest > 0
+        } else {
+            let mut switched = false;
+            let zc = goes_zero_copy(socket, self.policy, rest, &mut switched);
+            if switched {
+                count(|m| &m.send_zc_off);
+            }
+            zc
+        };
+        self.zc
+    }
+
+    /// The smallest unregistered run that goes zero-copy.
+    pub(crate) fn threshold(&self) -> usize {
+        if self.forced {
+            0
+        } else {
+            self.policy.threshold()
+        }
+    }
+
+    /// The submission about to go follows `plan` ([`plan`]).
+    pub(crate) fn submitted(&mut self, plan: &Plan) {
+        self.zc = plan.zc;
+        self.registered_vectored = plan.named_vectored;
+    }
+
+    /// What the landed completion `c` of the last submission teaches `socket`; `true`
+    /// when the kernel refused it zero-copy before it ran, and the same bytes go again
+    /// (plain, or zero-copy without naming registered memory).
+    pub(crate) fn landed(&mut self, socket: &SocketFd, c: &Completion) -> bool {
+        if !self.zc {
+            return false;
+        }
+        // A refusal may come with a notification to follow (a Unix socket's does).
+        if refused(c.res) {
+            if self.registered_vectored && refused_registration(c.res) {
+                return true;
+            }
+            if !self.forced {
+                if socket.set_sends_copy() {
+                    count(|m| &m.send_zc_off);
+                }
+                return true;
+            }
+            return false;
+        }
+        if !c.more() {
+            return false;
+        }
+        count(|m| &m.send_zc);
+        if c.flags & LANDED_COPIED != 0 {
+            self.copied(socket);
+        }
+        false
+    }
+
+    /// What the op's final completion, nobody taking it (the send was done at its
+    /// result), teaches `socket`: a notification may say the kernel copied.
+    pub(crate) fn released(&self, socket: &SocketFd, c: &Completion) {
+        let notification = io_uring::cqueue::notif(c.flags);
+        if notification && c.res as u32 & zcrx::abi::IORING_NOTIF_USAGE_ZC_COPIED != 0 {
+            self.copied(socket);
+        }
+    }
+
+    /// Whether the last submission went zero-copy (its notification may be what a
+    /// shutdown waits for).
+    pub(crate) fn zero_copy(&self) -> bool {
+        self.zc
+    }
+
+    /// The kernel copied a zero-copy send of `socket`'s (counted); under the adaptive
+    /// policy its sends go plain from now on.
+    fn copied(&self, socket: &SocketFd) {
+        count(|m| &m.send_zc_copied);
+        if self.policy.adaptive() && socket.set_sends_copy() {
+            count(|m| &m.send_zc_off);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    #[test]
+    fn heap_bytes_make_one_unnamed_run_from_the_send_position() {
+        let bufs = [
+            SendBuf::from(Bytes::from_static(b"ab")),
+            SendBuf::from(Bytes::from_static(b"cd")),
+        ];
+        let run = |first, bytes| Run {
+            first,
+            end: 2,
+            bytes,
+            slot: None,
+        };
+        assert_eq!(zc_run(&bufs, 0), run(0, 4));
+        assert_eq!(zc_run(&bufs, 3), run(1, 1));
+        assert_eq!(zc_run(&bufs, 4), run(2, 0));
+    }
+
+    #[test]
+    fn only_refusals_before_the_send_ran_count_as_refused() {
+        assert!(refused(-libc::EOPNOTSUPP) && refused(-libc::EINVAL));
+        assert!(!refused(-libc::EPIPE) && !refused(0) && !refused(10));
+        assert!(!refused_registration(-libc::ECONNRESET));
+        assert!(!VECTORED_REGISTRATION_REFUSED.with(Cell::get));
+    }
+}

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use zerorx::net::UnixStream;
 use zerorx::runtime::{
-    register_send_memory, RegisteredBuf, SendMemory, REGISTERED_CHUNK, SEND_REGISTRATIONS,
+    register_send_memory, IoUringOp, OpState, RegisteredBuf, SendMemory, REGISTERED_CHUNK,
+    SEND_REGISTRATIONS,
 };
 use zerorx::{spawn, timeout, Runtime, SendZeroCopy, WorkerMetricsSnapshot};
 
@@ -388,12 +389,19 @@ fn an_awaited_zero_copy_send_is_done_at_its_result_and_keeps_its_buffer_until_th
         let m = metrics(&h);
         assert_eq!((m.send_zc, m.send_zc_registered), (1, 1), "{m:?}");
         // The peer has read nothing, so the kernel still holds the pages: the chunk
-        // is not back in the arena.
+        // is not back in the arena, and the state dump lists the send.
         assert_eq!(
             arena_chunks(),
             (3, 4),
             "the chunk came back before the notification"
         );
+        let dump = h.dump();
+        let waiting = dump.workers[0]
+            .ops
+            .iter()
+            .find(|o| o.opcode == IoUringOp::SendZc);
+        let waiting = waiting.unwrap_or_else(|| panic!("no SEND_ZC op in the dump: {dump}"));
+        assert_eq!(waiting.state, OpState::WaitingForNotification, "{dump}");
         let _ = go.send(());
         until("the chunk's return after the notification", || {
             arena_chunks() == (4, 4)
@@ -587,5 +595,53 @@ fn a_worker_holds_a_bounded_number_of_registrations_and_reuses_those_whose_owner
             register_send_memory(&extra).expect("registers"),
             "the slot of a registration whose owner went was not reused"
         );
+    });
+}
+
+#[test]
+fn a_connection_set_to_reset_on_close_resets_at_its_drop_with_zero_copy_sends_in_flight() {
+    let _fds = common::fd_lock();
+    let rt = rt(SendZeroCopy::Always { threshold: 0 });
+    rt.block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let peer = std::thread::spawn(move || {
+            let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                .expect("socket");
+            s.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+            s.connect(&addr.into()).expect("connect");
+            let mut c = std::net::TcpStream::from(s);
+            let _ = wait.recv_timeout(Duration::from_secs(30));
+            c.set_read_timeout(Some(Duration::from_secs(5)))
+                .expect("timeout");
+            // What arrived before the connection ended, and how it ended.
+            let (mut got, mut buf) = (0, vec![0u8; 64 << 10]);
+            loop {
+                match std::io::Read::read(&mut c, &mut buf) {
+                    Ok(0) => return (got, None),
+                    Ok(n) => got += n,
+                    Err(e) => return (got, Some(e)),
+                }
+            }
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        s.socket().set_send_buffer_size(4 << 20).expect("SO_SNDBUF");
+        // Done at its result; the notification waits for the peer, which reads nothing.
+        let data = Bytes::from(random(46, 1 << 20));
+        timeout(Duration::from_secs(10), s.send(data))
+            .await
+            .expect("done at its result")
+            .expect("sent");
+        s.socket()
+            .set_linger(Some(Duration::ZERO))
+            .expect("SO_LINGER");
+        drop(s);
+        let _ = go.send(());
+        let (got, ended) = join_peer(peer).await;
+        let e = ended.expect("the peer saw a reset, not an end of stream");
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+        // The reset came at the drop, discarding what the socket still held, not once
+        // the send was through.
+        assert!(got < 1 << 20, "all {got} bytes arrived before the reset");
     });
 }

@@ -220,6 +220,13 @@ fn describe(meta: Meta, slot: &mut OpSlot, now: u32) -> OpInFlight {
         } => (OpState::Finished, waker.as_ref()),
         Lifecycle::Detached { notifying: false } => (OpState::Detached, None),
         Lifecycle::Detached { notifying: true } => (OpState::WaitingForNotification, None),
+        // A zero-copy send whose task went on at its result (or dropped it) keeps
+        // its buffers until the notification.
+        Lifecycle::Abandoned
+            if meta.label == opcode::SendZc::CODE || meta.label == opcode::SendMsgZc::CODE =>
+        {
+            (OpState::WaitingForNotification, None)
+        }
         Lifecycle::Abandoned => (OpState::Cancelled, None),
     };
     let waker = waker.map(SlimWaker::to_waker);

@@ -44,6 +44,9 @@ impl Drop for Connection {
         // The armed receive owns the socket too: its state goes now (which cancels
         // it), not with the last owner.
         drop(self.fd.rx.take());
+        if SharedFd::count(&self.fd) > 1 {
+            crate::ops::send_way::reset_if_lingering(&self.fd);
+        }
     }
 }
 

@@ -50,8 +50,9 @@ unsafe impl OpCode for Send {
         self.way.released(&self.socket, completion);
     }
 
-    fn done_at_result(&self, res: i32) -> bool {
-        usize::try_from(res) == Ok(self.buf.len().saturating_sub(self.offset))
+    fn done_at_result(&mut self, res: i32) -> bool {
+        let rest = self.buf.len().saturating_sub(self.offset);
+        self.way.done_at_result(&self.socket, res, rest)
     }
 
     fn on_shutdown_stuck(&mut self) {
@@ -269,13 +270,26 @@ unsafe impl OpCode for SendMsg {
         self.way.released(&self.socket, completion);
     }
 
-    fn done_at_result(&self, res: i32) -> bool {
-        usize::try_from(res) == Ok(self.total().saturating_sub(self.skip))
+    fn done_at_result(&mut self, res: i32) -> bool {
+        let rest = self.total().saturating_sub(self.skip);
+        self.way.done_at_result(&self.socket, res, rest)
     }
 
     fn on_shutdown_stuck(&mut self) {
         if self.way.zero_copy() {
             disconnect(&self.socket);
         }
+    }
+}
+
+impl Drop for Send {
+    fn drop(&mut self) {
+        self.way.let_go(&self.socket);
+    }
+}
+
+impl Drop for SendMsg {
+    fn drop(&mut self) {
+        self.way.let_go(&self.socket);
     }
 }

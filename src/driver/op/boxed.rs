@@ -42,7 +42,7 @@ pub(crate) trait OpBox {
         None
     }
     /// [`OpCode::done_at_result`]; only single-shot ops have two completions.
-    fn done_at_result(&self, res: i32) -> bool {
+    fn done_at_result(&mut self, res: i32) -> bool {
         let _ = res;
         false
     }
@@ -217,7 +217,7 @@ impl<T: OpCode> OpBox for Single<T> {
         self.0.on_shutdown_stuck()
     }
 
-    fn done_at_result(&self, res: i32) -> bool {
+    fn done_at_result(&mut self, res: i32) -> bool {
         self.0.done_at_result(res)
     }
 

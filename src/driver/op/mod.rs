@@ -111,7 +111,7 @@ pub unsafe trait OpCode: 'static {
     /// than at the notification (the op keeps its memory until then). Runs under the
     /// same rules as [`release`](OpCode::release); the default waits for the
     /// notification.
-    fn done_at_result(&self, res: i32) -> bool {
+    fn done_at_result(&mut self, res: i32) -> bool {
         let _ = res;
         false
     }

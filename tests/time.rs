@@ -153,3 +153,47 @@ fn interval_ticks_on_schedule() {
         );
     });
 }
+
+#[test]
+fn a_sleep_polled_again_with_another_waker_wakes_that_one_and_an_unchanged_one_keeps_it() {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let rt = rt(1, Default::default());
+    rt.block_on(async {
+        let (a, b) = (
+            Arc::new(Count(AtomicUsize::new(0))),
+            Arc::new(Count(AtomicUsize::new(0))),
+        );
+        let (wa, wb) = (Waker::from(a.clone()), Waker::from(b.clone()));
+        let mut s = Box::pin(sleep(Duration::from_millis(30)));
+        // Registered with `a`, polled again with `a` (nothing to change), then with `b`:
+        // `b` is the one the timer wakes.
+        for w in [&wa, &wa, &wb, &wb] {
+            assert!(s.as_mut().poll(&mut Context::from_waker(w)).is_pending());
+            yield_now().await;
+        }
+        let start = Instant::now();
+        while b.0.load(Ordering::SeqCst) == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "the timer never woke `b`"
+            );
+            sleep(Duration::from_millis(2)).await;
+        }
+        assert_eq!(
+            a.0.load(Ordering::SeqCst),
+            0,
+            "the replaced waker was woken"
+        );
+        assert!(s.as_mut().poll(&mut Context::from_waker(&wb)).is_ready());
+    });
+}

@@ -17,6 +17,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
         deadline,
         timer: None,
+        waker: None,
     }
 }
 
@@ -31,6 +32,15 @@ pub struct Sleep {
     deadline: Instant,
     /// The worker the timer is registered with (its identity) and the timer's key.
     timer: Option<(usize, Key)>,
+    /// The waker the timer holds (its data and vtable addresses), while it does: a
+    /// poll with the same waker before the deadline has nothing to change, and leaves
+    /// the queue alone (a connection loop polls its timeouts on every message).
+    waker: Option<(usize, usize)>,
+}
+
+/// A waker's identity, as `Waker::will_wake` compares it.
+fn identity(w: &std::task::Waker) -> (usize, usize) {
+    (w.data() as usize, w.vtable() as *const _ as usize)
 }
 
 /// A worker's identity: the address of its timers, stable for its lifetime.
@@ -56,6 +66,7 @@ impl Sleep {
     }
 
     fn cancel(&mut self) {
+        self.waker = None;
         if let Some((id, key)) = self.timer.take() {
             // Removed only on the worker it was registered with; elsewhere (a sleep
             // moved between threads) the stale timer fires into a dead waker later.
@@ -80,10 +91,17 @@ impl Future for Sleep {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let deadline = self.deadline;
         let timer = self.timer;
+        let waker = self.waker;
         let polled = with_timers(|t| {
             let id = worker_id(t);
             match timer {
                 Some((tid, key)) if tid == id => {
+                    // The timer fires at a tick whose clock passed the deadline, and
+                    // the turn's clock is never earlier than that tick's: before the
+                    // deadline it has not fired, and it holds this waker already.
+                    if waker == Some(identity(cx.waker())) && t.turn_time() < deadline {
+                        return Poll::Pending;
+                    }
                     if Self::queue(t).poll(key, cx.waker()) {
                         Poll::Ready(None)
                     } else {
@@ -99,13 +117,17 @@ impl Future for Sleep {
         });
         match polled {
             None => panic!("zerorx: Sleep polled outside a zerorx runtime worker"),
-            Some(Poll::Pending) => Poll::Pending,
+            Some(Poll::Pending) => {
+                self.waker = Some(identity(cx.waker()));
+                Poll::Pending
+            }
             Some(Poll::Ready(None)) => {
                 self.cancel();
                 Poll::Ready(())
             }
             Some(Poll::Ready(Some(registered))) => {
                 self.timer = Some(registered);
+                self.waker = Some(identity(cx.waker()));
                 Poll::Pending
             }
         }

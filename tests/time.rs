@@ -159,7 +159,7 @@ fn a_sleep_polled_again_with_another_waker_wakes_that_one_and_an_unchanged_one_k
     use std::future::Future;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
-    use std::task::{Context, Poll, Wake, Waker};
+    use std::task::{Context, Wake, Waker};
 
     struct Count(AtomicUsize);
     impl Wake for Count {

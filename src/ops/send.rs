@@ -5,7 +5,7 @@
 //! future is dropped first.
 
 use super::send_buf::SendBuf;
-use super::send_way::{count, disconnect, plan, AwaitedWay, Plan};
+use super::send_way::{disconnect, plan, AwaitedWay, Plan};
 use super::{fd, sqe, SharedFd};
 use crate::driver::{Completion, OpCode};
 use io_uring::{opcode, squeue};
@@ -30,20 +30,15 @@ unsafe impl OpCode for Send {
 
     fn create_entry(&mut self) -> squeue::Entry {
         let rest = &self.buf[self.offset.min(self.buf.len())..];
-        if !self.way.choose(&self.socket, rest.len()) {
-            return send_entry(&self.socket, rest);
+        let zc = self.way.choose(&self.socket, rest.len());
+        let bufs = std::slice::from_ref(&self.buf);
+        let plan = plan(bufs, self.offset, zc, self.way.threshold());
+        self.way.submitted(&plan);
+        if plan.zc {
+            send_zc_entry(&self.socket, rest, plan.slot)
+        } else {
+            send_entry(&self.socket, rest)
         }
-        let registered = self.buf.registered_slot();
-        if registered.is_some() {
-            count(|m| &m.send_zc_registered);
-        }
-        self.way.submitted(&Plan {
-            end: 1,
-            zc: true,
-            slot: registered,
-            named_vectored: false,
-        });
-        send_zc_entry(&self.socket, rest, registered)
     }
 
     fn release(&mut self, completion: &Completion) {

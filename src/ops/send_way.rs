@@ -3,7 +3,7 @@
 //! shared by queued sends (`send_queue`) and awaited ones (`send`).
 //!
 //! A zero-copy send names registered memory (`IORING_RECVSEND_FIXED_BUF`) when every
-//! byte it sends lies in one registered buffer ([`registered_slot`]), so the kernel
+//! byte it sends lies in one registered buffer ([`zc_run`]), so the kernel
 //! does not pin those pages again. A vectored one (`SENDMSG_ZC`) can name it from
 //! Linux 6.15; an older kernel refuses it (`EINVAL`), and this thread then stops
 //! naming registrations in vectored sends ([`refused_registration`]) and sends the
@@ -129,16 +129,14 @@ pub(crate) fn plan(bufs: &[SendBuf], skip: usize, zero_copy: bool, threshold: us
         };
     }
     let run = zc_run(bufs, skip);
-    let zc = run.slot.is_some() || run.bytes >= threshold;
-    let slot = run.slot.filter(|_| zc);
-    if slot.is_some() {
+    if run.slot.is_some() {
         count(|m| &m.send_zc_registered);
     }
     Plan {
         end: run.end,
-        zc,
-        slot,
-        named_vectored: slot.is_some() && run.end - run.first > 1,
+        zc: run.slot.is_some() || run.bytes >= threshold,
+        slot: run.slot,
+        named_vectored: run.slot.is_some() && run.end - run.first > 1,
     }
 }
 
@@ -154,15 +152,21 @@ pub(crate) fn zc_run(bufs: &[SendBuf], skip: usize) -> Run {
     }
     let vectored = !VECTORED_REGISTRATION_REFUSED.with(Cell::get);
     let (mut k, mut before) = (first, 0);
+    // The slot of buffer `k`, looked up once (an address look-up each): the scan of a
+    // run ends at the buffer the next run starts with.
+    let mut next_slot = bufs.get(k).and_then(SendBuf::registered_slot);
     while k < bufs.len() {
-        let slot = bufs[k].registered_slot();
+        let slot = next_slot;
+        next_slot = None;
         let mut end = k + 1;
         let mut bytes = bufs[k].len() - if k == first { skip } else { 0 };
-        if slot.is_some() {
-            while end < bufs.len() && bufs[end].registered_slot() == slot {
-                bytes += bufs[end].len();
-                end += 1;
+        while end < bufs.len() {
+            next_slot = bufs[end].registered_slot();
+            if slot.is_none() || next_slot != slot {
+                break;
             }
+            bytes += bufs[end].len();
+            end += 1;
         }
         let worth = bytes >= NAMED_RUN_MIN || (k == first && end == bufs.len());
         if slot.is_some() && worth && (end - k == 1 || vectored) {

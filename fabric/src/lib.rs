@@ -119,6 +119,21 @@ impl EpAddr {
     }
 }
 
+impl EpAddr {
+    /// The address of whichever `uring-tcp` endpoint listens on `addr`: what a program
+    /// that learns peers as socket addresses (libfabric's `FI_SOCKADDR_IN`) inserts.
+    /// The first connection from that endpoint ties the entry to it.
+    pub fn uring_tcp(addr: SocketAddr) -> EpAddr {
+        uring::socket_ep_addr(addr)
+    }
+
+    /// The socket address a `uring-tcp` endpoint listens on, read from its address;
+    /// `None` for other providers' addresses.
+    pub fn uring_tcp_socket(&self) -> Option<SocketAddr> {
+        uring::ep_addr_socket(self)
+    }
+}
+
 impl fmt::Display for EpAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:", self.provider)?;
@@ -314,7 +329,8 @@ impl Domain {
         access: Access,
     ) -> Result<MemoryRegion, FabricError> {
         Self::check_access(access)?;
-        if self.cfg.lock_memory {
+        // Foreign memory is its owner's to lock.
+        if self.cfg.lock_memory && !mem.is_foreign() {
             mem.lock()?;
         }
         let mem = Arc::new(mem);
@@ -339,6 +355,25 @@ impl Domain {
     /// Registers `buf`'s memory without copying it.
     pub fn register_vec(&self, buf: Vec<u8>, access: Access) -> Result<MemoryRegion, FabricError> {
         self.register_memory(RegionMemory::from_vec(buf)?, access)
+    }
+
+    /// Registers memory the program owns, without copying or taking it over: how a
+    /// C API whose callers pass raw buffers (the libfabric provider library) posts
+    /// them. Such memory is never registered with the ring for sends.
+    ///
+    /// # Safety
+    /// `[ptr, ptr+len)` must stay valid for reads and writes while the region lives
+    /// and until every operation posted on it has completed, and nothing else may
+    /// write it while a receive or a remote write into it is outstanding.
+    pub unsafe fn register_foreign(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        access: Access,
+    ) -> Result<MemoryRegion, FabricError> {
+        // SAFETY: the caller's contract is `foreign`'s.
+        let mem = unsafe { RegionMemory::foreign(ptr, len)? };
+        self.register_memory(mem, access)
     }
 
     /// A completion queue for `depth` completions; endpoints bound to it together may

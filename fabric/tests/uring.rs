@@ -448,3 +448,81 @@ fn a_runtime_without_a_receive_pool_is_refused_with_the_fix() {
         }
     });
 }
+
+#[test]
+fn a_peer_inserted_by_socket_address_is_the_endpoint_that_connects_from_there() {
+    run(async {
+        let d = domain();
+        let (a, acq) = endpoint(&d, EndpointConfig::default());
+        let (b, bcq) = endpoint(&d, EndpointConfig::default());
+        let (c, _ccq) = endpoint(&d, EndpointConfig::default());
+        assert_eq!(b.address().uring_tcp_socket(), Some(sock(&b)));
+        // Each knows the other only by socket address (libfabric's FI_SOCKADDR_IN).
+        let ab = a.insert_peer(&EpAddr::uring_tcp(sock(&b))).unwrap();
+        let ba = b.insert_peer(&EpAddr::uring_tcp(sock(&a))).unwrap();
+        let bc = b.insert_peer(&EpAddr::uring_tcp(sock(&c))).unwrap();
+        assert_ne!(
+            ba, bc,
+            "two addresses are two peers, though neither nonce is known"
+        );
+        assert_eq!(
+            b.insert_peer(&EpAddr::uring_tcp(sock(&a))).unwrap(),
+            ba,
+            "inserting the same address again names the same peer"
+        );
+        let src = d.register(16, Access::LOCAL).unwrap();
+        let dst = d.register(16, Access::LOCAL).unwrap();
+        src.write(0, b"by socket addr..").unwrap();
+        b.recv(&dst.all()).post().unwrap();
+        a.send(ab, &src.all()).post().unwrap();
+        assert!(next(&acq).await.is_ok());
+        let got = next(&bcq).await;
+        assert!(got.is_ok(), "{got:?}");
+        assert_eq!(
+            got.peer,
+            Some(ba),
+            "the connection from a is tied to a's entry"
+        );
+        assert_eq!(dst.to_vec(0..16).unwrap(), b"by socket addr..");
+        assert_eq!(
+            b.insert_peer(&a.address()).unwrap(),
+            ba,
+            "a's full address now names the same peer"
+        );
+    });
+}
+
+#[test]
+fn foreign_memory_is_sent_from_and_received_into_in_place() {
+    run(async {
+        let d = domain();
+        let (a, acq) = endpoint(&d, EndpointConfig::default());
+        let (b, bcq) = endpoint(&d, EndpointConfig::default());
+        let ab = a.connect(&b.address()).await.unwrap();
+        let mut out = vec![0u8; 64 << 10];
+        out.iter_mut().enumerate().for_each(|(i, x)| *x = i as u8);
+        let mut into = vec![0u8; 64 << 10];
+        // SAFETY: both vectors outlive the regions and every operation posted on them
+        // (the completions are awaited below), and nothing touches them meanwhile.
+        let (src, dst) = unsafe {
+            (
+                d.register_foreign(out.as_mut_ptr(), out.len(), Access::LOCAL)
+                    .unwrap(),
+                d.register_foreign(into.as_mut_ptr(), into.len(), Access::LOCAL)
+                    .unwrap(),
+            )
+        };
+        b.recv(&dst.all()).post().unwrap();
+        a.send(ab, &src.all()).post().unwrap();
+        assert!(next(&acq).await.is_ok());
+        assert_eq!(next(&bcq).await.len, 64 << 10);
+        drop((src, dst));
+        assert_eq!(
+            into, out,
+            "received in place, and the owner still has its memory"
+        );
+        // SAFETY: a null pointer is refused before anything is touched.
+        let null = unsafe { d.register_foreign(std::ptr::null_mut(), 8, Access::LOCAL) };
+        assert!(null.is_err());
+    });
+}

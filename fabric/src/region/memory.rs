@@ -12,7 +12,11 @@ use std::sync::Arc;
 /// How the bytes were allocated, so they are freed the same way.
 enum Owner {
     Layout(Layout),
-    Vec { capacity: usize },
+    Vec {
+        capacity: usize,
+    },
+    /// Memory the program owns and frees ([`Domain::register_foreign`](crate::Domain::register_foreign)).
+    Foreign,
 }
 
 /// The bytes of a registered region. Shared (`Arc`) between the region handle, the
@@ -93,6 +97,39 @@ impl RegionMemory {
             owner: Owner::Vec { capacity },
             locked: false,
         })
+    }
+
+    /// Memory at `ptr` the caller owns; never freed here.
+    ///
+    /// # Safety
+    /// `[ptr, ptr+len)` stays valid for reads and writes while the region lives and
+    /// while any operation posted on it is outstanding.
+    pub(crate) unsafe fn foreign(ptr: *mut u8, len: usize) -> Result<RegionMemory, FabricError> {
+        let ptr = NonNull::new(ptr).ok_or(FabricError::invalid(
+            "ptr",
+            "null",
+            "foreign memory needs a non-null address",
+        ))?;
+        if len == 0 || (ptr.as_ptr() as usize).checked_add(len).is_none() {
+            return Err(FabricError::invalid(
+                "len",
+                len,
+                "a region needs at least one byte and must not wrap the address space",
+            ));
+        }
+        Ok(RegionMemory {
+            ptr,
+            len,
+            owner: Owner::Foreign,
+            locked: false,
+        })
+    }
+
+    /// Whether the program owns the bytes (they are then never registered with the
+    /// ring: their owner may unmap them without telling anyone but libfabric-style
+    /// contracts).
+    pub(crate) fn is_foreign(&self) -> bool {
+        matches!(self.owner, Owner::Foreign)
     }
 
     /// Locks the pages in RAM (`mlock`), first checking `RLIMIT_MEMLOCK` so the error
@@ -195,6 +232,7 @@ impl Drop for RegionMemory {
             Owner::Vec { capacity } => unsafe {
                 drop(Vec::from_raw_parts(self.ptr.as_ptr(), self.len, capacity));
             },
+            Owner::Foreign => {}
         }
     }
 }

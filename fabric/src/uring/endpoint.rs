@@ -40,7 +40,9 @@ pub(super) struct EpCore {
     closed: Cell<bool>,
 }
 
-/// Encodes an endpoint address: nonce, then the listen address as text.
+/// Encodes an endpoint address: nonce, then the listen address as text. Nonce 0
+/// stands for "whichever endpoint listens there" (never a real endpoint's: see
+/// `random_nonce`).
 fn encode_addr(nonce: u64, addr: SocketAddr) -> EpAddr {
     let mut bytes = nonce.to_le_bytes().to_vec();
     bytes.extend_from_slice(addr.to_string().as_bytes());
@@ -66,6 +68,29 @@ fn decode_addr(a: &EpAddr) -> Result<(u64, SocketAddr), FabricError> {
     Ok((u64::from_le_bytes(n), addr))
 }
 
+/// The address of whichever endpoint listens on `addr`.
+pub(crate) fn socket_ep_addr(addr: SocketAddr) -> EpAddr {
+    encode_addr(0, addr)
+}
+
+/// The listen address in a `uring-tcp` endpoint address.
+pub(crate) fn ep_addr_socket(a: &EpAddr) -> Option<SocketAddr> {
+    if a.provider != PROVIDER {
+        return None;
+    }
+    decode_addr(a).ok().map(|(_, s)| s)
+}
+
+/// A nonce for a new endpoint: random, never 0 (which stands for "any endpoint").
+fn random_nonce() -> u64 {
+    loop {
+        let n = random_u64();
+        if n != 0 {
+            return n;
+        }
+    }
+}
+
 impl EpCore {
     /// Spawns a task on this worker that stops when the endpoint closes.
     pub(super) fn spawn(&self, f: impl Future<Output = ()> + 'static) {
@@ -82,6 +107,10 @@ impl EpCore {
     pub(super) fn peer_from_hello(&self, nonce: u64, addr: SocketAddr) -> PeerId {
         let mut peers = self.peers.borrow_mut();
         if let Some(id) = peers.by_nonce(nonce) {
+            return id;
+        }
+        // Inserted by its socket address before it connected: this is that peer.
+        if let Some(id) = peers.adopt(addr, nonce) {
             return id;
         }
         let id = peers.insert(Peer {
@@ -226,7 +255,7 @@ impl UringEndpoint {
             .local_addr()
             .map_err(|e| FabricError::io("getsockname", &e))?;
         let core = Rc::new(EpCore {
-            nonce: random_u64(),
+            nonce: random_nonce(),
             local,
             cfg: cfg.clone(),
             max_msg,
@@ -298,7 +327,11 @@ impl EndpointProvider for UringEndpoint {
     fn insert_peer(&self, addr: &EpAddr) -> Result<PeerId, FabricError> {
         let (nonce, sock) = decode_addr(addr)?;
         let ep = &self.0;
-        let existing = ep.peers.borrow().by_nonce(nonce);
+        let existing = if nonce == 0 {
+            ep.peers.borrow().by_addr(sock)
+        } else {
+            ep.peers.borrow().by_nonce(nonce)
+        };
         let id = match existing {
             Some(id) => id,
             None => ep.peers.borrow_mut().insert(Peer {

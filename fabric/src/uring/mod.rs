@@ -9,6 +9,7 @@
 //! region's memory without a user-space copy.
 
 mod endpoint;
+pub(crate) use endpoint::{ep_addr_socket, socket_ep_addr};
 mod inbound;
 mod keys;
 mod matching;

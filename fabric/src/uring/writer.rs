@@ -29,7 +29,7 @@ const COALESCE_MAX: usize = 8 << 10;
 /// needs none. Best effort: where the runtime registers nothing more (a full table,
 /// `RLIMIT_MEMLOCK`) the payload goes out unregistered, as it would anyway.
 pub(super) fn register_payload_memory(memory: &Arc<RegionMemory>, len: usize) {
-    if len > COALESCE_MAX {
+    if len > COALESCE_MAX && !memory.is_foreign() {
         let _ = zerorx::runtime::register_send_memory(memory);
     }
 }

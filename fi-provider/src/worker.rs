@@ -1,0 +1,421 @@
+//! The domain's worker thread: it owns a one-worker zerorx runtime and every
+//! zerorx-fabric object of the domain, and is the only thread that touches them
+//! (zerorx's rule: a ring and what it drives belong to one thread). Application
+//! threads reach it through [`Cmd`]s and read what it reports from the shared
+//! [`CqStore`]s. DESIGN.md ("libfabric provider") says why this shape and what it
+//! costs per operation.
+
+use crate::cq::{CqStore, Credits, Entry, ErrEntry, Item};
+use crate::errors;
+use futures_channel::mpsc::UnboundedReceiver;
+use futures_util::StreamExt;
+use slab::Slab;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::net::{SocketAddr, SocketAddrV4};
+use std::rc::{Rc, Weak};
+use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
+use zerorx_fabric::{
+    Access, Cap, Completion, CompletionQueue, Endpoint, EndpointConfig, EpAddr, Fabric, Level,
+    MemoryRegion, OpId, PeerId, Requirements,
+};
+use zerorx_libfabric_sys as fi;
+
+/// What an endpoint is opened with.
+pub(crate) struct EpSetup {
+    pub bind: SocketAddrV4,
+    pub tx_size: usize,
+    pub rx_size: usize,
+    pub max_msg: usize,
+    pub tx_cq: Option<Arc<CqStore>>,
+    pub rx_cq: Option<Arc<CqStore>>,
+    pub tx_credits: Arc<Credits>,
+    pub rx_credits: Arc<Credits>,
+}
+
+/// One operation for the worker to start.
+pub(crate) struct Post {
+    pub kind: PostKind,
+    /// The application's buffer (or `owned`'s bytes).
+    pub ptr: usize,
+    pub len: usize,
+    /// The application's `context`, echoed in the completion.
+    pub context: usize,
+    /// Whether a success is reported (errors always are).
+    pub completion: bool,
+    /// An injected send's copy of the application's bytes.
+    pub owned: Option<Box<[u8]>>,
+}
+
+pub(crate) enum PostKind {
+    Send {
+        to: SocketAddrV4,
+        tag: Option<u64>,
+        data: Option<u64>,
+        level: Level,
+    },
+    Recv {
+        /// Tag and ignore mask of a tagged receive.
+        tag: Option<(u64, u64)>,
+    },
+}
+
+/// Requests from application threads.
+pub(crate) enum Cmd {
+    OpenEp {
+        id: u64,
+        setup: EpSetup,
+        reply: SyncSender<Result<SocketAddrV4, String>>,
+    },
+    Post {
+        ep: u64,
+        post: Post,
+    },
+    /// Cancels the oldest unmatched receive posted with `context`.
+    Cancel {
+        ep: u64,
+        context: usize,
+    },
+    CloseEp {
+        ep: u64,
+        reply: SyncSender<()>,
+    },
+}
+
+/// An operation the worker started, until its completion.
+struct OpState {
+    context: usize,
+    flags: u64,
+    buf: usize,
+    completion: bool,
+    rx: bool,
+    /// zerorx-fabric's id of it, once posted (for `fi_cancel`).
+    id: Option<OpId>,
+    /// Keeps an injected send's bytes alive until the send is done with them.
+    _owned: Option<Box<[u8]>>,
+}
+
+/// One endpoint, on the worker.
+struct WorkerEp {
+    ep: Endpoint,
+    space: Rc<MemoryRegion>,
+    peers: RefCell<HashMap<SocketAddrV4, PeerId>>,
+    ops: RefCell<Slab<OpState>>,
+    setup: EpSetup,
+}
+
+/// The thread's body: builds the runtime and the domain, reports readiness on
+/// `ready`, then serves commands until the channel closes (`fi_close` of the domain).
+pub(crate) fn run(cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), String>>) {
+    let rt = match zerorx::Runtime::builder().threads(1).build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(format!("starting the domain's zerorx runtime: {e}")));
+            return;
+        }
+    };
+    rt.block_on(serve(cmds, ready));
+}
+
+async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), String>>) {
+    let opened = (|| {
+        let req = Requirements::new().caps([Cap::Msg, Cap::Tagged, Cap::SendImm, Cap::Cancel]);
+        let fabric = Fabric::open("uring-tcp", &req).map_err(|e| e.to_string())?;
+        let domain = fabric
+            .domain(Default::default())
+            .map_err(|e| e.to_string())?;
+        // SAFETY: the region spans the address space and is local-only (no key is
+        // ever granted on it). Posts name application buffers in it by address, and
+        // libfabric's contract makes the application keep a posted buffer valid and
+        // untouched until the operation's completion; zerorx-fabric touches a
+        // posted range only until then.
+        let space =
+            unsafe { domain.register_foreign(SPACE_BASE as *mut u8, SPACE_LEN, Access::LOCAL) }
+                .map_err(|e| e.to_string())?;
+        Ok::<_, String>((fabric, domain, Rc::new(space)))
+    })();
+    let (_fabric, domain, space) = match opened {
+        Ok(o) => {
+            let _ = ready.send(Ok(()));
+            o
+        }
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let mut eps: HashMap<u64, (Rc<WorkerEp>, zerorx::JoinHandle<()>)> = HashMap::new();
+    while let Some(cmd) = cmds.next().await {
+        match cmd {
+            Cmd::OpenEp { id, setup, reply } => {
+                let cfg = EndpointConfig {
+                    tx_depth: setup.tx_size,
+                    rx_depth: setup.rx_size,
+                    max_msg_size: Some(setup.max_msg),
+                    bind: Some(SocketAddr::V4(setup.bind)),
+                    ..EndpointConfig::default()
+                };
+                let opened = domain
+                    .completion_queue(setup.tx_size + setup.rx_size)
+                    .and_then(|cq| domain.endpoint(&cq, cfg));
+                let ep = match opened {
+                    Ok(ep) => ep,
+                    Err(e) => {
+                        let _ = reply.send(Err(e.to_string()));
+                        continue;
+                    }
+                };
+                let local = match ep.address().uring_tcp_socket() {
+                    Some(SocketAddr::V4(a)) => a,
+                    other => {
+                        let _ = reply.send(Err(format!("endpoint address {other:?} is not IPv4")));
+                        continue;
+                    }
+                };
+                let w = Rc::new(WorkerEp {
+                    ep,
+                    space: space.clone(),
+                    peers: RefCell::new(HashMap::new()),
+                    ops: RefCell::new(Slab::new()),
+                    setup,
+                });
+                let pump = zerorx::spawn(pump(Rc::downgrade(&w), w.ep.completion_queue().clone()));
+                eps.insert(id, (w, pump));
+                let _ = reply.send(Ok(local));
+            }
+            Cmd::Post { ep, post } => {
+                if let Some((w, _)) = eps.get(&ep) {
+                    w.start(post);
+                }
+            }
+            Cmd::Cancel { ep, context } => {
+                if let Some((w, _)) = eps.get(&ep) {
+                    w.cancel(context);
+                }
+            }
+            Cmd::CloseEp { ep, reply } => {
+                if let Some((w, pump)) = eps.remove(&ep) {
+                    pump.abort();
+                    close(w);
+                }
+                let _ = reply.send(());
+            }
+        }
+    }
+    for (_, (w, pump)) in eps.drain() {
+        pump.abort();
+        close(w);
+    }
+}
+
+/// Where the address-space region starts (a region needs a non-null base) and how
+/// long it is: every user-space address of x86-64 and aarch64 Linux lies inside.
+const SPACE_BASE: usize = 1;
+const SPACE_LEN: usize = (isize::MAX as usize) - SPACE_BASE;
+
+/// Closes the endpoint and lets go of its queues, so the application can close
+/// them as soon as its `fi_close` of the endpoint returns.
+/// Only the command loop holds it strongly (the pump's reference is weak, and
+/// posts and reports borrow it for one call), so this is the endpoint's end.
+fn close(w: Rc<WorkerEp>) {
+    if let Ok(w) = Rc::try_unwrap(w) {
+        w.ep.close();
+    }
+}
+
+/// Moves the endpoint's completions into the application's queues. It holds the
+/// endpoint weakly: the command loop owns it, and dropping it there ends this.
+async fn pump(w: Weak<WorkerEp>, cq: CompletionQueue) {
+    loop {
+        let c = cq.next().await;
+        match w.upgrade() {
+            Some(w) => w.report(c),
+            None => return,
+        }
+    }
+}
+
+impl WorkerEp {
+    fn peer(&self, to: SocketAddrV4) -> Result<PeerId, String> {
+        if let Some(p) = self.peers.borrow().get(&to) {
+            return Ok(*p);
+        }
+        let p = self
+            .ep
+            .insert_peer(&EpAddr::uring_tcp(SocketAddr::V4(to)))
+            .map_err(|e| e.to_string())?;
+        self.peers.borrow_mut().insert(to, p);
+        Ok(p)
+    }
+
+    fn start(&self, post: Post) {
+        let rx = matches!(post.kind, PostKind::Recv { .. });
+        let flags = match &post.kind {
+            PostKind::Send { tag, .. } => {
+                fi::FI_SEND
+                    | if tag.is_some() {
+                        fi::FI_TAGGED
+                    } else {
+                        fi::FI_MSG
+                    }
+            }
+            PostKind::Recv { tag } => {
+                fi::FI_RECV
+                    | if tag.is_some() {
+                        fi::FI_TAGGED
+                    } else {
+                        fi::FI_MSG
+                    }
+            }
+        };
+        let key = self.ops.borrow_mut().insert(OpState {
+            context: post.context,
+            flags,
+            buf: post.ptr,
+            completion: post.completion,
+            rx,
+            id: None,
+            _owned: post.owned,
+        });
+        let offset = post.ptr.saturating_sub(SPACE_BASE);
+        let started = self
+            .space
+            .slice(offset..offset + post.len)
+            .map_err(|e| e.to_string())
+            .and_then(|slice| match post.kind {
+                PostKind::Send {
+                    to,
+                    tag,
+                    data,
+                    level,
+                } => {
+                    let peer = self.peer(to)?;
+                    let mut p = self.ep.send(peer, &slice).level(level).context(key as u64);
+                    if let Some(t) = tag {
+                        p = p.tag(t);
+                    }
+                    if let Some(d) = data {
+                        p = p.imm(d);
+                    }
+                    p.post().map_err(|e| e.to_string())
+                }
+                PostKind::Recv { tag } => {
+                    let mut p = self.ep.recv(&slice).context(key as u64);
+                    if let Some((t, ignore)) = tag {
+                        p = p.tagged(t, ignore);
+                    }
+                    p.post().map_err(|e| e.to_string())
+                }
+            });
+        match started {
+            Ok(id) => {
+                if let Some(op) = self.ops.borrow_mut().get_mut(key) {
+                    op.id = Some(id);
+                }
+            }
+            Err(text) => {
+                let op = self.ops.borrow_mut().remove(key);
+                let entry = op.entry(0);
+                self.push_err(
+                    &op,
+                    entry,
+                    fi::FI_EIO,
+                    errors::POST_REFUSED,
+                    0,
+                    format!("zerorx could not start the operation: {text}"),
+                );
+            }
+        }
+    }
+
+    /// Cancels the oldest unmatched receive posted with `context`; its error entry
+    /// (`FI_ECANCELED`) comes through the pump like any completion.
+    fn cancel(&self, context: usize) {
+        let mut ids: Vec<OpId> = self
+            .ops
+            .borrow()
+            .iter()
+            .filter(|(_, o)| o.rx && o.context == context)
+            .filter_map(|(_, o)| o.id)
+            .collect();
+        ids.sort();
+        for id in ids {
+            if self.ep.cancel(id) {
+                return;
+            }
+        }
+    }
+
+    fn cq_of(&self, op: &OpState) -> (Option<&Arc<CqStore>>, &Arc<Credits>) {
+        if op.rx {
+            (self.setup.rx_cq.as_ref(), &self.setup.rx_credits)
+        } else {
+            (self.setup.tx_cq.as_ref(), &self.setup.tx_credits)
+        }
+    }
+
+    fn push_err(
+        &self,
+        op: &OpState,
+        entry: Entry,
+        err: i32,
+        prov_errno: i32,
+        olen: usize,
+        text: String,
+    ) {
+        let (cq, credits) = self.cq_of(op);
+        match cq {
+            Some(cq) => cq.push(
+                Item::Err(ErrEntry {
+                    entry,
+                    err,
+                    prov_errno,
+                    olen,
+                    text: errors::c_text(text),
+                }),
+                Some(credits.clone()),
+            ),
+            None => credits.give(),
+        }
+    }
+
+    fn report(&self, c: Completion) {
+        let Some(op) = self.ops.borrow_mut().try_remove(c.context as usize) else {
+            return;
+        };
+        let mut entry = op.entry(if op.rx { c.len } else { 0 });
+        entry.data = c.imm.unwrap_or(0);
+        entry.tag = c.tag.unwrap_or(0);
+        if c.imm.is_some() {
+            entry.flags |= fi::FI_REMOTE_CQ_DATA;
+        }
+        match c.status {
+            Ok(()) => {
+                let (cq, credits) = self.cq_of(&op);
+                match cq {
+                    Some(cq) if op.completion => cq.push(Item::Ok(entry), Some(credits.clone())),
+                    _ => credits.give(),
+                }
+            }
+            Err(e) => {
+                let (err, prov_errno, olen) = errors::of_op(&e);
+                entry.len = c.len;
+                self.push_err(&op, entry, err, prov_errno, olen, e.to_string());
+            }
+        }
+    }
+}
+
+impl OpState {
+    /// Its completion entry, before the transfer's details are filled in.
+    fn entry(&self, len: usize) -> Entry {
+        Entry {
+            context: self.context,
+            flags: self.flags,
+            len,
+            buf: if self.rx { self.buf } else { 0 },
+            ..Entry::default()
+        }
+    }
+}

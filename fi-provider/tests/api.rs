@@ -1,0 +1,545 @@
+//! The provider through libfabric's C API, as a program sees it: what comes back on
+//! errors (truncation with the overflow, cancellation, bad arguments), the credits
+//! behind `-FI_EAGAIN`, inject semantics, tag matching with immediate data, and the
+//! close order libfabric requires.
+
+mod common;
+
+use std::ffi::{c_void, CStr};
+use std::ptr;
+use std::time::{Duration, Instant};
+use zerorx_libfabric_sys as fi;
+
+const EAGAIN: isize = -(fi::FI_EAGAIN as isize);
+const EAVAIL: isize = -(fi::FI_EAVAIL as isize);
+
+/// One domain with two endpoints `a` and `b`, each with its own CQ, both in one AV.
+struct Pair {
+    info: *mut fi::fi_info,
+    fabric: *mut fi::fid_fabric,
+    domain: *mut fi::fid_domain,
+    av: *mut fi::fid_av,
+    cq: [*mut fi::fid_cq; 2],
+    ep: [*mut fi::fid_ep; 2],
+    /// `fi_addr` of a and b.
+    addr: [u64; 2],
+}
+
+fn fid<T>(p: *mut T) -> *mut fi::fid {
+    p as *mut fi::fid
+}
+
+fn getinfo(tx_size: usize) -> *mut fi::fi_info {
+    common::load_provider();
+    // SAFETY: libfabric's allocation; attr structs allocated with it; strings strdup'd
+    // because fi_freeinfo frees them.
+    unsafe {
+        let hints = fi::fi_allocinfo();
+        assert!(!hints.is_null());
+        (*hints).caps = fi::FI_MSG | fi::FI_TAGGED;
+        (*(*hints).ep_attr).type_ = fi::FI_EP_RDM;
+        (*(*hints).fabric_attr).prov_name = libc::strdup(c"zerorx".as_ptr());
+        (*(*hints).tx_attr).size = tx_size;
+        let mut info = ptr::null_mut();
+        let rc = fi::fi_getinfo(
+            fi::FI_HEADER_VERSION,
+            ptr::null(),
+            ptr::null(),
+            0,
+            hints,
+            &mut info,
+        );
+        fi::fi_freeinfo(hints);
+        assert_eq!(rc, 0, "fi_getinfo for zerorx: {rc}");
+        info
+    }
+}
+
+impl Pair {
+    fn open(tx_size: usize) -> Pair {
+        let info = getinfo(tx_size);
+        let mut p = Pair {
+            info,
+            fabric: ptr::null_mut(),
+            domain: ptr::null_mut(),
+            av: ptr::null_mut(),
+            cq: [ptr::null_mut(); 2],
+            ep: [ptr::null_mut(); 2],
+            addr: [0; 2],
+        };
+        // SAFETY: the libfabric calls as documented, on objects made here.
+        unsafe {
+            assert_eq!(
+                fi::fi_fabric((*info).fabric_attr, &mut p.fabric, ptr::null_mut()),
+                0
+            );
+            assert_eq!(
+                fi::fi_domain(p.fabric, info, &mut p.domain, ptr::null_mut()),
+                0
+            );
+            let mut av_attr = fi::fi_av_attr {
+                type_: fi::FI_AV_TABLE,
+                ..Default::default()
+            };
+            assert_eq!(
+                fi::fi_av_open(p.domain, &mut av_attr, &mut p.av, ptr::null_mut()),
+                0
+            );
+            for i in 0..2 {
+                let mut cq_attr = fi::fi_cq_attr {
+                    format: fi::FI_CQ_FORMAT_TAGGED,
+                    size: 64,
+                    ..Default::default()
+                };
+                assert_eq!(
+                    fi::fi_cq_open(p.domain, &mut cq_attr, &mut p.cq[i], ptr::null_mut()),
+                    0
+                );
+                assert_eq!(
+                    fi::fi_endpoint(p.domain, info, &mut p.ep[i], ptr::null_mut()),
+                    0
+                );
+                assert_eq!(
+                    fi::fi_send(p.ep[i], ptr::null(), 0, ptr::null_mut(), 0, ptr::null_mut()),
+                    -(fi::FI_EOPBADSTATE as isize),
+                    "a send before fi_enable is refused"
+                );
+                assert_eq!(fi::fi_ep_bind(p.ep[i], fid(p.av), 0), 0);
+                assert_eq!(
+                    fi::fi_ep_bind(p.ep[i], fid(p.cq[i]), fi::FI_TRANSMIT | fi::FI_RECV),
+                    0
+                );
+                assert_eq!(fi::fi_enable(p.ep[i]), 0);
+                let mut name = [0u8; 16];
+                let mut len = 4usize;
+                assert_eq!(
+                    fi::fi_getname(fid(p.ep[i]), name.as_mut_ptr().cast(), &mut len),
+                    -(fi::FI_ETOOSMALL as i32),
+                    "too small a buffer is refused with the size needed"
+                );
+                assert_eq!(len, 16);
+                assert_eq!(
+                    fi::fi_getname(fid(p.ep[i]), name.as_mut_ptr().cast(), &mut len),
+                    0
+                );
+                let mut a = 0u64;
+                assert_eq!(
+                    fi::fi_av_insert(p.av, name.as_ptr().cast(), 1, &mut a, 0, ptr::null_mut()),
+                    1
+                );
+                p.addr[i] = a;
+            }
+        }
+        p
+    }
+
+    /// The next completion or error on CQ `i`, within a deadline.
+    fn next(&self, i: usize) -> Result<fi::fi_cq_tagged_entry, fi::fi_cq_err_entry> {
+        let start = Instant::now();
+        loop {
+            let mut e = fi::fi_cq_tagged_entry::default();
+            // SAFETY: one tagged entry of room.
+            let n = unsafe {
+                fi::fi_cq_read(
+                    self.cq[i],
+                    (&mut e as *mut fi::fi_cq_tagged_entry).cast(),
+                    1,
+                )
+            };
+            if n == 1 {
+                return Ok(e);
+            }
+            if n == EAVAIL {
+                let mut err = fi::fi_cq_err_entry::default();
+                // SAFETY: one error entry of room; err_data left to the provider.
+                let r = unsafe { fi::fi_cq_readerr(self.cq[i], &mut err, 0) };
+                assert_eq!(r, 1, "fi_cq_readerr after -FI_EAVAIL");
+                return Err(err);
+            }
+            assert_eq!(n, EAGAIN, "fi_cq_read");
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "no completion on CQ {i} in 10 s"
+            );
+        }
+    }
+
+    fn empty(&self, i: usize) -> bool {
+        let mut e = fi::fi_cq_tagged_entry::default();
+        // SAFETY: one tagged entry of room.
+        unsafe {
+            fi::fi_cq_read(
+                self.cq[i],
+                (&mut e as *mut fi::fi_cq_tagged_entry).cast(),
+                1,
+            ) == EAGAIN
+        }
+    }
+
+    /// Closes in libfabric's order, checking that out-of-order closes are refused.
+    fn close(self) {
+        // SAFETY: closing objects made in `open`, each once.
+        unsafe {
+            assert_eq!(
+                fi::fi_close(fid(self.domain)),
+                -fi::FI_EBUSY,
+                "the domain has children"
+            );
+            assert_eq!(
+                fi::fi_close(fid(self.cq[0])),
+                -fi::FI_EBUSY,
+                "an endpoint is bound to the CQ"
+            );
+            assert_eq!(
+                fi::fi_close(fid(self.av)),
+                -fi::FI_EBUSY,
+                "endpoints are bound to the AV"
+            );
+            for i in 0..2 {
+                assert_eq!(fi::fi_close(fid(self.ep[i])), 0);
+                assert_eq!(fi::fi_close(fid(self.cq[i])), 0);
+            }
+            assert_eq!(fi::fi_close(fid(self.av)), 0);
+            assert_eq!(
+                fi::fi_close(fid(self.fabric)),
+                -fi::FI_EBUSY,
+                "the fabric has a domain"
+            );
+            assert_eq!(fi::fi_close(fid(self.domain)), 0);
+            assert_eq!(fi::fi_close(fid(self.fabric)), 0);
+            fi::fi_freeinfo(self.info);
+        }
+    }
+}
+
+fn ctx(n: usize) -> *mut c_void {
+    n as *mut c_void
+}
+
+#[test]
+fn a_truncated_receive_reports_the_overflow_and_names_the_cause() {
+    let p = Pair::open(0);
+    let src = [7u8; 20];
+    let mut dst = [0u8; 8];
+    // SAFETY: buffers outlive their operations (completions read below).
+    unsafe {
+        assert_eq!(
+            fi::fi_recv(
+                p.ep[1],
+                dst.as_mut_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                fi::FI_ADDR_UNSPEC,
+                ctx(11)
+            ),
+            0
+        );
+        assert_eq!(
+            fi::fi_send(
+                p.ep[0],
+                src.as_ptr().cast(),
+                20,
+                ptr::null_mut(),
+                p.addr[1],
+                ctx(10)
+            ),
+            0
+        );
+    }
+    let sent = p.next(0).expect("the send completes");
+    assert_eq!(sent.op_context, ctx(10));
+    assert_eq!(sent.flags, fi::FI_SEND | fi::FI_MSG);
+    let err = p.next(1).expect_err("the receive is truncated");
+    assert_eq!(err.err, fi::FI_ETRUNC as i32);
+    assert_eq!(err.op_context, ctx(11));
+    assert_eq!((err.len, err.olen), (8, 12), "8 bytes placed, 12 over");
+    assert_eq!(dst, [7u8; 8], "the posted bytes were filled");
+    // SAFETY: err_data points at the provider's text until the next readerr.
+    let text = unsafe {
+        CStr::from_ptr(fi::fi_cq_strerror(
+            p.cq[1],
+            err.prov_errno,
+            err.err_data,
+            ptr::null_mut(),
+            0,
+        ))
+    };
+    let text = text.to_str().unwrap();
+    assert!(
+        text.contains("20 bytes") && text.contains("8"),
+        "strerror says {text:?}"
+    );
+    p.close();
+}
+
+#[test]
+fn a_cancelled_receive_completes_with_ecanceled_and_its_context() {
+    let p = Pair::open(0);
+    let mut dst = [0u8; 8];
+    // SAFETY: the buffer outlives the receive (its cancellation is read below).
+    unsafe {
+        assert_eq!(
+            fi::fi_recv(
+                p.ep[1],
+                dst.as_mut_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                fi::FI_ADDR_UNSPEC,
+                ctx(21)
+            ),
+            0
+        );
+        assert_eq!(fi::fi_cancel(fid(p.ep[1]), ctx(21)), 0);
+    }
+    let err = p.next(1).expect_err("the receive is cancelled");
+    assert_eq!(err.err, fi::FI_ECANCELED);
+    assert_eq!(err.op_context, ctx(21));
+    assert!(p.empty(1), "exactly one entry for the receive");
+    p.close();
+}
+
+#[test]
+fn bad_arguments_are_refused_with_einval_not_a_crash() {
+    let p = Pair::open(0);
+    let buf = [0u8; 8];
+    let iov = [fi::iovec {
+        iov_base: buf.as_ptr() as *mut c_void,
+        iov_len: 8,
+    }; 2];
+    // SAFETY: every call gets an argument the provider must refuse; none is posted.
+    unsafe {
+        assert_eq!(
+            fi::fi_send(
+                p.ep[0],
+                buf.as_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                99,
+                ptr::null_mut()
+            ),
+            -(fi::FI_EINVAL as isize),
+            "an fi_addr not in the AV"
+        );
+        assert_eq!(
+            fi::fi_send(
+                p.ep[0],
+                ptr::null(),
+                8,
+                ptr::null_mut(),
+                p.addr[1],
+                ptr::null_mut()
+            ),
+            -(fi::FI_EINVAL as isize),
+            "a NULL buffer with a length"
+        );
+        assert_eq!(
+            fi::fi_sendv(
+                p.ep[0],
+                iov.as_ptr(),
+                ptr::null_mut(),
+                2,
+                p.addr[1],
+                ptr::null_mut()
+            ),
+            -(fi::FI_EINVAL as isize),
+            "two iovecs (iov_limit is 1)"
+        );
+        let big = vec![0u8; 8192];
+        assert_eq!(
+            fi::fi_inject(p.ep[0], big.as_ptr().cast(), big.len(), p.addr[1]),
+            -(fi::FI_EMSGSIZE as isize),
+            "an inject over inject_size"
+        );
+        assert_eq!(
+            fi::fi_cq_read(p.cq[0], ptr::null_mut(), 1),
+            -(fi::FI_EINVAL as isize),
+            "a NULL entry buffer"
+        );
+        let mut mr = ptr::null_mut();
+        assert_eq!(
+            fi::fi_mr_reg(
+                p.domain,
+                buf.as_ptr().cast(),
+                8,
+                fi::FI_REMOTE_WRITE,
+                0,
+                0,
+                0,
+                &mut mr,
+                ptr::null_mut()
+            ),
+            -fi::FI_ENOSYS,
+            "remote access needs FI_RMA, not offered"
+        );
+    }
+    assert!(p.empty(0) && p.empty(1), "nothing refused was posted");
+    p.close();
+}
+
+#[test]
+fn sends_past_the_tx_size_get_eagain_until_completions_are_read() {
+    let p = Pair::open(2);
+    let buf = [1u8; 16];
+    // SAFETY: the buffer outlives the sends (completions read below).
+    let send = |c| unsafe {
+        fi::fi_send(
+            p.ep[0],
+            buf.as_ptr().cast(),
+            16,
+            ptr::null_mut(),
+            p.addr[1],
+            ctx(c),
+        )
+    };
+    assert_eq!(send(1), 0);
+    assert_eq!(send(2), 0);
+    assert_eq!(send(3), EAGAIN, "both credits are taken");
+    assert!(p.next(0).is_ok());
+    assert_eq!(send(3), 0, "reading a completion gives its credit back");
+    assert!(p.next(0).is_ok() && p.next(0).is_ok());
+    let mut dst = [0u8; 16];
+    for i in 0..3 {
+        // SAFETY: the buffer outlives each receive (completion read right after).
+        unsafe {
+            assert_eq!(
+                fi::fi_recv(
+                    p.ep[1],
+                    dst.as_mut_ptr().cast(),
+                    16,
+                    ptr::null_mut(),
+                    fi::FI_ADDR_UNSPEC,
+                    ctx(40 + i)
+                ),
+                0
+            );
+        }
+        assert_eq!(p.next(1).expect("a message").len, 16);
+    }
+    p.close();
+}
+
+#[test]
+fn an_inject_takes_its_bytes_at_the_call_and_reports_no_completion() {
+    let p = Pair::open(0);
+    let mut buf = *b"injected";
+    let mut dst = [0u8; 8];
+    // SAFETY: the receive buffer outlives the receive; the inject's is free at return.
+    unsafe {
+        assert_eq!(fi::fi_inject(p.ep[0], buf.as_ptr().cast(), 8, p.addr[1]), 0);
+        buf.copy_from_slice(b"changed!");
+        assert_eq!(
+            fi::fi_recv(
+                p.ep[1],
+                dst.as_mut_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                fi::FI_ADDR_UNSPEC,
+                ctx(5)
+            ),
+            0
+        );
+    }
+    assert_eq!(p.next(1).expect("the message").len, 8);
+    assert_eq!(&dst, b"injected", "the bytes at the call, not after");
+    assert!(p.empty(0), "an inject reports no completion");
+    p.close();
+}
+
+#[test]
+fn tagged_receives_match_under_their_ignore_mask_and_carry_immediate_data() {
+    let p = Pair::open(0);
+    let src = *b"tagged!!";
+    let mut other = [0u8; 8];
+    let mut dst = [0u8; 8];
+    // SAFETY: buffers outlive their operations (completions read below).
+    unsafe {
+        // Does not match 0x1234 (differs outside the mask); stays posted.
+        assert_eq!(
+            fi::fi_trecv(
+                p.ep[1],
+                other.as_mut_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                fi::FI_ADDR_UNSPEC,
+                0x9900,
+                0xff,
+                ctx(1)
+            ),
+            0
+        );
+        assert_eq!(
+            fi::fi_trecv(
+                p.ep[1],
+                dst.as_mut_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                fi::FI_ADDR_UNSPEC,
+                0x1200,
+                0xff,
+                ctx(2)
+            ),
+            0
+        );
+        assert_eq!(
+            fi::fi_tsenddata(
+                p.ep[0],
+                src.as_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                77,
+                p.addr[1],
+                0x1234,
+                ctx(3)
+            ),
+            0
+        );
+    }
+    let got = p.next(1).expect("the tagged message");
+    assert_eq!(got.op_context, ctx(2), "the receive whose mask matches");
+    assert_eq!(got.tag, 0x1234);
+    assert_eq!(got.data, 77);
+    assert_eq!(
+        got.flags,
+        fi::FI_RECV | fi::FI_TAGGED | fi::FI_REMOTE_CQ_DATA
+    );
+    assert_eq!(&dst, b"tagged!!");
+    assert_eq!(p.next(0).expect("the send").op_context, ctx(3));
+    // SAFETY: cancels the receive that never matched; its buffer is still alive.
+    unsafe { assert_eq!(fi::fi_cancel(fid(p.ep[1]), ctx(1)), 0) };
+    assert_eq!(p.next(1).expect_err("cancelled").err, fi::FI_ECANCELED);
+    assert_eq!(other, [0u8; 8]);
+    p.close();
+}
+
+#[test]
+fn getinfo_refuses_what_is_not_offered() {
+    common::load_provider();
+    // SAFETY: as in `getinfo`.
+    unsafe {
+        let hints = fi::fi_allocinfo();
+        (*hints).caps = fi::FI_RMA;
+        (*(*hints).fabric_attr).prov_name = libc::strdup(c"zerorx".as_ptr());
+        let mut info = ptr::null_mut();
+        let rc = fi::fi_getinfo(
+            fi::FI_HEADER_VERSION,
+            ptr::null(),
+            ptr::null(),
+            0,
+            hints,
+            &mut info,
+        );
+        assert_eq!(rc, -fi::FI_ENODATA, "FI_RMA is not offered yet");
+        (*hints).caps = fi::FI_MSG;
+        (*(*hints).ep_attr).type_ = fi::FI_EP_MSG;
+        let rc = fi::fi_getinfo(
+            fi::FI_HEADER_VERSION,
+            ptr::null(),
+            ptr::null(),
+            0,
+            hints,
+            &mut info,
+        );
+        assert_eq!(rc, -fi::FI_ENODATA, "only RDM endpoints");
+        fi::fi_freeinfo(hints);
+    }
+}

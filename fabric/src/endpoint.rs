@@ -97,6 +97,13 @@ impl Endpoint {
         self.prov.insert_peer(addr)
     }
 
+    /// The address of `peer` (as inserted, or as announced by a peer that connected
+    /// on its own): how a program that learned a peer from a completion's
+    /// [`peer`](crate::Completion::peer) finds who it is.
+    pub fn peer_address(&self, peer: PeerId) -> Option<EpAddr> {
+        self.prov.peer_address(peer)
+    }
+
     /// Removes a peer: its outstanding operations complete with `Canceled` and its
     /// connections close.
     pub fn remove_peer(&self, peer: PeerId) -> Result<(), FabricError> {

@@ -248,6 +248,10 @@ pub trait EndpointProvider {
     /// Adds a peer; inserting an address already present returns its id.
     fn insert_peer(&self, addr: &EpAddr) -> Result<PeerId, FabricError>;
 
+    /// The address of `peer` as this endpoint knows it (for a peer that connected
+    /// on its own, the address it announced); `None` for an unknown id.
+    fn peer_address(&self, peer: PeerId) -> Option<EpAddr>;
+
     /// Removes a peer: its outstanding operations complete with `Canceled`, its
     /// connections close.
     fn remove_peer(&self, peer: PeerId) -> Result<(), FabricError>;

@@ -670,6 +670,16 @@ fn peer_insert_remove() {
             ab,
             "{p}: idempotent insert"
         );
+        assert_eq!(
+            a.ep.peer_address(ab),
+            Some(b.ep.address()),
+            "{p}: peer_address"
+        );
+        assert_eq!(
+            b.ep.peer_address(ba),
+            Some(a.ep.address()),
+            "{p}: peer_address"
+        );
         let src = region(&net, 64, Access::LOCAL);
         let dst = region(&net, 64, Access::LOCAL);
         src.write(0, b"one").unwrap();
@@ -683,6 +693,11 @@ fn peer_insert_remove() {
             None
         };
         a.ep.remove_peer(ab).expect("remove");
+        assert_eq!(
+            a.ep.peer_address(ab),
+            None,
+            "{p}: a removed peer has no address"
+        );
         if let Some(op) = directed {
             let c = next(&a.cq, "directed recv of a removed peer").await;
             assert_eq!((c.op, c.status), (op, Err(OpError::Canceled)), "{p}");

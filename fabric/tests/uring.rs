@@ -485,6 +485,11 @@ fn a_peer_inserted_by_socket_address_is_the_endpoint_that_connects_from_there() 
         );
         assert_eq!(dst.to_vec(0..16).unwrap(), b"by socket addr..");
         assert_eq!(
+            b.peer_address(ba),
+            Some(a.address()),
+            "the entry now carries a's nonce"
+        );
+        assert_eq!(
             b.insert_peer(&a.address()).unwrap(),
             ba,
             "a's full address now names the same peer"

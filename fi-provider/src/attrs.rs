@@ -33,8 +33,14 @@ const PRIMARY: u64 = fi::FI_MSG
     | fi::FI_REMOTE_WRITE;
 
 /// Everything offered.
-pub(crate) const CAPS: u64 =
-    fi::FI_MSG | fi::FI_TAGGED | fi::FI_SEND | fi::FI_RECV | fi::FI_LOCAL_COMM | fi::FI_REMOTE_COMM;
+pub(crate) const CAPS: u64 = fi::FI_MSG
+    | fi::FI_TAGGED
+    | fi::FI_SEND
+    | fi::FI_RECV
+    | fi::FI_DIRECTED_RECV
+    | fi::FI_SOURCE
+    | fi::FI_LOCAL_COMM
+    | fi::FI_REMOTE_COMM;
 /// One TCP stream per direction and peer, served in order: sends arrive in order.
 pub(crate) const MSG_ORDER: u64 = fi::FI_ORDER_SAS;
 pub(crate) const TX_OP_FLAGS: u64 = fi::FI_COMPLETION

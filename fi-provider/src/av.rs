@@ -2,46 +2,70 @@
 //! `fi_addr_t` handed to the application. `FI_AV_TABLE` and `FI_AV_MAP` are the same
 //! table here (a map's `fi_addr_t` is opaque to the application, so an index serves).
 
+use std::collections::HashMap;
 use std::net::SocketAddrV4;
 use std::sync::RwLock;
+
+#[derive(Default)]
+struct Table {
+    entries: Vec<Option<SocketAddrV4>>,
+    /// The first live `fi_addr_t` of each address (`FI_SOURCE`).
+    by_addr: HashMap<SocketAddrV4, u64>,
+}
 
 /// The table. Removed entries leave a hole, so `fi_addr_t`s stay valid.
 #[derive(Default)]
 pub(crate) struct AddressVector {
-    entries: RwLock<Vec<Option<SocketAddrV4>>>,
+    table: RwLock<Table>,
 }
 
 impl AddressVector {
     /// Inserts `addrs` in order, returning their `fi_addr_t`s.
     pub(crate) fn insert(&self, addrs: &[SocketAddrV4]) -> Vec<u64> {
-        let mut t = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
         addrs
             .iter()
             .map(|a| {
-                t.push(Some(*a));
-                (t.len() - 1) as u64
+                t.entries.push(Some(*a));
+                let id = (t.entries.len() - 1) as u64;
+                t.by_addr.entry(*a).or_insert(id);
+                id
             })
             .collect()
     }
 
     /// The address at `fi_addr`.
     pub(crate) fn lookup(&self, fi_addr: u64) -> Option<SocketAddrV4> {
-        let t = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
         usize::try_from(fi_addr)
             .ok()
-            .and_then(|i| t.get(i).copied().flatten())
+            .and_then(|i| t.entries.get(i).copied().flatten())
     }
 
     /// Removes `fi_addr`; false when it was not there.
     pub(crate) fn remove(&self, fi_addr: u64) -> bool {
-        let mut t = self.entries.write().unwrap_or_else(|p| p.into_inner());
-        match usize::try_from(fi_addr).ok().and_then(|i| t.get_mut(i)) {
-            Some(slot @ Some(_)) => {
-                *slot = None;
-                true
+        let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
+        let Some(addr) = usize::try_from(fi_addr)
+            .ok()
+            .and_then(|i| t.entries.get_mut(i))
+            .and_then(Option::take)
+        else {
+            return false;
+        };
+        if t.by_addr.get(&addr) == Some(&fi_addr) {
+            t.by_addr.remove(&addr);
+            // Another live entry of the same address takes over.
+            if let Some(i) = t.entries.iter().position(|e| *e == Some(addr)) {
+                t.by_addr.insert(addr, i as u64);
             }
-            _ => false,
         }
+        true
+    }
+
+    /// The `fi_addr_t` of `addr`, for `FI_SOURCE`: the first live entry holding it.
+    pub(crate) fn reverse(&self, addr: SocketAddrV4) -> Option<u64> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        t.by_addr.get(&addr).copied()
     }
 }
 
@@ -61,7 +85,12 @@ mod tests {
         assert!(!av.remove(7), "never there");
         assert_eq!(av.lookup(0), None);
         assert_eq!(av.lookup(1), Some(b));
-        assert_eq!(av.insert(&[a]), [2]);
+        assert_eq!(av.reverse(a), None, "removed");
+        assert_eq!(av.reverse(b), Some(1));
+        assert_eq!(av.insert(&[a, a]), [2, 3]);
+        assert_eq!(av.reverse(a), Some(2), "the first of two entries");
+        assert!(av.remove(2));
+        assert_eq!(av.reverse(a), Some(3), "the other entry takes over");
         assert_eq!(av.lookup(u64::MAX), None);
     }
 }

@@ -43,7 +43,7 @@ impl Credits {
 }
 
 /// One completion, in the widest form (`fi_cq_tagged_entry` plus the source).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub context: usize,
     pub flags: u64,
@@ -51,6 +51,22 @@ pub(crate) struct Entry {
     pub buf: usize,
     pub data: u64,
     pub tag: u64,
+    /// The sender's `fi_addr_t` (`fi_cq_readfrom`), `FI_ADDR_NOTAVAIL` when unknown.
+    pub src: u64,
+}
+
+impl Default for Entry {
+    fn default() -> Entry {
+        Entry {
+            context: 0,
+            flags: 0,
+            len: 0,
+            buf: 0,
+            data: 0,
+            tag: 0,
+            src: u64::MAX,
+        }
+    }
 }
 
 /// A failed operation: its entry plus what `fi_cq_readerr` reports.

@@ -29,6 +29,8 @@ fn refuse(code: i32, why: impl Into<String>) -> Refusal {
 /// Attributes fixed at `fi_endpoint`.
 #[derive(Debug, Clone)]
 pub(crate) struct EpAttrs {
+    /// The capabilities of the `fi_info` it was opened with.
+    pub caps: u64,
     pub src: SocketAddrV4,
     pub tx_size: usize,
     pub rx_size: usize,
@@ -168,6 +170,7 @@ impl EpShared {
             rx_cq: rx_cq.as_ref().map(|c| c.0.clone()),
             tx_credits: self.tx_credits.clone(),
             rx_credits: self.rx_credits.clone(),
+            av: av.clone().ok_or_else(|| refuse(fi::FI_EINVAL, "no AV"))?,
         };
         let id = self.id;
         let local = self
@@ -260,8 +263,20 @@ impl EpShared {
         if a.buf == 0 && a.len > 0 {
             return Err(refuse(fi::FI_EINVAL, "buf is NULL with len > 0"));
         }
+        // Without FI_DIRECTED_RECV the source address is ignored (libfabric's rule).
+        let from = if self.attrs.caps & fi::FI_DIRECTED_RECV != 0 && a.src != fi::FI_ADDR_UNSPEC {
+            let found = e.av.as_ref().and_then(|av| av.lookup(a.src));
+            Some(found.ok_or_else(|| {
+                refuse(
+                    fi::FI_EINVAL,
+                    format!("src_addr {} is not in the AV", a.src),
+                )
+            })?)
+        } else {
+            None
+        };
         let post = Post {
-            kind: PostKind::Recv { tag: a.tag },
+            kind: PostKind::Recv { tag: a.tag, from },
             ptr: a.buf,
             len: a.len,
             context: a.context,
@@ -319,6 +334,9 @@ impl EpShared {
 pub(crate) struct RecvArgs {
     pub buf: usize,
     pub len: usize,
+    /// Accept messages from this `fi_addr_t` only (`FI_DIRECTED_RECV`), or
+    /// `FI_ADDR_UNSPEC`.
+    pub src: u64,
     pub tag: Option<(u64, u64)>,
     pub flags: u64,
     pub context: usize,

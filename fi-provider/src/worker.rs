@@ -5,6 +5,7 @@
 //! [`CqStore`]s. DESIGN.md ("libfabric provider") says why this shape and what it
 //! costs per operation.
 
+use crate::av::AddressVector;
 use crate::cq::{CqStore, Credits, Entry, ErrEntry, Item};
 use crate::errors;
 use futures_channel::mpsc::UnboundedReceiver;
@@ -32,6 +33,8 @@ pub(crate) struct EpSetup {
     pub rx_cq: Option<Arc<CqStore>>,
     pub tx_credits: Arc<Credits>,
     pub rx_credits: Arc<Credits>,
+    /// The AV bound to the endpoint: senders' addresses become `fi_addr_t`s there.
+    pub av: Arc<AddressVector>,
 }
 
 /// One operation for the worker to start.
@@ -58,6 +61,8 @@ pub(crate) enum PostKind {
     Recv {
         /// Tag and ignore mask of a tagged receive.
         tag: Option<(u64, u64)>,
+        /// Only from this peer (`FI_DIRECTED_RECV`).
+        from: Option<SocketAddrV4>,
     },
 }
 
@@ -101,6 +106,9 @@ struct WorkerEp {
     ep: Endpoint,
     space: Rc<MemoryRegion>,
     peers: RefCell<HashMap<SocketAddrV4, PeerId>>,
+    /// Where each peer that sent something listens (`None`: not a uring-tcp IPv4
+    /// address), so a receive's source becomes an `fi_addr_t`.
+    sources: RefCell<HashMap<PeerId, Option<SocketAddrV4>>>,
     ops: RefCell<Slab<OpState>>,
     setup: EpSetup,
 }
@@ -120,7 +128,13 @@ pub(crate) fn run(cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), Str
 
 async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), String>>) {
     let opened = (|| {
-        let req = Requirements::new().caps([Cap::Msg, Cap::Tagged, Cap::SendImm, Cap::Cancel]);
+        let req = Requirements::new().caps([
+            Cap::Msg,
+            Cap::Tagged,
+            Cap::SendImm,
+            Cap::Cancel,
+            Cap::SourceFilter,
+        ]);
         let fabric = Fabric::open("uring-tcp", &req).map_err(|e| e.to_string())?;
         let domain = fabric
             .domain(Default::default())
@@ -177,6 +191,7 @@ async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), St
                     ep,
                     space: space.clone(),
                     peers: RefCell::new(HashMap::new()),
+                    sources: RefCell::new(HashMap::new()),
                     ops: RefCell::new(Slab::new()),
                     setup,
                 });
@@ -260,7 +275,7 @@ impl WorkerEp {
                         fi::FI_MSG
                     }
             }
-            PostKind::Recv { tag } => {
+            PostKind::Recv { tag, .. } => {
                 fi::FI_RECV
                     | if tag.is_some() {
                         fi::FI_TAGGED
@@ -300,10 +315,13 @@ impl WorkerEp {
                     }
                     p.post().map_err(|e| e.to_string())
                 }
-                PostKind::Recv { tag } => {
+                PostKind::Recv { tag, from } => {
                     let mut p = self.ep.recv(&slice).context(key as u64);
                     if let Some((t, ignore)) = tag {
                         p = p.tagged(t, ignore);
+                    }
+                    if let Some(f) = from {
+                        p = p.from(self.peer(f)?);
                     }
                     p.post().map_err(|e| e.to_string())
                 }
@@ -347,6 +365,23 @@ impl WorkerEp {
         }
     }
 
+    /// Where `peer` listens, learned once per peer.
+    fn source(&self, peer: PeerId) -> Option<SocketAddrV4> {
+        if let Some(s) = self.sources.borrow().get(&peer) {
+            return *s;
+        }
+        let s = match self
+            .ep
+            .peer_address(peer)
+            .and_then(|a| a.uring_tcp_socket())
+        {
+            Some(SocketAddr::V4(a)) => Some(a),
+            _ => None,
+        };
+        self.sources.borrow_mut().insert(peer, s);
+        s
+    }
+
     fn cq_of(&self, op: &OpState) -> (Option<&Arc<CqStore>>, &Arc<Credits>) {
         if op.rx {
             (self.setup.rx_cq.as_ref(), &self.setup.rx_credits)
@@ -387,6 +422,11 @@ impl WorkerEp {
         let mut entry = op.entry(if op.rx { c.len } else { 0 });
         entry.data = c.imm.unwrap_or(0);
         entry.tag = c.tag.unwrap_or(0);
+        if op.rx {
+            if let Some(src) = c.peer.and_then(|p| self.source(p)) {
+                entry.src = self.setup.av.reverse(src).unwrap_or(fi::FI_ADDR_NOTAVAIL);
+            }
+        }
         if c.imm.is_some() {
             entry.flags |= fi::FI_REMOTE_CQ_DATA;
         }

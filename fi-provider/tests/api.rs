@@ -29,14 +29,14 @@ fn fid<T>(p: *mut T) -> *mut fi::fid {
     p as *mut fi::fid
 }
 
-fn getinfo(tx_size: usize) -> *mut fi::fi_info {
+fn getinfo(tx_size: usize, caps: u64) -> *mut fi::fi_info {
     common::load_provider();
     // SAFETY: libfabric's allocation; attr structs allocated with it; strings strdup'd
     // because fi_freeinfo frees them.
     unsafe {
         let hints = fi::fi_allocinfo();
         assert!(!hints.is_null());
-        (*hints).caps = fi::FI_MSG | fi::FI_TAGGED;
+        (*hints).caps = caps;
         (*(*hints).ep_attr).type_ = fi::FI_EP_RDM;
         (*(*hints).fabric_attr).prov_name = libc::strdup(c"zerorx".as_ptr());
         (*(*hints).tx_attr).size = tx_size;
@@ -57,7 +57,11 @@ fn getinfo(tx_size: usize) -> *mut fi::fi_info {
 
 impl Pair {
     fn open(tx_size: usize) -> Pair {
-        let info = getinfo(tx_size);
+        Pair::with_caps(tx_size, fi::FI_MSG | fi::FI_TAGGED)
+    }
+
+    fn with_caps(tx_size: usize, caps: u64) -> Pair {
+        let info = getinfo(tx_size, caps);
         let mut p = Pair {
             info,
             fabric: ptr::null_mut(),
@@ -135,19 +139,26 @@ impl Pair {
 
     /// The next completion or error on CQ `i`, within a deadline.
     fn next(&self, i: usize) -> Result<fi::fi_cq_tagged_entry, fi::fi_cq_err_entry> {
+        self.next_from(i).map(|(e, _)| e)
+    }
+
+    /// [`next`](Self::next) with the sender's `fi_addr` (`fi_cq_readfrom`).
+    fn next_from(&self, i: usize) -> Result<(fi::fi_cq_tagged_entry, u64), fi::fi_cq_err_entry> {
         let start = Instant::now();
         loop {
             let mut e = fi::fi_cq_tagged_entry::default();
-            // SAFETY: one tagged entry of room.
+            let mut src = 0u64;
+            // SAFETY: one tagged entry and one address of room.
             let n = unsafe {
-                fi::fi_cq_read(
+                fi::fi_cq_readfrom(
                     self.cq[i],
                     (&mut e as *mut fi::fi_cq_tagged_entry).cast(),
                     1,
+                    &mut src,
                 )
             };
             if n == 1 {
-                return Ok(e);
+                return Ok((e, src));
             }
             if n == EAVAIL {
                 let mut err = fi::fi_cq_err_entry::default();
@@ -542,4 +553,109 @@ fn getinfo_refuses_what_is_not_offered() {
         assert_eq!(rc, -fi::FI_ENODATA, "only RDM endpoints");
         fi::fi_freeinfo(hints);
     }
+}
+
+#[test]
+fn directed_receives_take_only_their_source_and_completions_name_the_sender() {
+    let p = Pair::with_caps(0, fi::FI_TAGGED | fi::FI_DIRECTED_RECV | fi::FI_SOURCE);
+    let from_a = *b"from a..";
+    let from_b = *b"from b..";
+    let mut only_b = [0u8; 8];
+    let mut any = [0u8; 8];
+    // SAFETY: buffers outlive their operations (completions read below).
+    unsafe {
+        assert_eq!(
+            fi::fi_trecv(
+                p.ep[1],
+                only_b.as_mut_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                p.addr[1],
+                7,
+                0,
+                ctx(1)
+            ),
+            0
+        );
+        assert_eq!(
+            fi::fi_trecv(
+                p.ep[1],
+                any.as_mut_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                fi::FI_ADDR_UNSPEC,
+                7,
+                0,
+                ctx(2)
+            ),
+            0
+        );
+        assert_eq!(
+            fi::fi_tsend(
+                p.ep[0],
+                from_a.as_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                p.addr[1],
+                7,
+                ctx(3)
+            ),
+            0
+        );
+    }
+    let (got, src) = p.next_from(1).expect("a's message");
+    assert_eq!(
+        got.op_context,
+        ctx(2),
+        "the receive directed at b is passed over"
+    );
+    assert_eq!(src, p.addr[0], "FI_SOURCE names a");
+    assert_eq!(&any, b"from a..");
+    // SAFETY: as above; b sends to itself.
+    unsafe {
+        assert_eq!(
+            fi::fi_tsend(
+                p.ep[1],
+                from_b.as_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                p.addr[1],
+                7,
+                ctx(4)
+            ),
+            0
+        );
+    }
+    // b's CQ gets its send's completion and the receive's, in either order.
+    let two = [
+        p.next_from(1).expect("b's entry"),
+        p.next_from(1).expect("b's entry"),
+    ];
+    let (got, src) = two
+        .iter()
+        .find(|(e, _)| e.flags & fi::FI_RECV != 0)
+        .copied()
+        .expect("the receive of b's message");
+    assert_eq!((got.op_context, src), (ctx(1), p.addr[1]));
+    assert_eq!(&only_b, b"from b..");
+    assert!(
+        two.iter().any(|(e, _)| e.op_context == ctx(4)),
+        "b's send completes"
+    );
+    assert_eq!(p.next(0).expect("a's send").op_context, ctx(3));
+    // SAFETY: a source not in the AV is refused before anything is posted.
+    let bad = unsafe {
+        fi::fi_trecv(
+            p.ep[1],
+            any.as_mut_ptr().cast(),
+            8,
+            ptr::null_mut(),
+            42,
+            7,
+            0,
+            ctx(5),
+        )
+    };
+    assert_eq!(bad, -(fi::FI_EINVAL as isize));
+    p.close();
 }

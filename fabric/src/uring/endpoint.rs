@@ -348,6 +348,12 @@ impl EndpointProvider for UringEndpoint {
         Ok(id)
     }
 
+    fn peer_address(&self, peer: PeerId) -> Option<EpAddr> {
+        let peers = self.0.peers.borrow();
+        let p = peers.get(peer)?;
+        Some(encode_addr(p.nonce, p.addr))
+    }
+
     fn remove_peer(&self, peer: PeerId) -> Result<(), FabricError> {
         let ep = &self.0;
         let p = ep

@@ -65,6 +65,13 @@ impl Peers {
         (id.0 & u64::from(u32::MAX)) as usize
     }
 
+    pub(super) fn get(&self, id: PeerId) -> Option<&Peer> {
+        match self.slab.get(Self::index(id)) {
+            Some((pid, p)) if *pid == id => Some(p),
+            _ => None,
+        }
+    }
+
     pub(super) fn get_mut(&mut self, id: PeerId) -> Option<&mut Peer> {
         match self.slab.get_mut(Self::index(id)) {
             Some((pid, p)) if *pid == id => Some(p),

@@ -169,9 +169,8 @@ unsafe fn read(c: &Cq, buf: *mut c_void, count: usize, src: *mut fi::fi_addr_t) 
         // SAFETY: `i < count` entries fit by the contract.
         unsafe { write_entry(buf, i, c.format, e) };
         if !src.is_null() {
-            // SAFETY: as above for the address array. zerorx does not offer
-            // FI_SOURCE, so no source is known.
-            unsafe { *src.add(i) = fi::FI_ADDR_NOTAVAIL };
+            // SAFETY: as above for the address array.
+            unsafe { *src.add(i) = e.src };
         }
     });
     match out {

@@ -114,6 +114,7 @@ pub(super) unsafe extern "C" fn endpoint_open(
         }
         let pick = |v: usize, default: usize, max: usize| if v == 0 { default } else { v.min(max) };
         let attrs = EpAttrs {
+            caps: i.caps,
             // SAFETY: `i` is valid (above).
             src: unsafe { src_of(i) }.unwrap_or(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)),
             tx_size: pick(
@@ -460,10 +461,17 @@ fn plain_send(
     }
 }
 
-fn plain_recv(a: &EpAttrs, buf: *mut c_void, len: usize, context: *mut c_void) -> RecvArgs {
+fn plain_recv(
+    a: &EpAttrs,
+    buf: *mut c_void,
+    len: usize,
+    src: fi::fi_addr_t,
+    context: *mut c_void,
+) -> RecvArgs {
     RecvArgs {
         buf: buf as usize,
         len,
+        src,
         tag: None,
         flags: a.rx_op_flags,
         context: context as usize,
@@ -593,11 +601,11 @@ unsafe extern "C" fn recv(
     buf: *mut c_void,
     len: usize,
     _desc: *mut c_void,
-    _src: fi::fi_addr_t,
+    src: fi::fi_addr_t,
     context: *mut c_void,
 ) -> isize {
     // SAFETY: fi_recv's arguments.
-    unsafe { post_recv(ep, "fi_recv", |a| Ok(plain_recv(a, buf, len, context))) }
+    unsafe { post_recv(ep, "fi_recv", |a| Ok(plain_recv(a, buf, len, src, context))) }
 }
 
 unsafe extern "C" fn recvv(
@@ -605,14 +613,14 @@ unsafe extern "C" fn recvv(
     iov: *const fi::iovec,
     _desc: *mut *mut c_void,
     count: usize,
-    _src: fi::fi_addr_t,
+    src: fi::fi_addr_t,
     context: *mut c_void,
 ) -> isize {
     // SAFETY: fi_recvv's arguments.
     unsafe {
         post_recv(ep, "fi_recvv", |a| {
             let (b, l) = one_iov(iov, count)?;
-            Ok(plain_recv(a, b as *mut c_void, l, context))
+            Ok(plain_recv(a, b as *mut c_void, l, src, context))
         })
     }
 }
@@ -627,7 +635,7 @@ unsafe extern "C" fn recvmsg(ep: *mut fi::fid_ep, msg: *const fi::fi_msg, flags:
                 why: "msg is NULL".into(),
             })?;
             let (b, l) = one_iov(m.msg_iov, m.iov_count)?;
-            let mut r = plain_recv(a, b as *mut c_void, l, m.context);
+            let mut r = plain_recv(a, b as *mut c_void, l, m.addr, m.context);
             r.flags = flags;
             Ok(r)
         })
@@ -760,7 +768,7 @@ unsafe extern "C" fn trecv(
     buf: *mut c_void,
     len: usize,
     _desc: *mut c_void,
-    _src: fi::fi_addr_t,
+    src: fi::fi_addr_t,
     tag: u64,
     ignore: u64,
     context: *mut c_void,
@@ -768,7 +776,7 @@ unsafe extern "C" fn trecv(
     // SAFETY: fi_trecv's arguments.
     unsafe {
         post_recv(ep, "fi_trecv", |a| {
-            let mut r = plain_recv(a, buf, len, context);
+            let mut r = plain_recv(a, buf, len, src, context);
             r.tag = Some((tag, ignore));
             Ok(r)
         })
@@ -781,7 +789,7 @@ unsafe extern "C" fn trecvv(
     iov: *const fi::iovec,
     _desc: *mut *mut c_void,
     count: usize,
-    _src: fi::fi_addr_t,
+    src: fi::fi_addr_t,
     tag: u64,
     ignore: u64,
     context: *mut c_void,
@@ -790,7 +798,7 @@ unsafe extern "C" fn trecvv(
     unsafe {
         post_recv(ep, "fi_trecvv", |a| {
             let (b, l) = one_iov(iov, count)?;
-            let mut r = plain_recv(a, b as *mut c_void, l, context);
+            let mut r = plain_recv(a, b as *mut c_void, l, src, context);
             r.tag = Some((tag, ignore));
             Ok(r)
         })
@@ -811,7 +819,7 @@ unsafe extern "C" fn trecvmsg(
                 why: "msg is NULL".into(),
             })?;
             let (b, l) = one_iov(m.msg_iov, m.iov_count)?;
-            let mut r = plain_recv(a, b as *mut c_void, l, m.context);
+            let mut r = plain_recv(a, b as *mut c_void, l, m.addr, m.context);
             r.flags = flags;
             r.tag = Some((m.tag, m.ignore));
             Ok(r)

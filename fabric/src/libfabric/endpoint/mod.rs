@@ -71,6 +71,15 @@ impl EndpointProvider for LfEndpoint {
         self.0.address.clone()
     }
 
+    fn peer_address(&self, peer: PeerId) -> Option<EpAddr> {
+        let s = &self.0;
+        let bytes = s.peers.borrow().get(peer)?.addr.clone();
+        Some(EpAddr {
+            provider: s.address.provider.clone(),
+            bytes,
+        })
+    }
+
     fn insert_peer(&self, addr: &EpAddr) -> Result<PeerId, FabricError> {
         let s = &self.0;
         if s.closed.get() {

@@ -1,0 +1,84 @@
+//! Open MPI over the provider: `tests/mpi/check.c` (point-to-point with
+//! `MPI_ANY_SOURCE`/`MPI_ANY_TAG`, messages from 0 B to 16 MiB, `MPI_Ssend`, tag
+//! selection from unexpected messages, all-pairs traffic, `MPI_Allreduce`,
+//! `MPI_Barrier`, every byte checked) on 4 ranks with `--mca pml cm --mca mtl ofi
+//! --mca mtl_ofi_provider_include zerorx`.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn need(tool: &str, package: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{tool} is not installed: `apt-get install {package}` (scripts/test does)"
+    );
+}
+
+#[test]
+fn open_mpi_programs_run_over_the_provider_with_every_byte_checked() {
+    need("mpicc", "libopenmpi-dev");
+    need("mpirun", "openmpi-bin");
+    let dir = common::provider_dir();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mpi/check.c");
+    let bin = dir.join("mpi-check");
+    let cc = Command::new("mpicc")
+        .args(["-O2", "-Wall", "-Werror", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .output()
+        .expect("running mpicc");
+    assert!(
+        cc.status.success(),
+        "mpicc failed:\n{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let mut child = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "4"])
+        .args(["--mca", "pml", "cm", "--mca", "mtl", "ofi"])
+        .args(["--mca", "mtl_ofi_provider_include", "zerorx"])
+        // Point-to-point and collectives go through the MTL; no BTL may carry them.
+        .args(["--mca", "btl", "self", "--mca", "mtl_base_verbose", "100"])
+        .args(["-x", "FI_PROVIDER_PATH", "-x", "FI_LOG_LEVEL"])
+        .arg(&bin)
+        .env("FI_PROVIDER_PATH", &dir)
+        .env("FI_LOG_LEVEL", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running mpirun");
+    let start = Instant::now();
+    let limit = Duration::from_secs(300);
+    while child.try_wait().expect("waiting for mpirun").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("mpirun's output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let text = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        start.elapsed() <= limit,
+        "the MPI check did not finish in {limit:?}\n{text}"
+    );
+    assert!(out.status.success(), "the MPI check failed\n{text}");
+    assert!(
+        stdout.contains("all checks passed on 4 ranks"),
+        "no success line\n{text}"
+    );
+    let chose = format!("{stdout}{stderr}")
+        .lines()
+        .filter(|l| l.contains("mtl:ofi:provider: zerorx"))
+        .count();
+    assert_eq!(chose, 4, "every rank's MTL must have picked zerorx\n{text}");
+}

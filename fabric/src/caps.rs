@@ -34,11 +34,15 @@ pub enum Cap {
     TargetValidation,
     /// Removing a peer completes its outstanding operations.
     PeerRemove,
+    /// Probing the messages that arrived before a matching receive: report one
+    /// without taking it, claim it for a later receive, or discard it
+    /// ([`Endpoint::probe`](super::Endpoint::probe); MPI's `MPI_Improbe`).
+    Probe,
 }
 
 impl Cap {
     /// Every capability, in declaration order.
-    pub const ALL: [Cap; 13] = [
+    pub const ALL: [Cap; 14] = [
         Cap::Msg,
         Cap::Tagged,
         Cap::SendImm,
@@ -52,6 +56,7 @@ impl Cap {
         Cap::Accept,
         Cap::TargetValidation,
         Cap::PeerRemove,
+        Cap::Probe,
     ];
 
     fn bit(self) -> u32 {
@@ -74,6 +79,7 @@ impl Cap {
             Cap::Accept => "accept",
             Cap::TargetValidation => "target-validation",
             Cap::PeerRemove => "peer-remove",
+            Cap::Probe => "probe",
         }
     }
 }

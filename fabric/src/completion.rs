@@ -30,6 +30,8 @@ pub enum OpKind {
     Write,
     /// An RMA read.
     Read,
+    /// A probe of the messages waiting for a receive ([`Endpoint::probe`](crate::Endpoint::probe)).
+    Probe,
 }
 
 impl OpKind {

@@ -5,7 +5,9 @@ use super::caps::{Cap, Discovery, Level};
 use super::completion::{CompletionQueue, OpKind};
 use super::error::{FabricError, OpError, PostError};
 use super::ops::{CompletionSink, NewOp, OpOutcome, OpTable};
-use super::provider::{EndpointProvider, PostRequest, RecvTarget, TagMatch};
+use super::provider::{
+    EndpointProvider, PostRequest, ProbeAction, ProbeRequest, RecvTarget, TagMatch,
+};
 use super::region::{Access, MrSlice, RegionUse, RemoteKey};
 use super::{EpAddr, OpId, PeerId};
 use std::cell::Cell;
@@ -226,6 +228,57 @@ impl Endpoint {
         self.table.is_outstanding(op) && self.prov.cancel(op)
     }
 
+    /// A probe of the tagged messages that arrived before a matching receive (needs
+    /// [`Cap::Probe`]), matching tags `t` with `(t ^ tag) & !ignore == 0`;
+    /// [`post`](ProbePost::post) starts it. It completes at once: with the first
+    /// match's length, tag, immediate data and peer, or with [`OpError::NoMessage`].
+    pub fn probe(&self, tag: u64, ignore: u64) -> ProbePost<'_> {
+        ProbePost {
+            ep: self,
+            req: ProbeRequest {
+                tag: TagMatch { tag, ignore },
+                from: None,
+                action: ProbeAction::Peek,
+            },
+            context: 0,
+        }
+    }
+
+    /// Receives the message probe `claim` claimed ([`ProbePost::claim`]) into `dst`,
+    /// or drops it when `dst` is `None`. Completes like a receive (truncation
+    /// included), or with [`OpError::NoMessage`] when `claim` claimed nothing.
+    pub fn recv_claimed(
+        &self,
+        claim: OpId,
+        dst: Option<&MrSlice>,
+        context: u64,
+    ) -> Result<OpId, PostError> {
+        self.need(Cap::Probe)?;
+        let uses = match dst {
+            Some(d) => vec![self.check_local(d, Access::WRITE)?],
+            None => Vec::new(),
+        };
+        let op = NewOp {
+            context,
+            kind: OpKind::TaggedRecv,
+            peer: None,
+            tag: None,
+            uses,
+        };
+        if self.closed.get() {
+            return Err(PostError::Closed);
+        }
+        let id = self.table.insert(op)?;
+        let target = dst.map(|d| RecvTarget::Buffer(d.clone()));
+        match self.prov.take_claimed(id, claim, target) {
+            Ok(()) => Ok(id),
+            Err(e) => {
+                self.table.unpost(id);
+                Err(e)
+            }
+        }
+    }
+
     /// Closes the endpoint: every outstanding operation completes with `Canceled`.
     pub fn close(self) {
         drop(self);
@@ -373,6 +426,68 @@ impl SendPost<'_> {
                 level: self.level,
             },
         )
+    }
+}
+
+/// A probe being built ([`Endpoint::probe`]); [`post`](Self::post) starts it.
+#[must_use = "nothing is probed until post() is called"]
+pub struct ProbePost<'a> {
+    ep: &'a Endpoint,
+    req: ProbeRequest,
+    context: u64,
+}
+
+impl ProbePost<'_> {
+    /// Only messages from `peer` (needs [`Cap::SourceFilter`]).
+    pub fn from(mut self, peer: PeerId) -> Self {
+        self.req.from = Some(peer);
+        self
+    }
+
+    /// Sets the message found aside for [`Endpoint::recv_claimed`] with this probe's
+    /// id; no receive can match it meanwhile.
+    pub fn claim(mut self) -> Self {
+        self.req.action = ProbeAction::Claim;
+        self
+    }
+
+    /// Drops the message found.
+    pub fn discard(mut self) -> Self {
+        self.req.action = ProbeAction::Discard;
+        self
+    }
+
+    /// A value echoed in the completion.
+    pub fn context(mut self, context: u64) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// Starts the probe.
+    pub fn post(self) -> Result<OpId, PostError> {
+        let ep = self.ep;
+        ep.need(Cap::Probe)?;
+        if self.req.from.is_some() {
+            ep.need(Cap::SourceFilter)?;
+        }
+        if ep.closed.get() {
+            return Err(PostError::Closed);
+        }
+        let op = NewOp {
+            context: self.context,
+            kind: OpKind::Probe,
+            peer: self.req.from,
+            tag: None,
+            uses: Vec::new(),
+        };
+        let id = ep.table.insert(op)?;
+        match ep.prov.probe(id, self.req) {
+            Ok(()) => Ok(id),
+            Err(e) => {
+                ep.table.unpost(id);
+                Err(e)
+            }
+        }
     }
 }
 

@@ -384,6 +384,9 @@ pub enum OpError {
     /// Cancelled (by [`Endpoint::cancel`](super::Endpoint::cancel), peer removal or
     /// endpoint close).
     Canceled,
+    /// A probe found no waiting message that matches, or a claimed receive named no
+    /// message claimed by that probe.
+    NoMessage,
     /// The target refused the RMA; the connection stays up.
     RemoteAccess {
         /// The key used.
@@ -419,6 +422,7 @@ impl fmt::Display for OpError {
                 None => write!(f, "message truncated to the posted {posted} bytes"),
             },
             OpError::Canceled => f.write_str("cancelled"),
+            OpError::NoMessage => f.write_str("no waiting message matches"),
             OpError::RemoteAccess { key, fault } => {
                 write!(f, "target refused RMA with key {key:#x}: {fault}")
             }

@@ -47,7 +47,7 @@ pub use caps::{
     Cap, CapReport, Caps, Discovery, EndpointKind, Level, Limits, Requirements, Support,
 };
 pub use completion::{Completion, CompletionQueue, Lease, OpKind};
-pub use endpoint::{Endpoint, RecvPost, RmaPost, SendPost};
+pub use endpoint::{Endpoint, ProbePost, RecvPost, RmaPost, SendPost};
 pub use error::{AccessFault, FabricError, OpError, PostError, QueueKind};
 pub use ops::{CompletionSink, OpOutcome};
 pub use region::{

@@ -240,6 +240,37 @@ pub enum PostRequest {
     },
 }
 
+/// What a probe does with the message it finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeAction {
+    /// Report it and leave it waiting.
+    Peek,
+    /// Report it and set it aside for a receive naming the probe
+    /// ([`Endpoint::recv_claimed`](super::Endpoint::recv_claimed)).
+    Claim,
+    /// Report it and drop it.
+    Discard,
+}
+
+/// A probe, validated by the generic layer.
+#[derive(Debug, Clone)]
+pub struct ProbeRequest {
+    /// Tagged messages matching this.
+    pub tag: TagMatch,
+    /// Only messages from this peer.
+    pub from: Option<PeerId>,
+    /// What to do with the message found.
+    pub action: ProbeAction,
+}
+
+/// Why a provider does not probe, for the default methods below.
+fn no_probe() -> PostError {
+    PostError::Unsupported {
+        cap: super::Cap::Probe,
+        reason: "this provider does not probe waiting messages".into(),
+    }
+}
+
 /// A provider's endpoint.
 pub trait EndpointProvider {
     /// The address peers insert (exchanged out of band).
@@ -268,6 +299,26 @@ pub trait EndpointProvider {
 
     /// Cancels a posted receive not yet matched; see the module contract.
     fn cancel(&self, op: OpId) -> bool;
+
+    /// Starts probe `op` (where discovery guarantees `Cap::Probe`): completes it with
+    /// the first waiting message that matches (length, tag, immediate data, peer), or
+    /// with `OpError::NoMessage`.
+    fn probe(&self, op: OpId, req: ProbeRequest) -> Result<(), PostError> {
+        let _ = (op, req);
+        Err(no_probe())
+    }
+
+    /// Receive `op` of the message probe `claim` set aside, into `target` (or drops it
+    /// when `None`); `OpError::NoMessage` when `claim` set nothing aside.
+    fn take_claimed(
+        &self,
+        op: OpId,
+        claim: OpId,
+        target: Option<RecvTarget>,
+    ) -> Result<(), PostError> {
+        let _ = (op, claim, target);
+        Err(no_probe())
+    }
 
     /// Closes the endpoint: tasks stop, connections close, and when it returns the
     /// provider no longer touches any posted memory. It need not complete anything:

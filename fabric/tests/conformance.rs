@@ -458,6 +458,105 @@ fn immediate_data() {
     });
 }
 
+/// Probes `b` until a message tagged `tag` is waiting (sends arrive asynchronously).
+async fn waiting(b: &Side, tag: u64) -> Completion {
+    let start = std::time::Instant::now();
+    loop {
+        b.ep.probe(tag, 0).post().unwrap();
+        let c = next(&b.cq, "probe").await;
+        if c.is_ok() || start.elapsed() > OP_TIMEOUT {
+            return c;
+        }
+        assert_eq!(c.status, Err(OpError::NoMessage));
+        zerorx::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[test]
+fn probe_peek_claim_and_discard_waiting_messages() {
+    each_provider("probe", |p| async move {
+        let Some(net) = open(&p, &[Cap::Tagged, Cap::Probe, Cap::SourceFilter]) else {
+            return;
+        };
+        let (a, b, ab, ba) = pair(&net).await;
+        let src = region(&net, 4096, Access::LOCAL);
+        for (i, tag) in [0x10u64, 0x20, 0x30].into_iter().enumerate() {
+            src.write(i * 100, &pattern(tag, 50 + i)).unwrap();
+            a.ep.send(ab, &src.slice(i * 100..i * 100 + 50 + i).unwrap())
+                .tag(tag)
+                .imm(tag + 1)
+                .post()
+                .unwrap();
+            next_ok(&a.cq, "tsend").await;
+        }
+        let none = b.ep.probe(0x99, 0).post().unwrap();
+        let c = next(&b.cq, "probe for a tag nobody sent").await;
+        assert_eq!(
+            (c.op, c.kind, c.status),
+            (none, OpKind::Probe, Err(OpError::NoMessage)),
+            "{p}"
+        );
+        // Peek: reported with its length, tag, data and sender, and left waiting.
+        let peek = waiting(&b, 0x20).await;
+        assert!(peek.is_ok(), "{p}: {peek:?}");
+        assert_eq!(
+            (peek.len, peek.tag, peek.imm, peek.peer),
+            (51, Some(0x20), Some(0x21), Some(ba)),
+            "{p}"
+        );
+        let again = b.ep.probe(0x2f, 0x0f).from(ba).post().unwrap();
+        let c = next_ok(&b.cq, "second peek").await;
+        assert_eq!(
+            (c.op, c.tag),
+            (again, Some(0x20)),
+            "{p}: peek left it, masks apply"
+        );
+        // Claim: set aside; a receive for its tag no longer sees it.
+        let claim = b.ep.probe(0x20, 0).claim().post().unwrap();
+        next_ok(&b.cq, "claim").await;
+        let dst = region(&net, 64, Access::LOCAL);
+        let plain = b.ep.recv(&dst.all()).tagged(0x20, 0).post().unwrap();
+        quiet(&b.cq, "a receive after the claim").await;
+        assert!(
+            b.ep.cancel(plain),
+            "{p}: the claimed message did not match the receive"
+        );
+        assert_eq!(
+            next(&b.cq, "cancelled").await.status,
+            Err(OpError::Canceled)
+        );
+        let got = b.ep.recv_claimed(claim, Some(&dst.all()), 7).unwrap();
+        let c = next_ok(&b.cq, "claimed receive").await;
+        assert_eq!(
+            (c.op, c.context, c.len, c.tag),
+            (got, 7, 51, Some(0x20)),
+            "{p}"
+        );
+        assert_eq!(dst.to_vec(0..51).unwrap(), pattern(0x20, 51), "{p}");
+        let twice = b.ep.recv_claimed(claim, Some(&dst.all()), 8).unwrap();
+        assert_eq!(
+            next(&b.cq, "claim taken twice").await.status,
+            Err(OpError::NoMessage),
+            "{p}: {twice:?}"
+        );
+        // Discard: dropped, as a claimed one can be.
+        b.ep.probe(0x10, 0).discard().post().unwrap();
+        assert_eq!(next_ok(&b.cq, "discard").await.len, 50);
+        b.ep.probe(0x10, 0).post().unwrap();
+        assert_eq!(
+            next(&b.cq, "discarded").await.status,
+            Err(OpError::NoMessage),
+            "{p}"
+        );
+        let claim = b.ep.probe(0x30, 0).claim().post().unwrap();
+        next_ok(&b.cq, "claim to discard").await;
+        b.ep.recv_claimed(claim, None, 9).unwrap();
+        let c = next_ok(&b.cq, "claimed and discarded").await;
+        assert_eq!((c.len, c.tag, c.context), (52, Some(0x30), 9), "{p}");
+        quiet(&b.cq, "after the probes").await;
+    });
+}
+
 #[test]
 fn tagged_matching_with_masks() {
     each_provider("tagged", |p| async move {

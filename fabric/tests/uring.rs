@@ -328,6 +328,22 @@ fn bind_address_is_checked() {
             )
             .unwrap_err();
         assert!(matches!(e, FabricError::Io { call: "bind", .. }), "{e}");
+        drop(taken);
+        // Nor may a second endpoint share a port with the first.
+        let first = d.endpoint(&cq, EndpointConfig::default()).unwrap();
+        let e = d
+            .endpoint(
+                &cq,
+                EndpointConfig {
+                    bind: Some(sock(&first)),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert!(
+            matches!(e, FabricError::Io { call: "bind", code, .. } if code == libc::EADDRINUSE),
+            "{e}"
+        );
     });
 }
 

@@ -32,6 +32,29 @@ const PRIMARY: u64 = fi::FI_MSG
     | fi::FI_REMOTE_READ
     | fi::FI_REMOTE_WRITE;
 
+/// Capabilities that belong on the transmit side (`tx_attr->caps`).
+const TX_CAPS: u64 = fi::FI_MSG
+    | fi::FI_RMA
+    | fi::FI_TAGGED
+    | fi::FI_ATOMIC
+    | fi::FI_SEND
+    | fi::FI_READ
+    | fi::FI_WRITE
+    | fi::FI_FENCE
+    | fi::FI_TRIGGER;
+/// Capabilities that belong on the receive side (`rx_attr->caps`).
+const RX_CAPS: u64 = fi::FI_MSG
+    | fi::FI_RMA
+    | fi::FI_TAGGED
+    | fi::FI_ATOMIC
+    | fi::FI_DIRECTED_RECV
+    | fi::FI_RECV
+    | fi::FI_REMOTE_READ
+    | fi::FI_REMOTE_WRITE
+    | fi::FI_SOURCE
+    | fi::FI_MULTI_RECV
+    | fi::FI_RMA_EVENT;
+
 /// Everything offered.
 pub(crate) const CAPS: u64 = fi::FI_MSG
     | fi::FI_TAGGED
@@ -258,8 +281,8 @@ pub(crate) fn offer(
         }
         c | (CAPS & !PRIMARY)
     };
-    tx.caps = caps;
-    rx.caps = caps;
+    tx.caps = caps & TX_CAPS;
+    rx.caps = caps & RX_CAPS;
     let (src, dest) = addresses(node, service, source_flag, h)?;
     Ok(Offer {
         caps,
@@ -361,6 +384,7 @@ fn domain_attr() -> fi::fi_domain_attr {
         max_ep_tx_ctx: 1,
         max_ep_rx_ctx: 1,
         mr_iov_limit: 1,
+        cntr_cnt: 1024,
         caps: fi::FI_LOCAL_COMM | fi::FI_REMOTE_COMM,
         max_err_data: 256,
         mr_cnt: 65536,
@@ -380,6 +404,13 @@ mod tests {
     fn no_hints_get_everything_with_a_loopback_source() {
         let o = offer(API, None, None, false, &hints()).unwrap();
         assert_eq!(o.caps, CAPS);
+        assert_eq!(
+            o.tx.caps & (fi::FI_RECV | fi::FI_SOURCE | fi::FI_DIRECTED_RECV),
+            0
+        );
+        assert_eq!(o.rx.caps & fi::FI_SEND, 0);
+        assert_ne!(o.tx.caps & fi::FI_SEND, 0);
+        assert_ne!(o.rx.caps & fi::FI_SOURCE, 0);
         assert_eq!(o.src, SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
         assert_eq!(o.dest, None);
         assert_eq!(o.ep.type_, fi::FI_EP_RDM);

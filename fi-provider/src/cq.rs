@@ -116,8 +116,8 @@ pub(crate) enum ReadOutcome {
 pub(crate) struct CqStore {
     inner: Mutex<Inner>,
     ready: Condvar,
-    /// The error entry last handed out, kept so the `err_data` pointer given to the
-    /// application stays valid until the next `fi_cq_readerr` (libfabric's rule).
+    /// The error entry last handed out, kept so `fi_cq_strerror` can give its text
+    /// (valid until the next `fi_cq_readerr`, libfabric's rule for error data).
     pub(crate) last_err: Mutex<Option<ErrEntry>>,
 }
 

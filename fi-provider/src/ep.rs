@@ -3,10 +3,11 @@
 //! at once; the transfer itself happens on the worker.
 
 use crate::av::AddressVector;
+use crate::cntr::Counter;
 use crate::codes;
 use crate::cq::{CqStore, Credits};
 use crate::domain::DomainShared;
-use crate::worker::{Cmd, EpSetup, Post, PostKind};
+use crate::worker::{Cmd, EpSetup, Post, PostKind, RecvMode};
 use std::net::SocketAddrV4;
 use std::sync::{Arc, Mutex, OnceLock};
 use zerorx_fabric::Level;
@@ -40,19 +41,42 @@ pub(crate) struct EpAttrs {
     pub rx_op_flags: u64,
 }
 
+/// Where one direction's completions go: a CQ (and whether only operations
+/// flagged `FI_COMPLETION` report there) and/or a counter.
+#[derive(Default, Clone)]
+pub(crate) struct Reports {
+    pub cq: Option<(Arc<CqStore>, bool)>,
+    pub cntr: Option<Arc<Counter>>,
+}
+
+impl Reports {
+    /// Whether a success of an operation with `flags` gets a CQ entry; `Err` when
+    /// nothing is bound to report it at all.
+    fn entry_for(&self, flags: u64, what: &str) -> Result<bool, Refusal> {
+        match (&self.cq, &self.cntr) {
+            (Some((_, selective)), _) => Ok(!selective || flags & fi::FI_COMPLETION != 0),
+            (None, Some(_)) => Ok(false),
+            (None, None) => Err(refuse(
+                codes::ENOCQ,
+                format!("no CQ or counter bound with {what}"),
+            )),
+        }
+    }
+}
+
 /// Bindings made before `fi_enable`.
 #[derive(Default)]
 struct Binds {
-    tx_cq: Option<(Arc<CqStore>, bool)>,
-    rx_cq: Option<(Arc<CqStore>, bool)>,
+    tx: Reports,
+    rx: Reports,
     av: Option<Arc<AddressVector>>,
 }
 
 /// What the data path reads after `fi_enable`, without a lock.
 struct Enabled {
     local: SocketAddrV4,
-    tx_cq: Option<(Arc<CqStore>, bool)>,
-    rx_cq: Option<(Arc<CqStore>, bool)>,
+    tx: Reports,
+    rx: Reports,
     av: Option<Arc<AddressVector>>,
 }
 
@@ -113,17 +137,55 @@ impl EpShared {
         }
         let selective = flags & fi::FI_SELECTIVE_COMPLETION != 0;
         let mut b = self.binds();
-        if flags & fi::FI_TRANSMIT != 0 {
-            if b.tx_cq.is_some() {
-                return Err(refuse(fi::FI_EINVAL, "a transmit CQ is already bound"));
-            }
-            b.tx_cq = Some((cq.clone(), selective));
+        let tx = flags & fi::FI_TRANSMIT != 0;
+        let rx = flags & fi::FI_RECV != 0;
+        if (tx && b.tx.cq.is_some()) || (rx && b.rx.cq.is_some()) {
+            return Err(refuse(
+                fi::FI_EINVAL,
+                "a CQ is already bound for that direction",
+            ));
         }
-        if flags & fi::FI_RECV != 0 {
-            if b.rx_cq.is_some() {
-                return Err(refuse(fi::FI_EINVAL, "a receive CQ is already bound"));
-            }
-            b.rx_cq = Some((cq, selective));
+        if tx {
+            b.tx.cq = Some((cq.clone(), selective));
+        }
+        if rx {
+            b.rx.cq = Some((cq, selective));
+        }
+        Ok(())
+    }
+
+    /// Binds a counter for completed sends (`FI_SEND`) and/or receives (`FI_RECV`).
+    pub(crate) fn bind_cntr(&self, cntr: Arc<Counter>, flags: u64) -> Result<(), Refusal> {
+        if self.enabled.get().is_some() {
+            return Err(refuse(codes::EOPBADSTATE, "bind after fi_enable"));
+        }
+        let rma = fi::FI_READ | fi::FI_WRITE | fi::FI_REMOTE_READ | fi::FI_REMOTE_WRITE;
+        if flags & rma != 0 {
+            return Err(refuse(
+                fi::FI_ENOSYS,
+                "RMA counters need FI_RMA, which zerorx does not offer yet",
+            ));
+        }
+        let tx = flags & (fi::FI_SEND | fi::FI_TRANSMIT) != 0;
+        let rx = flags & fi::FI_RECV != 0;
+        if !tx && !rx {
+            return Err(refuse(
+                fi::FI_EINVAL,
+                "a counter binding needs FI_SEND and/or FI_RECV",
+            ));
+        }
+        let mut b = self.binds();
+        if (tx && b.tx.cntr.is_some()) || (rx && b.rx.cntr.is_some()) {
+            return Err(refuse(
+                fi::FI_EINVAL,
+                "a counter is already bound for that direction",
+            ));
+        }
+        if tx {
+            b.tx.cntr = Some(cntr.clone());
+        }
+        if rx {
+            b.rx.cntr = Some(cntr);
         }
         Ok(())
     }
@@ -145,9 +207,9 @@ impl EpShared {
         if self.enabled.get().is_some() {
             return Ok(());
         }
-        let (tx_cq, rx_cq, av) = {
+        let (tx, rx, av) = {
             let b = self.binds();
-            (b.tx_cq.clone(), b.rx_cq.clone(), b.av.clone())
+            (b.tx.clone(), b.rx.clone(), b.av.clone())
         };
         if av.is_none() {
             return Err(refuse(
@@ -155,10 +217,13 @@ impl EpShared {
                 "an RDM endpoint needs an AV bound before fi_enable",
             ));
         }
-        if tx_cq.is_none() && rx_cq.is_none() {
+        if [&tx, &rx]
+            .iter()
+            .all(|r| r.cq.is_none() && r.cntr.is_none())
+        {
             return Err(refuse(
                 codes::ENOCQ,
-                "bind a CQ (FI_TRANSMIT and/or FI_RECV) before fi_enable",
+                "bind a CQ or counter (transmit and/or receive) before fi_enable",
             ));
         }
         let setup = EpSetup {
@@ -166,8 +231,8 @@ impl EpShared {
             tx_size: self.attrs.tx_size,
             rx_size: self.attrs.rx_size,
             max_msg: self.attrs.max_msg,
-            tx_cq: tx_cq.as_ref().map(|c| c.0.clone()),
-            rx_cq: rx_cq.as_ref().map(|c| c.0.clone()),
+            tx: tx.clone(),
+            rx: rx.clone(),
             tx_credits: self.tx_credits.clone(),
             rx_credits: self.rx_credits.clone(),
             av: av.clone().ok_or_else(|| refuse(fi::FI_EINVAL, "no AV"))?,
@@ -178,12 +243,7 @@ impl EpShared {
             .call(|reply| Cmd::OpenEp { id, setup, reply })
             .and_then(|r| r)
             .map_err(|e| refuse(codes::EOTHER, format!("opening the endpoint: {e}")))?;
-        let _ = self.enabled.set(Enabled {
-            local,
-            tx_cq,
-            rx_cq,
-            av,
-        });
+        let _ = self.enabled.set(Enabled { local, tx, rx, av });
         Ok(())
     }
 
@@ -201,9 +261,7 @@ impl EpShared {
     /// Checks and hands a send to the worker.
     pub(crate) fn send(&self, a: SendArgs) -> Result<(), Refusal> {
         let e = self.ready()?;
-        let Some((_, selective)) = &e.tx_cq else {
-            return Err(refuse(codes::ENOCQ, "no CQ bound with FI_TRANSMIT"));
-        };
+        let entry = e.tx.entry_for(a.flags, "FI_TRANSMIT")?;
         if a.len > self.attrs.max_msg {
             return Err(refuse(
                 fi::FI_EMSGSIZE,
@@ -231,7 +289,7 @@ impl EpShared {
                         format!("dest_addr {} is not in the AV", a.dest),
                     )
                 })?;
-        let completion = !a.inject && (!selective || a.flags & fi::FI_COMPLETION != 0);
+        let completion = !a.inject && entry;
         let level = if a.flags & fi::FI_DELIVERY_COMPLETE != 0 {
             Level::Delivered
         } else {
@@ -257,9 +315,7 @@ impl EpShared {
     /// Checks and hands a receive to the worker.
     pub(crate) fn recv(&self, a: RecvArgs) -> Result<(), Refusal> {
         let e = self.ready()?;
-        let Some((_, selective)) = &e.rx_cq else {
-            return Err(refuse(codes::ENOCQ, "no CQ bound with FI_RECV"));
-        };
+        let entry = e.rx.entry_for(a.flags, "FI_RECV")?;
         if a.buf == 0 && a.len > 0 {
             return Err(refuse(fi::FI_EINVAL, "buf is NULL with len > 0"));
         }
@@ -276,11 +332,15 @@ impl EpShared {
             None
         };
         let post = Post {
-            kind: PostKind::Recv { tag: a.tag, from },
+            kind: PostKind::Recv {
+                tag: a.tag,
+                from,
+                mode: a.mode,
+            },
             ptr: a.buf,
             len: a.len,
             context: a.context,
-            completion: !selective || a.flags & fi::FI_COMPLETION != 0,
+            completion: entry,
             owned: None,
         };
         self.hand_over(post, &self.rx_credits)
@@ -334,6 +394,8 @@ impl EpShared {
 pub(crate) struct RecvArgs {
     pub buf: usize,
     pub len: usize,
+    /// A receive, a probe, or the receive of a claimed message.
+    pub mode: RecvMode,
     /// Accept messages from this `fi_addr_t` only (`FI_DIRECTED_RECV`), or
     /// `FI_ADDR_UNSPEC`.
     pub src: u64,

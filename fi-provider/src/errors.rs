@@ -14,6 +14,7 @@ pub(crate) const CONNECTION_LOST: i32 = 3;
 pub(crate) const REMOTE_ACCESS: i32 = 4;
 pub(crate) const PROVIDER: i32 = 5;
 pub(crate) const POST_REFUSED: i32 = 6;
+pub(crate) const NO_MESSAGE: i32 = 7;
 
 /// The error code, `prov_errno` and overflow length (`olen`) of a failed operation.
 pub(crate) fn of_op(e: &OpError) -> (i32, i32, usize) {
@@ -24,6 +25,7 @@ pub(crate) fn of_op(e: &OpError) -> (i32, i32, usize) {
             needed.map_or(0, |n| n.saturating_sub(*posted)),
         ),
         OpError::Canceled => (fi::FI_ECANCELED, CANCELED, 0),
+        OpError::NoMessage => (fi::FI_ENOMSG, NO_MESSAGE, 0),
         OpError::ConnectionLost { .. } => (fi::FI_ECONNRESET, CONNECTION_LOST, 0),
         OpError::RemoteAccess { .. } => (fi::FI_EACCES, REMOTE_ACCESS, 0),
         OpError::Provider { code, .. } => (code.abs(), PROVIDER, 0),
@@ -39,6 +41,7 @@ pub(crate) fn describe(prov_errno: i32) -> &'static CStr {
         REMOTE_ACCESS => c"zerorx: the target refused the access",
         PROVIDER => c"zerorx: transport error",
         POST_REFUSED => c"zerorx: the operation could not be started",
+        NO_MESSAGE => c"zerorx: no waiting message matches the probe or claim",
         _ => c"zerorx: unknown error",
     }
 }

@@ -23,6 +23,7 @@
 mod addr;
 mod attrs;
 mod av;
+mod cntr;
 mod codes;
 mod cq;
 mod domain;
@@ -30,4 +31,5 @@ mod ep;
 mod eq;
 mod errors;
 mod ffi;
+mod poll;
 mod worker;

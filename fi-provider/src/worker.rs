@@ -6,7 +6,9 @@
 //! costs per operation.
 
 use crate::av::AddressVector;
+use crate::cntr::Counter;
 use crate::cq::{CqStore, Credits, Entry, ErrEntry, Item};
+use crate::ep::Reports;
 use crate::errors;
 use futures_channel::mpsc::UnboundedReceiver;
 use futures_util::StreamExt;
@@ -17,6 +19,7 @@ use std::net::{SocketAddr, SocketAddrV4};
 use std::rc::{Rc, Weak};
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
+use zerorx_fabric::provider::ProbeAction;
 use zerorx_fabric::{
     Access, Cap, Completion, CompletionQueue, Endpoint, EndpointConfig, EpAddr, Fabric, Level,
     MemoryRegion, OpId, PeerId, Requirements,
@@ -29,8 +32,8 @@ pub(crate) struct EpSetup {
     pub tx_size: usize,
     pub rx_size: usize,
     pub max_msg: usize,
-    pub tx_cq: Option<Arc<CqStore>>,
-    pub rx_cq: Option<Arc<CqStore>>,
+    pub tx: Reports,
+    pub rx: Reports,
     pub tx_credits: Arc<Credits>,
     pub rx_credits: Arc<Credits>,
     /// The AV bound to the endpoint: senders' addresses become `fi_addr_t`s there.
@@ -63,7 +66,20 @@ pub(crate) enum PostKind {
         tag: Option<(u64, u64)>,
         /// Only from this peer (`FI_DIRECTED_RECV`).
         from: Option<SocketAddrV4>,
+        mode: RecvMode,
     },
+}
+
+/// What a receive post is (`fi_trecvmsg`'s `FI_PEEK`, `FI_CLAIM`, `FI_DISCARD`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RecvMode {
+    /// An ordinary receive.
+    Post,
+    /// `FI_PEEK` (with `FI_CLAIM` or `FI_DISCARD`): look at a waiting message.
+    Probe(ProbeAction),
+    /// `FI_CLAIM`: receive (or with `FI_DISCARD` drop) the message an earlier
+    /// `FI_PEEK | FI_CLAIM` with the same context claimed.
+    Claimed { discard: bool },
 }
 
 /// Requests from application threads.
@@ -106,6 +122,8 @@ struct WorkerEp {
     ep: Endpoint,
     space: Rc<MemoryRegion>,
     peers: RefCell<HashMap<SocketAddrV4, PeerId>>,
+    /// Claims by the application context of the `FI_PEEK | FI_CLAIM` that made them.
+    claims: RefCell<HashMap<usize, OpId>>,
     /// Where each peer that sent something listens (`None`: not a uring-tcp IPv4
     /// address), so a receive's source becomes an `fi_addr_t`.
     sources: RefCell<HashMap<PeerId, Option<SocketAddrV4>>>,
@@ -192,6 +210,7 @@ async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), St
                     space: space.clone(),
                     peers: RefCell::new(HashMap::new()),
                     sources: RefCell::new(HashMap::new()),
+                    claims: RefCell::new(HashMap::new()),
                     ops: RefCell::new(Slab::new()),
                     setup,
                 });
@@ -315,7 +334,11 @@ impl WorkerEp {
                     }
                     p.post().map_err(|e| e.to_string())
                 }
-                PostKind::Recv { tag, from } => {
+                PostKind::Recv {
+                    tag,
+                    from,
+                    mode: RecvMode::Post,
+                } => {
                     let mut p = self.ep.recv(&slice).context(key as u64);
                     if let Some((t, ignore)) = tag {
                         p = p.tagged(t, ignore);
@@ -324,6 +347,43 @@ impl WorkerEp {
                         p = p.from(self.peer(f)?);
                     }
                     p.post().map_err(|e| e.to_string())
+                }
+                PostKind::Recv {
+                    tag,
+                    from,
+                    mode: RecvMode::Probe(action),
+                } => {
+                    let (t, ignore) = tag.unwrap_or((0, 0));
+                    let mut p = self.ep.probe(t, ignore).context(key as u64);
+                    if let Some(f) = from {
+                        p = p.from(self.peer(f)?);
+                    }
+                    p = match action {
+                        ProbeAction::Peek => p,
+                        ProbeAction::Claim => p.claim(),
+                        ProbeAction::Discard => p.discard(),
+                    };
+                    let id = p.post().map_err(|e| e.to_string())?;
+                    if action == ProbeAction::Claim {
+                        self.claims.borrow_mut().insert(post.context, id);
+                    }
+                    Ok(id)
+                }
+                PostKind::Recv {
+                    mode: RecvMode::Claimed { discard },
+                    ..
+                } => {
+                    // No claim under this context: zerorx-fabric answers NoMessage
+                    // for an id that claimed nothing, which a fresh one is.
+                    let claim = self
+                        .claims
+                        .borrow_mut()
+                        .remove(&post.context)
+                        .unwrap_or(OpId(0));
+                    let dst = (!discard).then_some(&slice);
+                    self.ep
+                        .recv_claimed(claim, dst, key as u64)
+                        .map_err(|e| e.to_string())
                 }
             });
         match started {
@@ -382,12 +442,17 @@ impl WorkerEp {
         s
     }
 
-    fn cq_of(&self, op: &OpState) -> (Option<&Arc<CqStore>>, &Arc<Credits>) {
-        if op.rx {
-            (self.setup.rx_cq.as_ref(), &self.setup.rx_credits)
+    /// Where `op` reports: its direction's CQ, counter and credits.
+    fn reports_of(
+        &self,
+        op: &OpState,
+    ) -> (Option<&Arc<CqStore>>, Option<&Arc<Counter>>, &Arc<Credits>) {
+        let (r, credits) = if op.rx {
+            (&self.setup.rx, &self.setup.rx_credits)
         } else {
-            (self.setup.tx_cq.as_ref(), &self.setup.tx_credits)
-        }
+            (&self.setup.tx, &self.setup.tx_credits)
+        };
+        (r.cq.as_ref().map(|c| &c.0), r.cntr.as_ref(), credits)
     }
 
     fn push_err(
@@ -399,7 +464,10 @@ impl WorkerEp {
         olen: usize,
         text: String,
     ) {
-        let (cq, credits) = self.cq_of(op);
+        let (cq, cntr, credits) = self.reports_of(op);
+        if let Some(c) = cntr {
+            c.add_err(1);
+        }
         match cq {
             Some(cq) => cq.push(
                 Item::Err(ErrEntry {
@@ -432,7 +500,10 @@ impl WorkerEp {
         }
         match c.status {
             Ok(()) => {
-                let (cq, credits) = self.cq_of(&op);
+                let (cq, cntr, credits) = self.reports_of(&op);
+                if let Some(c) = cntr {
+                    c.add(1);
+                }
                 match cq {
                     Some(cq) if op.completion => cq.push(Item::Ok(entry), Some(credits.clone())),
                     _ => credits.give(),

@@ -47,6 +47,10 @@ pub(super) fn report(
     }
 }
 
+/// Why probing is not offered over libfabric providers.
+const PROBE_MISSING: &str = "not wired to libfabric's FI_PEEK / FI_CLAIM yet: this \
+     provider passes receives to libfabric as they are posted";
+
 fn support(cap: Cap, profile: &Profile, t: &Traits) -> Support {
     use Support::{Guaranteed as Yes, Missing as No};
     let rma = |what: &str| match profile.rma {
@@ -112,6 +116,7 @@ fn support(cap: Cap, profile: &Profile, t: &Traits) -> Support {
             "fi_av_remove; operations outstanding to the peer complete with Canceled at once"
                 .into(),
         ),
+        Cap::Probe => No(PROBE_MISSING.into()),
     }
 }
 

@@ -9,7 +9,7 @@ use super::peers::{Peer, Peers};
 use super::wire::{Header, Op, F_ACK, F_IMM, F_TAGGED};
 use super::writer::{register_payload_memory, OutFrame};
 use super::PROVIDER;
-use crate::provider::{EndpointProvider, LocalFuture, PostRequest, RecvTarget};
+use crate::provider::{EndpointProvider, LocalFuture, PostRequest, ProbeRequest, RecvTarget};
 use crate::{
     random_u64, CompletionSink, EndpointConfig, EpAddr, FabricError, Lease, Level, OpError, OpId,
     OpOutcome, PeerId, PostError,
@@ -250,7 +250,12 @@ impl UringEndpoint {
                  exchanged as is, and an unspecified IP names no host",
             ));
         }
-        let listener = TcpListener::bind(bind).map_err(|e| FabricError::io("bind", &e))?;
+        // Without SO_REUSEPORT (zerorx's TcpListener::bind sets it): two endpoints
+        // sharing a port would split each other's connections, so a taken port must
+        // fail here, as a libfabric program reusing a fixed port expects.
+        let listener = std::net::TcpListener::bind(bind)
+            .and_then(TcpListener::from_std)
+            .map_err(|e| FabricError::io("bind", &e))?;
         let local = listener
             .local_addr()
             .map_err(|e| FabricError::io("getsockname", &e))?;
@@ -482,6 +487,67 @@ impl EndpointProvider for UringEndpoint {
                 Ok(())
             }
         }
+    }
+
+    fn probe(&self, op: OpId, req: ProbeRequest) -> Result<(), PostError> {
+        let ep = &self.0;
+        if ep.closed.get() {
+            return Err(PostError::Closed);
+        }
+        if let Some(f) = req.from {
+            if ep.peers.borrow_mut().get_mut(f).is_none() {
+                return Err(PostError::UnknownPeer(f));
+            }
+        }
+        let found = ep.rx.borrow_mut().probe(op, &req);
+        let out = match found {
+            Some((found, wake)) => {
+                wake.into_iter().for_each(Waker::wake);
+                let mut out = OpOutcome::ok(found.len);
+                out.peer = Some(found.peer);
+                out.tag = found.tag;
+                out.imm = found.imm;
+                out
+            }
+            None => OpOutcome::err(OpError::NoMessage),
+        };
+        ep.sink.complete(op, out);
+        Ok(())
+    }
+
+    fn take_claimed(
+        &self,
+        op: OpId,
+        claim: OpId,
+        target: Option<RecvTarget>,
+    ) -> Result<(), PostError> {
+        let ep = &self.0;
+        if ep.closed.get() {
+            return Err(PostError::Closed);
+        }
+        let claimed = ep.rx.borrow_mut().take_claimed(claim);
+        match (claimed, target) {
+            (Some(u), Some(target)) => ep.deliver(
+                Posted {
+                    op,
+                    target,
+                    tag: None,
+                    from: None,
+                },
+                u,
+            ),
+            (Some(u), None) => {
+                let mut out = OpOutcome::ok(u.write_len.unwrap_or(u.data.len()));
+                out.peer = Some(u.peer);
+                out.tag = u.tag;
+                out.imm = u.imm;
+                ep.sink.complete(op, out);
+            }
+            (None, _) => {
+                ep.sink.complete(op, OpOutcome::err(OpError::NoMessage));
+            }
+        }
+        Ok(())
     }
 
     fn cancel(&self, op: OpId) -> bool {

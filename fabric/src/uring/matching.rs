@@ -1,10 +1,10 @@
 //! Posted receives and unexpected messages of one endpoint: who matches what, and the
 //! bound on unexpected messages that turns into backpressure.
 
-use crate::provider::{RecvTarget, TagMatch};
+use crate::provider::{ProbeAction, ProbeRequest, RecvTarget, TagMatch};
 use crate::{OpId, PeerId};
 use bytes::Bytes;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::task::Waker;
 
 /// A receive waiting for a message.
@@ -26,23 +26,39 @@ pub(super) struct Unexpected {
     pub write_len: Option<usize>,
 }
 
+/// Whether a receive (or probe) for `want` from `from` takes a message from `peer`
+/// tagged `tag`.
+fn matches(want: Option<TagMatch>, from: Option<PeerId>, peer: PeerId, tag: Option<u64>) -> bool {
+    if from.is_some_and(|f| f != peer) {
+        return false;
+    }
+    match (want, tag) {
+        (None, None) => true,
+        (Some(m), Some(t)) => m.accepts(t),
+        _ => false,
+    }
+}
+
 impl Posted {
     fn accepts(&self, peer: PeerId, tag: Option<u64>) -> bool {
-        if self.from.is_some_and(|f| f != peer) {
-            return false;
-        }
-        match (self.tag, tag) {
-            (None, None) => true,
-            (Some(m), Some(t)) => m.accepts(t),
-            _ => false,
-        }
+        matches(self.tag, self.from, peer, tag)
     }
+}
+
+/// What a probe reports of the message it found.
+pub(super) struct Probed {
+    pub peer: PeerId,
+    pub tag: Option<u64>,
+    pub imm: Option<u64>,
+    pub len: usize,
 }
 
 /// Matching state.
 pub(super) struct RxMatch {
     posted: VecDeque<Posted>,
     unexpected: VecDeque<Unexpected>,
+    /// Messages probes claimed, by probe, until a receive names the probe.
+    claimed: HashMap<OpId, Unexpected>,
     bytes: usize,
     max_msgs: usize,
     max_bytes: usize,
@@ -54,6 +70,7 @@ impl RxMatch {
         RxMatch {
             posted: VecDeque::new(),
             unexpected: VecDeque::new(),
+            claimed: HashMap::new(),
             bytes: 0,
             max_msgs,
             max_bytes,
@@ -76,13 +93,7 @@ impl RxMatch {
             .position(|u| p.accepts(u.peer, u.tag))
         {
             Some(i) => {
-                let u = self.unexpected.remove(i)?;
-                self.bytes -= u.data.len();
-                let wake = if self.over_limit() {
-                    Vec::new()
-                } else {
-                    std::mem::take(&mut self.waiters)
-                };
+                let (u, wake) = self.take_unexpected(i)?;
                 Some((p, u, wake))
             }
             None => {
@@ -90,6 +101,49 @@ impl RxMatch {
                 None
             }
         }
+    }
+
+    /// Removes waiting message `i`, with the wakers of readers that may go on.
+    fn take_unexpected(&mut self, i: usize) -> Option<(Unexpected, Vec<Waker>)> {
+        let u = self.unexpected.remove(i)?;
+        self.bytes -= u.data.len();
+        let wake = if self.over_limit() {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.waiters)
+        };
+        Some((u, wake))
+    }
+
+    /// The first waiting message a probe for `req` matches, with the wakers of
+    /// readers that may go on; claimed by `op` or dropped as `req.action` says.
+    pub(super) fn probe(&mut self, op: OpId, req: &ProbeRequest) -> Option<(Probed, Vec<Waker>)> {
+        let i = self
+            .unexpected
+            .iter()
+            .position(|u| matches(Some(req.tag), req.from, u.peer, u.tag))?;
+        let u = &self.unexpected[i];
+        let found = Probed {
+            peer: u.peer,
+            tag: u.tag,
+            imm: u.imm,
+            len: u.write_len.unwrap_or(u.data.len()),
+        };
+        let wake = match req.action {
+            ProbeAction::Peek => Vec::new(),
+            ProbeAction::Claim => {
+                let (u, wake) = self.take_unexpected(i)?;
+                self.claimed.insert(op, u);
+                wake
+            }
+            ProbeAction::Discard => self.take_unexpected(i)?.1,
+        };
+        Some((found, wake))
+    }
+
+    /// The message probe `claim` claimed.
+    pub(super) fn take_claimed(&mut self, claim: OpId) -> Option<Unexpected> {
+        self.claimed.remove(&claim)
     }
 
     /// Queues a message nobody was waiting for.
@@ -116,6 +170,7 @@ impl RxMatch {
     /// Every posted receive (endpoint close).
     pub(super) fn take_all(&mut self) -> Vec<Posted> {
         self.unexpected.clear();
+        self.claimed.clear();
         self.bytes = 0;
         std::mem::take(&mut self.posted).into()
     }

@@ -54,6 +54,7 @@ fn guaranteed(cap: Cap) -> String {
             "key, generation, bounds and access checked at the target; a refusal keeps the connection"
         }
         Cap::PeerRemove => "outstanding operations to the peer complete with Canceled",
+        Cap::Probe => "peek, claim or discard messages waiting for a receive, matched like one",
     }
     .to_string()
 }

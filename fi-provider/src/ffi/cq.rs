@@ -270,21 +270,11 @@ unsafe extern "C" fn cq_readerr(
         out.olen = e.olen;
         out.err = e.err;
         out.prov_errno = e.prov_errno;
-        let text = e.text.as_bytes_with_nul();
-        if out.err_data_size > 0 && !out.err_data.is_null() {
-            let n = text.len().min(out.err_data_size);
-            // SAFETY: the application's buffer holds `err_data_size` bytes.
-            unsafe {
-                std::ptr::copy_nonoverlapping(text.as_ptr(), out.err_data as *mut u8, n);
-                *(out.err_data as *mut u8).add(n - 1) = 0;
-            }
-            out.err_data_size = n;
-        } else {
-            // Valid until the next fi_cq_readerr on this CQ (libfabric's rule): the
-            // entry is kept in `last_err` until then.
-            out.err_data = text.as_ptr() as *mut c_void;
-            out.err_data_size = text.len();
-        }
+        // No error data: programs pass entries with `err_data`/`err_data_size` left
+        // uninitialised (fabtests' rdm_tagged_peek does), and a provider that copies
+        // into `err_data` then writes through a garbage pointer. The text is given by
+        // `fi_cq_strerror` on this CQ instead (see `cq_strerror`).
+        out.err_data_size = 0;
         let mut last = c.store.last_err.lock().unwrap_or_else(|p| p.into_inner());
         *last = Some(e);
         1
@@ -304,21 +294,27 @@ unsafe extern "C" fn cq_signal(cq: *mut fi::fid_cq) -> c_int {
     })
 }
 
-/// The text of an error entry: its `err_data` when given (zerorx puts the cause
-/// there), else what `prov_errno` means. Copied into `buf` when one is given.
+/// The text of the error entry last read from this CQ when `prov_errno` is its
+/// (it names the cause: the lengths of a truncation, the peer of a lost connection),
+/// else what `prov_errno` means. The pointer stays valid until the next
+/// `fi_cq_readerr` on the CQ; copied into `buf` when one is given.
 unsafe extern "C" fn cq_strerror(
-    _cq: *mut fi::fid_cq,
+    cq: *mut fi::fid_cq,
     prov_errno: c_int,
-    err_data: *const c_void,
+    _err_data: *const c_void,
     buf: *mut c_char,
     len: usize,
 ) -> *const c_char {
     guard("fi_cq_strerror", c"zerorx: internal error".as_ptr(), || {
-        let text: *const c_char = if err_data.is_null() {
-            errors::describe(prov_errno).as_ptr()
-        } else {
-            err_data as *const c_char
-        };
+        // SAFETY: NULL or a live fid from the application.
+        let last = unsafe { obj::get::<Cq>(cq as *mut fi::fid) }.and_then(|c| {
+            let g = c.store.last_err.lock().unwrap_or_else(|p| p.into_inner());
+            g.as_ref()
+                .filter(|e| e.prov_errno == prov_errno)
+                // The entry stays in `last_err` until the next readerr.
+                .map(|e| e.text.as_ptr())
+        });
+        let text = last.unwrap_or_else(|| errors::describe(prov_errno).as_ptr());
         if !buf.is_null() && len > 0 {
             // SAFETY: `text` is NUL-terminated (ours); `buf` holds `len` bytes.
             unsafe {

@@ -666,6 +666,76 @@ pub(crate) const ENOSYS_CQ: fi_ops_cq = fi_ops_cq {
     strerror: Some(fi_ops_cq_strerror),
 };
 
+unsafe extern "C" fn fi_ops_cntr_read(_cntr: *mut fid_cntr) -> u64 {
+    super::log::unsupported("fi_ops_cntr.read");
+    0
+}
+
+unsafe extern "C" fn fi_ops_cntr_readerr(_cntr: *mut fid_cntr) -> u64 {
+    super::log::unsupported("fi_ops_cntr.readerr");
+    0
+}
+
+unsafe extern "C" fn fi_ops_cntr_add(_cntr: *mut fid_cntr, _value: u64) -> ::std::os::raw::c_int {
+    super::log::unsupported("fi_ops_cntr.add");
+    -(FI_ENOSYS as c_int)
+}
+
+unsafe extern "C" fn fi_ops_cntr_set(_cntr: *mut fid_cntr, _value: u64) -> ::std::os::raw::c_int {
+    super::log::unsupported("fi_ops_cntr.set");
+    -(FI_ENOSYS as c_int)
+}
+
+unsafe extern "C" fn fi_ops_cntr_wait(_cntr: *mut fid_cntr, _threshold: u64, _timeout: ::std::os::raw::c_int) -> ::std::os::raw::c_int {
+    super::log::unsupported("fi_ops_cntr.wait");
+    -(FI_ENOSYS as c_int)
+}
+
+unsafe extern "C" fn fi_ops_cntr_adderr(_cntr: *mut fid_cntr, _value: u64) -> ::std::os::raw::c_int {
+    super::log::unsupported("fi_ops_cntr.adderr");
+    -(FI_ENOSYS as c_int)
+}
+
+unsafe extern "C" fn fi_ops_cntr_seterr(_cntr: *mut fid_cntr, _value: u64) -> ::std::os::raw::c_int {
+    super::log::unsupported("fi_ops_cntr.seterr");
+    -(FI_ENOSYS as c_int)
+}
+
+/// `fi_ops_cntr` with every entry a logging `-FI_ENOSYS` stub.
+pub(crate) const ENOSYS_CNTR: fi_ops_cntr = fi_ops_cntr {
+    size: std::mem::size_of::<fi_ops_cntr>(),
+    read: Some(fi_ops_cntr_read),
+    readerr: Some(fi_ops_cntr_readerr),
+    add: Some(fi_ops_cntr_add),
+    set: Some(fi_ops_cntr_set),
+    wait: Some(fi_ops_cntr_wait),
+    adderr: Some(fi_ops_cntr_adderr),
+    seterr: Some(fi_ops_cntr_seterr),
+};
+
+unsafe extern "C" fn fi_ops_poll_poll(_pollset: *mut fid_poll, _context: *mut *mut ::std::os::raw::c_void, _count: ::std::os::raw::c_int) -> ::std::os::raw::c_int {
+    super::log::unsupported("fi_ops_poll.poll");
+    -(FI_ENOSYS as c_int)
+}
+
+unsafe extern "C" fn fi_ops_poll_poll_add(_pollset: *mut fid_poll, _event_fid: *mut fid, _flags: u64) -> ::std::os::raw::c_int {
+    super::log::unsupported("fi_ops_poll.poll_add");
+    -(FI_ENOSYS as c_int)
+}
+
+unsafe extern "C" fn fi_ops_poll_poll_del(_pollset: *mut fid_poll, _event_fid: *mut fid, _flags: u64) -> ::std::os::raw::c_int {
+    super::log::unsupported("fi_ops_poll.poll_del");
+    -(FI_ENOSYS as c_int)
+}
+
+/// `fi_ops_poll` with every entry a logging `-FI_ENOSYS` stub.
+pub(crate) const ENOSYS_POLL: fi_ops_poll = fi_ops_poll {
+    size: std::mem::size_of::<fi_ops_poll>(),
+    poll: Some(fi_ops_poll_poll),
+    poll_add: Some(fi_ops_poll_poll_add),
+    poll_del: Some(fi_ops_poll_poll_del),
+};
+
 unsafe extern "C" fn fi_ops_eq_read(_eq: *mut fid_eq, _event: *mut u32, _buf: *mut ::std::os::raw::c_void, _len: usize, _flags: u64) -> isize {
     super::log::unsupported("fi_ops_eq.read");
     -(FI_ENOSYS as isize)

@@ -15,9 +15,11 @@ use crate::addr;
 use crate::attrs;
 use crate::codes;
 use crate::ep::{EpAttrs, EpShared, RecvArgs, Refusal, SendArgs};
+use crate::worker::RecvMode;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::Ordering;
+use zerorx_fabric::provider::ProbeAction;
 use zerorx_libfabric_sys as fi;
 
 #[repr(C)]
@@ -218,13 +220,18 @@ unsafe extern "C" fn ep_bind(fid: *mut fi::fid, bfid: *mut fi::fid, flags: u64) 
                 Some(a) => e.shared.bind_av(a.table.clone()),
                 None => return log::refuse("fi_ep_bind", fi::FI_EINVAL, "not a zerorx AV"),
             },
+            // SAFETY: checked class, live fid.
+            fi::FI_CLASS_CNTR => match unsafe { obj::get::<super::cntr::Cntr>(bfid) } {
+                Some(c) => e.shared.bind_cntr(c.counter.clone(), flags),
+                None => return log::refuse("fi_ep_bind", fi::FI_EINVAL, "not a zerorx counter"),
+            },
             // RDM endpoints report no events; an EQ binding has nothing to carry.
             fi::FI_CLASS_EQ => Ok(()),
             other => {
                 return log::refuse(
                     "fi_ep_bind",
                     fi::FI_ENOSYS,
-                    &format!("binding fid class {other} (counters, ...) is not offered"),
+                    &format!("binding fid class {other} is not offered"),
                 )
             }
         };
@@ -471,6 +478,7 @@ fn plain_recv(
     RecvArgs {
         buf: buf as usize,
         len,
+        mode: RecvMode::Post,
         src,
         tag: None,
         flags: a.rx_op_flags,
@@ -480,17 +488,35 @@ fn plain_recv(
 
 /// Flags of a `*msg` receive that ask for what zerorx does not offer yet.
 fn check_recv_flags(flags: u64) -> Result<(), Refusal> {
-    let unsupported = fi::FI_PEEK | fi::FI_CLAIM | fi::FI_DISCARD | fi::FI_MULTI_RECV;
-    if flags & unsupported != 0 {
+    if flags & fi::FI_MULTI_RECV != 0 {
         return Err(Refusal {
             code: codes::EBADFLAGS,
-            why: format!(
-                "flags {:#x} (FI_PEEK, FI_CLAIM, FI_DISCARD, FI_MULTI_RECV) are not offered",
-                flags & unsupported
-            ),
+            why: "FI_MULTI_RECV is not offered yet".into(),
         });
     }
     Ok(())
+}
+
+/// What `fi_trecvmsg`'s flags make of the receive.
+fn recv_mode(flags: u64) -> Result<RecvMode, Refusal> {
+    let (peek, claim, discard) = (
+        flags & fi::FI_PEEK != 0,
+        flags & fi::FI_CLAIM != 0,
+        flags & fi::FI_DISCARD != 0,
+    );
+    Ok(match (peek, claim, discard) {
+        (false, false, false) => RecvMode::Post,
+        (true, false, false) => RecvMode::Probe(ProbeAction::Peek),
+        (true, true, false) => RecvMode::Probe(ProbeAction::Claim),
+        (true, false, true) => RecvMode::Probe(ProbeAction::Discard),
+        (false, true, d) => RecvMode::Claimed { discard: d },
+        _ => {
+            return Err(Refusal {
+                code: fi::FI_EINVAL,
+                why: "FI_DISCARD needs FI_PEEK or FI_CLAIM, and not both".into(),
+            })
+        }
+    })
 }
 
 unsafe extern "C" fn send(
@@ -822,6 +848,7 @@ unsafe extern "C" fn trecvmsg(
             let mut r = plain_recv(a, b as *mut c_void, l, m.addr, m.context);
             r.flags = flags;
             r.tag = Some((m.tag, m.ignore));
+            r.mode = recv_mode(flags)?;
             Ok(r)
         })
     }

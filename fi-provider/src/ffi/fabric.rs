@@ -2,7 +2,7 @@
 
 use super::enosys::{ENOSYS_DOMAIN, ENOSYS_FABRIC, ENOSYS_FID, ENOSYS_MR};
 use super::obj::{self, Obj};
-use super::{av, c_str, cq, ep, eq, guard, log};
+use super::{av, c_str, cntr, cq, ep, eq, guard, log};
 use crate::attrs;
 use crate::codes;
 use crate::domain::DomainShared;
@@ -105,6 +105,8 @@ static DOMAIN_OPS: fi::fi_ops_domain = fi::fi_ops_domain {
     av_open: Some(av::av_open),
     cq_open: Some(cq::cq_open),
     endpoint: Some(ep::endpoint_open),
+    cntr_open: Some(cntr::cntr_open),
+    poll_open: Some(cntr::poll_open),
     ..ENOSYS_DOMAIN
 };
 static MR_OPS: fi::fi_ops_mr = fi::fi_ops_mr {

@@ -30,6 +30,7 @@
 //!   control calls (`fi_enable`, endpoint `fi_close`, domain `fi_close`).
 
 mod av;
+mod cntr;
 mod cq;
 #[rustfmt::skip]
 mod enosys;

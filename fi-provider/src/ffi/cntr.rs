@@ -134,8 +134,8 @@ unsafe fn counter<'a>(p: *mut fi::fid_cntr, call: &str) -> Result<&'a Counter, c
 }
 
 unsafe extern "C" fn cntr_read(cntr: *mut fi::fid_cntr) -> u64 {
-    // SAFETY: a live fid from the application.
     guard("fi_cntr_read", 0, || {
+        // SAFETY: a live fid from the application.
         unsafe { counter(cntr, "fi_cntr_read") }.map_or(0, Counter::read)
     })
 }

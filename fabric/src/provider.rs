@@ -138,6 +138,23 @@ pub trait RegionProvider {
     /// subset of the region's access — all checked by the caller).
     fn grant(&self, range: Range<usize>, access: Access) -> Result<KeyGrant, FabricError>;
 
+    /// Grants `access` to `range` under a key the program chose (see
+    /// [`MemoryRegion::remote_keyed`](super::MemoryRegion::remote_keyed)); fails when
+    /// the key is taken in the domain. Providers that pick their own keys refuse.
+    fn grant_key(
+        &self,
+        range: Range<usize>,
+        access: Access,
+        key: u64,
+    ) -> Result<KeyGrant, FabricError> {
+        let _ = (range, access);
+        Err(FabricError::invalid(
+            "key",
+            key,
+            "this provider picks its own keys",
+        ))
+    }
+
     /// Revokes one key; returns whether it was live.
     fn revoke(&self, key: u64) -> bool;
 

@@ -547,3 +547,63 @@ fn foreign_memory_is_sent_from_and_received_into_in_place() {
         assert!(null.is_err());
     });
 }
+
+#[test]
+fn rma_with_a_program_chosen_key_is_checked_at_the_target() {
+    run(async {
+        let d = domain();
+        let (a, acq) = endpoint(&d, EndpointConfig::default());
+        let (b, _bcq) = endpoint(&d, EndpointConfig::default());
+        let ab = a.connect(&b.address()).await.unwrap();
+        let target = d.register(4096, Access::ALL).unwrap();
+        let key = target
+            .remote_keyed(0..4096, Access::REMOTE_READ | Access::REMOTE_WRITE, 0xC0DE)
+            .unwrap();
+        assert_eq!(key.key, 0xC0DE);
+        let other = d.register(64, Access::ALL).unwrap();
+        assert!(
+            other
+                .remote_keyed(0..64, Access::REMOTE_READ, 0xC0DE)
+                .is_err(),
+            "a key is granted once per domain"
+        );
+        // The initiator knows only the key's value.
+        let raw = RemoteKey::raw(0xC0DE);
+        let src = d.register(100, Access::LOCAL).unwrap();
+        src.write(0, &[7u8; 100]).unwrap();
+        a.write(ab, &src.all(), &raw, 1000).post().unwrap();
+        assert!(next(&acq).await.is_ok());
+        assert_eq!(target.to_vec(1000..1100).unwrap(), vec![7u8; 100]);
+        let back = d.register(100, Access::LOCAL).unwrap();
+        a.read(ab, &back.all(), &raw, 1000).post().unwrap();
+        assert!(next(&acq).await.is_ok());
+        assert_eq!(back.to_vec(0..100).unwrap(), vec![7u8; 100]);
+        // Out of the range: only the target can tell, and it says so.
+        a.write(ab, &src.all(), &raw, 4000).post().unwrap();
+        let c = next(&acq).await;
+        assert!(
+            matches!(
+                c.status,
+                Err(OpError::RemoteAccess {
+                    fault: AccessFault::OutOfBounds { .. },
+                    ..
+                })
+            ),
+            "{c:?}"
+        );
+        // Deregistered: the key is gone.
+        drop(target);
+        a.write(ab, &src.all(), &raw, 0).post().unwrap();
+        let c = next(&acq).await;
+        assert!(
+            matches!(c.status, Err(OpError::RemoteAccess { .. })),
+            "{c:?}"
+        );
+        assert!(
+            other
+                .remote_keyed(0..64, Access::REMOTE_READ, 0xC0DE)
+                .is_ok(),
+            "a released key can be chosen again"
+        );
+    });
+}

@@ -58,6 +58,11 @@ const RX_CAPS: u64 = fi::FI_MSG
 /// Everything offered.
 pub(crate) const CAPS: u64 = fi::FI_MSG
     | fi::FI_TAGGED
+    | fi::FI_RMA
+    | fi::FI_READ
+    | fi::FI_WRITE
+    | fi::FI_REMOTE_READ
+    | fi::FI_REMOTE_WRITE
     | fi::FI_SEND
     | fi::FI_RECV
     | fi::FI_DIRECTED_RECV
@@ -279,14 +284,22 @@ pub(crate) fn offer(
         if c & (fi::FI_MSG | fi::FI_TAGGED) != 0 && c & (fi::FI_SEND | fi::FI_RECV) == 0 {
             c |= fi::FI_SEND | fi::FI_RECV;
         }
+        let rma_dirs = fi::FI_READ | fi::FI_WRITE | fi::FI_REMOTE_READ | fi::FI_REMOTE_WRITE;
+        if c & fi::FI_RMA != 0 && c & rma_dirs == 0 {
+            c |= rma_dirs;
+        }
         c | (CAPS & !PRIMARY)
     };
+    // A write with immediate data consumes a posted receive at the target, which
+    // libfabric allows only under FI_RX_CQ_DATA; without it, fi_writedata is refused.
+    let mode = h.mode & fi::FI_RX_CQ_DATA;
+    rx.mode = mode;
     tx.caps = caps & TX_CAPS;
     rx.caps = caps & RX_CAPS;
     let (src, dest) = addresses(node, service, source_flag, h)?;
     Ok(Offer {
         caps,
-        mode: 0,
+        mode,
         src,
         dest,
         tx,
@@ -431,11 +444,11 @@ mod tests {
 
     #[test]
     fn what_is_not_offered_is_refused_with_the_reason() {
-        let rma = Hints {
-            caps: fi::FI_RMA,
+        let atomic = Hints {
+            caps: fi::FI_ATOMIC,
             ..hints()
         };
-        assert!(offer(API, None, None, false, &rma)
+        assert!(offer(API, None, None, false, &atomic)
             .unwrap_err()
             .contains("capabilities"));
         let msg_ep = Hints {

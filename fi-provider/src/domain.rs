@@ -64,6 +64,28 @@ impl DomainShared {
             .map_err(|_| "the domain's worker thread dropped the request".into())
     }
 
+    /// Registers `[ptr, ptr+len)` on the worker for remote `access` under `key`.
+    pub(crate) fn register(
+        &self,
+        ptr: usize,
+        len: usize,
+        access: zerorx_fabric::Access,
+        key: u64,
+    ) -> Result<(), String> {
+        self.call(|reply| Cmd::RegMr {
+            ptr,
+            len,
+            access,
+            key,
+            reply,
+        })?
+    }
+
+    /// Deregisters what `register` registered under `key`.
+    pub(crate) fn deregister(&self, key: u64) {
+        let _ = self.call(|reply| Cmd::CloseMr { key, reply });
+    }
+
     /// Stops the worker (it closes every endpoint left) and waits for it.
     pub(crate) fn stop(&self) {
         self.cmds.close_channel();

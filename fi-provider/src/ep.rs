@@ -7,7 +7,7 @@ use crate::cntr::Counter;
 use crate::codes;
 use crate::cq::{CqStore, Credits};
 use crate::domain::DomainShared;
-use crate::worker::{Cmd, EpSetup, Post, PostKind, RecvMode};
+use crate::worker::{Cmd, EpSetup, Post, PostKind, RecvMode, Rma};
 use std::net::SocketAddrV4;
 use std::sync::{Arc, Mutex, OnceLock};
 use zerorx_fabric::Level;
@@ -39,6 +39,9 @@ pub(crate) struct EpAttrs {
     pub inject_size: usize,
     pub tx_op_flags: u64,
     pub rx_op_flags: u64,
+    /// `FI_RX_CQ_DATA` mode: a write with immediate data consumes a posted receive,
+    /// so `fi_writedata` is allowed.
+    pub rx_cq_data: bool,
 }
 
 /// Where one direction's completions go: a CQ (and whether only operations
@@ -159,14 +162,14 @@ impl EpShared {
         if self.enabled.get().is_some() {
             return Err(refuse(codes::EOPBADSTATE, "bind after fi_enable"));
         }
-        let rma = fi::FI_READ | fi::FI_WRITE | fi::FI_REMOTE_READ | fi::FI_REMOTE_WRITE;
-        if flags & rma != 0 {
+        if flags & (fi::FI_REMOTE_READ | fi::FI_REMOTE_WRITE) != 0 {
             return Err(refuse(
                 fi::FI_ENOSYS,
-                "RMA counters need FI_RMA, which zerorx does not offer yet",
+                "counting RMA at the target needs FI_RMA_EVENT, which zerorx does not offer",
             ));
         }
-        let tx = flags & (fi::FI_SEND | fi::FI_TRANSMIT) != 0;
+        // Sends, reads and writes this endpoint starts share its transmit counter.
+        let tx = flags & (fi::FI_SEND | fi::FI_TRANSMIT | fi::FI_READ | fi::FI_WRITE) != 0;
         let rx = flags & fi::FI_RECV != 0;
         if !tx && !rx {
             return Err(refuse(
@@ -346,6 +349,72 @@ impl EpShared {
         self.hand_over(post, &self.rx_credits)
     }
 
+    /// Checks and hands an RMA read or write to the worker.
+    pub(crate) fn rma(&self, a: RmaArgs) -> Result<(), Refusal> {
+        let e = self.ready()?;
+        let entry = e.tx.entry_for(a.flags, "FI_TRANSMIT")?;
+        if self.attrs.caps & fi::FI_RMA == 0 {
+            return Err(refuse(
+                fi::FI_EINVAL,
+                "the endpoint was opened without FI_RMA",
+            ));
+        }
+        if a.data.is_some() && !self.attrs.rx_cq_data {
+            return Err(refuse(
+                fi::FI_ENOSYS,
+                "a write with immediate data consumes a receive at the target: it needs \
+                 the FI_RX_CQ_DATA mode (ask for it in hints->mode)",
+            ));
+        }
+        if a.len > self.attrs.max_msg {
+            return Err(refuse(
+                fi::FI_EMSGSIZE,
+                format!("len {} is over max_msg_size {}", a.len, self.attrs.max_msg),
+            ));
+        }
+        if a.buf == 0 && a.len > 0 {
+            return Err(refuse(fi::FI_EINVAL, "buf is NULL with len > 0"));
+        }
+        let peer =
+            e.av.as_ref()
+                .and_then(|av| av.lookup(a.dest))
+                .ok_or_else(|| {
+                    refuse(
+                        fi::FI_EINVAL,
+                        format!("fi_addr {} is not in the AV", a.dest),
+                    )
+                })?;
+        let rma = Rma {
+            peer,
+            addr: a.addr,
+            key: a.key,
+        };
+        let ptr = a.owned.as_ref().map_or(a.buf, |b| b.as_ptr() as usize);
+        let kind = if a.write {
+            let level = if a.flags & fi::FI_DELIVERY_COMPLETE != 0 {
+                Level::Delivered
+            } else {
+                Level::Sent
+            };
+            PostKind::Write {
+                rma,
+                data: a.data,
+                level,
+            }
+        } else {
+            PostKind::Read { rma }
+        };
+        let post = Post {
+            kind,
+            ptr,
+            len: a.len,
+            context: a.context,
+            completion: !a.inject && entry,
+            owned: a.owned,
+        };
+        self.hand_over(post, &self.tx_credits)
+    }
+
     fn hand_over(&self, post: Post, credits: &Credits) -> Result<(), Refusal> {
         if !credits.take() {
             return Err(refuse(fi::FI_EAGAIN, ""));
@@ -388,6 +457,25 @@ impl EpShared {
             let _ = self.domain.call(|reply| Cmd::CloseEp { ep: id, reply });
         }
     }
+}
+
+/// One RMA as the application posted it.
+pub(crate) struct RmaArgs {
+    pub write: bool,
+    pub buf: usize,
+    pub len: usize,
+    /// The target's `fi_addr`.
+    pub dest: u64,
+    /// Offset into the target's registration (`FI_MR_VIRT_ADDR` is not offered).
+    pub addr: u64,
+    pub key: u64,
+    pub data: Option<u64>,
+    pub flags: u64,
+    pub context: usize,
+    /// `fi_inject_write*`: no completion.
+    pub inject: bool,
+    /// The bytes copied at the call.
+    pub owned: Option<Box<[u8]>>,
 }
 
 /// One receive as the application posted it.

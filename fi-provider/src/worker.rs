@@ -22,7 +22,7 @@ use std::sync::Arc;
 use zerorx_fabric::provider::ProbeAction;
 use zerorx_fabric::{
     Access, Cap, Completion, CompletionQueue, Endpoint, EndpointConfig, EpAddr, Fabric, Level,
-    MemoryRegion, OpId, PeerId, Requirements,
+    MemoryRegion, OpId, PeerId, RemoteKey, Requirements,
 };
 use zerorx_libfabric_sys as fi;
 
@@ -61,6 +61,14 @@ pub(crate) enum PostKind {
         data: Option<u64>,
         level: Level,
     },
+    Write {
+        rma: Rma,
+        data: Option<u64>,
+        level: Level,
+    },
+    Read {
+        rma: Rma,
+    },
     Recv {
         /// Tag and ignore mask of a tagged receive.
         tag: Option<(u64, u64)>,
@@ -68,6 +76,13 @@ pub(crate) enum PostKind {
         from: Option<SocketAddrV4>,
         mode: RecvMode,
     },
+}
+
+/// An RMA: the target's `fi_addr` resolved, the offset into its key's range.
+pub(crate) struct Rma {
+    pub peer: SocketAddrV4,
+    pub addr: u64,
+    pub key: u64,
 }
 
 /// What a receive post is (`fi_trecvmsg`'s `FI_PEEK`, `FI_CLAIM`, `FI_DISCARD`).
@@ -100,6 +115,19 @@ pub(crate) enum Cmd {
     },
     CloseEp {
         ep: u64,
+        reply: SyncSender<()>,
+    },
+    /// Registers application memory for remote access under the application's key.
+    RegMr {
+        ptr: usize,
+        len: usize,
+        access: Access,
+        key: u64,
+        reply: SyncSender<Result<(), String>>,
+    },
+    /// Deregisters the memory registered under `key` (its key stops working).
+    CloseMr {
+        key: u64,
         reply: SyncSender<()>,
     },
 }
@@ -178,6 +206,7 @@ async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), St
         }
     };
     let mut eps: HashMap<u64, (Rc<WorkerEp>, zerorx::JoinHandle<()>)> = HashMap::new();
+    let mut mrs: HashMap<u64, MemoryRegion> = HashMap::new();
     while let Some(cmd) = cmds.next().await {
         match cmd {
             Cmd::OpenEp { id, setup, reply } => {
@@ -227,6 +256,32 @@ async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), St
                 if let Some((w, _)) = eps.get(&ep) {
                     w.cancel(context);
                 }
+            }
+            Cmd::RegMr {
+                ptr,
+                len,
+                access,
+                key,
+                reply,
+            } => {
+                let local = access | Access::LOCAL;
+                // SAFETY: libfabric's contract for fi_mr_reg: the application keeps
+                // the memory valid until fi_close of the MR, which deregisters it here
+                // (CloseMr) before returning.
+                let r = unsafe { domain.register_foreign(ptr as *mut u8, len, local) }
+                    .and_then(|mr| {
+                        mr.remote_keyed(0..len, access.remote_part(), key)?;
+                        Ok(mr)
+                    })
+                    .map(|mr| {
+                        mrs.insert(key, mr);
+                    })
+                    .map_err(|e| e.to_string());
+                let _ = reply.send(r);
+            }
+            Cmd::CloseMr { key, reply } => {
+                drop(mrs.remove(&key));
+                let _ = reply.send(());
             }
             Cmd::CloseEp { ep, reply } => {
                 if let Some((w, pump)) = eps.remove(&ep) {
@@ -286,6 +341,8 @@ impl WorkerEp {
     fn start(&self, post: Post) {
         let rx = matches!(post.kind, PostKind::Recv { .. });
         let flags = match &post.kind {
+            PostKind::Write { .. } => fi::FI_RMA | fi::FI_WRITE,
+            PostKind::Read { .. } => fi::FI_RMA | fi::FI_READ,
             PostKind::Send { tag, .. } => {
                 fi::FI_SEND
                     | if tag.is_some() {
@@ -303,7 +360,7 @@ impl WorkerEp {
                     }
             }
         };
-        let key = self.ops.borrow_mut().insert(OpState {
+        let slot = self.ops.borrow_mut().insert(OpState {
             context: post.context,
             flags,
             buf: post.ptr,
@@ -325,7 +382,7 @@ impl WorkerEp {
                     level,
                 } => {
                     let peer = self.peer(to)?;
-                    let mut p = self.ep.send(peer, &slice).level(level).context(key as u64);
+                    let mut p = self.ep.send(peer, &slice).level(level).context(slot as u64);
                     if let Some(t) = tag {
                         p = p.tag(t);
                     }
@@ -334,12 +391,34 @@ impl WorkerEp {
                     }
                     p.post().map_err(|e| e.to_string())
                 }
+                PostKind::Write { rma, data, level } => {
+                    let peer = self.peer(rma.peer)?;
+                    let key = RemoteKey::raw(rma.key);
+                    let mut p = self
+                        .ep
+                        .write(peer, &slice, &key, rma.addr)
+                        .level(level)
+                        .context(slot as u64);
+                    if let Some(d) = data {
+                        p = p.imm(d);
+                    }
+                    p.post().map_err(|e| e.to_string())
+                }
+                PostKind::Read { rma } => {
+                    let peer = self.peer(rma.peer)?;
+                    let key = RemoteKey::raw(rma.key);
+                    self.ep
+                        .read(peer, &slice, &key, rma.addr)
+                        .context(slot as u64)
+                        .post()
+                        .map_err(|e| e.to_string())
+                }
                 PostKind::Recv {
                     tag,
                     from,
                     mode: RecvMode::Post,
                 } => {
-                    let mut p = self.ep.recv(&slice).context(key as u64);
+                    let mut p = self.ep.recv(&slice).context(slot as u64);
                     if let Some((t, ignore)) = tag {
                         p = p.tagged(t, ignore);
                     }
@@ -354,7 +433,7 @@ impl WorkerEp {
                     mode: RecvMode::Probe(action),
                 } => {
                     let (t, ignore) = tag.unwrap_or((0, 0));
-                    let mut p = self.ep.probe(t, ignore).context(key as u64);
+                    let mut p = self.ep.probe(t, ignore).context(slot as u64);
                     if let Some(f) = from {
                         p = p.from(self.peer(f)?);
                     }
@@ -382,18 +461,18 @@ impl WorkerEp {
                         .unwrap_or(OpId(0));
                     let dst = (!discard).then_some(&slice);
                     self.ep
-                        .recv_claimed(claim, dst, key as u64)
+                        .recv_claimed(claim, dst, slot as u64)
                         .map_err(|e| e.to_string())
                 }
             });
         match started {
             Ok(id) => {
-                if let Some(op) = self.ops.borrow_mut().get_mut(key) {
+                if let Some(op) = self.ops.borrow_mut().get_mut(slot) {
                     op.id = Some(id);
                 }
             }
             Err(text) => {
-                let op = self.ops.borrow_mut().remove(key);
+                let op = self.ops.borrow_mut().remove(slot);
                 let entry = op.entry(0);
                 self.push_err(
                     &op,
@@ -490,6 +569,11 @@ impl WorkerEp {
         let mut entry = op.entry(if op.rx { c.len } else { 0 });
         entry.data = c.imm.unwrap_or(0);
         entry.tag = c.tag.unwrap_or(0);
+        if c.remote_write {
+            // A receive consumed by a write with immediate data (FI_RX_CQ_DATA).
+            entry.flags = fi::FI_RMA | fi::FI_REMOTE_WRITE;
+            entry.buf = 0;
+        }
         if op.rx {
             if let Some(src) = c.peer.and_then(|p| self.source(p)) {
                 entry.src = self.setup.av.reverse(src).unwrap_or(fi::FI_ADDR_NOTAVAIL);

@@ -366,22 +366,38 @@ fn bad_arguments_are_refused_with_einval_not_a_crash() {
             -(fi::FI_EINVAL as isize),
             "a NULL entry buffer"
         );
-        let mut mr = ptr::null_mut();
+        let (mut mr1, mut mr2) = (ptr::null_mut(), ptr::null_mut());
+        let remote = fi::FI_REMOTE_WRITE | fi::FI_REMOTE_READ;
         assert_eq!(
             fi::fi_mr_reg(
                 p.domain,
                 buf.as_ptr().cast(),
                 8,
-                fi::FI_REMOTE_WRITE,
+                remote,
                 0,
+                0x77,
                 0,
-                0,
-                &mut mr,
+                &mut mr1,
                 ptr::null_mut()
             ),
-            -fi::FI_ENOSYS,
-            "remote access needs FI_RMA, not offered"
+            0
         );
+        assert_eq!(
+            fi::fi_mr_reg(
+                p.domain,
+                buf.as_ptr().cast(),
+                8,
+                remote,
+                0,
+                0x77,
+                0,
+                &mut mr2,
+                ptr::null_mut()
+            ),
+            -(fi::FI_ENOKEY as i32),
+            "a key is registered once per domain"
+        );
+        assert_eq!(fi::fi_close(fid(mr1)), 0);
     }
     assert!(p.empty(0) && p.empty(1), "nothing refused was posted");
     p.close();
@@ -528,7 +544,7 @@ fn getinfo_refuses_what_is_not_offered() {
     // SAFETY: as in `getinfo`.
     unsafe {
         let hints = fi::fi_allocinfo();
-        (*hints).caps = fi::FI_RMA;
+        (*hints).caps = fi::FI_ATOMIC;
         (*(*hints).fabric_attr).prov_name = libc::strdup(c"zerorx".as_ptr());
         let mut info = ptr::null_mut();
         let rc = fi::fi_getinfo(
@@ -539,7 +555,7 @@ fn getinfo_refuses_what_is_not_offered() {
             hints,
             &mut info,
         );
-        assert_eq!(rc, -fi::FI_ENODATA, "FI_RMA is not offered yet");
+        assert_eq!(rc, -fi::FI_ENODATA, "FI_ATOMIC is not offered");
         (*hints).caps = fi::FI_MSG;
         (*(*hints).ep_attr).type_ = fi::FI_EP_MSG;
         let rc = fi::fi_getinfo(

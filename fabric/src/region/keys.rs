@@ -5,6 +5,9 @@ use super::Access;
 use crate::error::PostError;
 use serde::{Deserialize, Serialize};
 
+/// The generation of every key a program chose: such keys carry none of their own.
+pub(crate) const KEYED_GENERATION: u32 = 0;
+
 /// What a provider returns for a granted range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyGrant {
@@ -34,6 +37,21 @@ pub struct RemoteKey {
 }
 
 impl RemoteKey {
+    /// A key known only by its value, as libfabric programs exchange them (a key the
+    /// target chose with [`MemoryRegion::remote_keyed`](crate::MemoryRegion::remote_keyed)):
+    /// no bounds or access to check before posting, so the target's check is the
+    /// only one (providers with [`Cap::TargetValidation`](crate::Cap::TargetValidation)
+    /// report a violation in the completion).
+    pub fn raw(key: u64) -> RemoteKey {
+        RemoteKey {
+            key,
+            generation: KEYED_GENERATION,
+            base: 0,
+            len: u64::MAX,
+            access: Access::REMOTE_READ | Access::REMOTE_WRITE,
+        }
+    }
+
     /// Encoded length of [`to_bytes`](Self::to_bytes).
     pub const ENCODED_LEN: usize = 29;
 

@@ -7,6 +7,7 @@ mod keys;
 mod memory;
 
 pub use access::Access;
+pub(crate) use keys::KEYED_GENERATION;
 pub use keys::{random_u64, KeyGrant, RemoteKey};
 pub use memory::{memlock_check, memlock_state, RegionMemory};
 
@@ -113,6 +114,40 @@ impl MemoryRegion {
     /// carries a generation, and is valid until [`revoke`](Self::revoke),
     /// [`revoke_all`](Self::revoke_all) or the region's drop.
     pub fn remote(&self, range: Range<usize>, access: Access) -> Result<RemoteKey, FabricError> {
+        self.check_grant(&range, access)?;
+        let grant = self.inner.prov.grant(range.clone(), access)?;
+        Ok(RemoteKey {
+            key: grant.key,
+            generation: grant.generation,
+            base: grant.base,
+            len: range.len() as u64,
+            access,
+        })
+    }
+
+    /// [`remote`](Self::remote) with a key the program chose (libfabric's
+    /// `requested_key` without `FI_MR_PROV_KEY`): peers present it as
+    /// [`RemoteKey::raw`], so the target's check is the only one, and it has no
+    /// generation to tell a re-registration from the old one. Fails when the key is
+    /// already granted in the domain, or the provider picks its own keys.
+    pub fn remote_keyed(
+        &self,
+        range: Range<usize>,
+        access: Access,
+        key: u64,
+    ) -> Result<RemoteKey, FabricError> {
+        self.check_grant(&range, access)?;
+        let grant = self.inner.prov.grant_key(range.clone(), access, key)?;
+        Ok(RemoteKey {
+            key: grant.key,
+            generation: grant.generation,
+            base: grant.base,
+            len: range.len() as u64,
+            access,
+        })
+    }
+
+    fn check_grant(&self, range: &Range<usize>, access: Access) -> Result<(), FabricError> {
         if range.start > range.end || range.end > self.len() || range.is_empty() {
             return Err(FabricError::invalid(
                 "MemoryRegion::remote range",
@@ -140,14 +175,7 @@ impl MemoryRegion {
         if self.inner.closed.get() {
             return Err(FabricError::Closed);
         }
-        let grant = self.inner.prov.grant(range.clone(), access)?;
-        Ok(RemoteKey {
-            key: grant.key,
-            generation: grant.generation,
-            base: grant.base,
-            len: range.len() as u64,
-            access,
-        })
+        Ok(())
     }
 
     /// Revokes one key; later RMA with it fails at the target (`StaleKey`). Returns

@@ -3,7 +3,7 @@
 
 use crate::error::{AccessFault, FabricError};
 use crate::provider::RegionProvider;
-use crate::region::{random_u64, Access, KeyGrant, RegionMemory};
+use crate::region::{random_u64, Access, KeyGrant, RegionMemory, KEYED_GENERATION};
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -44,7 +44,11 @@ impl KeyTable {
         while key == 0 || self.grants.contains_key(&key) {
             key = random_u64();
         }
+        // Generation KEYED_GENERATION belongs to program-chosen keys.
         self.generation = self.generation.wrapping_add(1);
+        if self.generation == KEYED_GENERATION {
+            self.generation = 1;
+        }
         self.grants.insert(
             key,
             Grant {
@@ -60,6 +64,39 @@ impl KeyTable {
             generation: self.generation,
             base: range.start as u64,
         }
+    }
+
+    /// A grant under the program's `key`.
+    fn grant_keyed(
+        &mut self,
+        mem: &Arc<RegionMemory>,
+        range: Range<usize>,
+        access: Access,
+        key: u64,
+    ) -> Result<KeyGrant, FabricError> {
+        if self.grants.get(&key).is_some_and(|g| g.mem.is_some()) {
+            return Err(FabricError::invalid(
+                "key",
+                key,
+                "already granted in this domain",
+            ));
+        }
+        self.revoked.retain(|k| *k != key);
+        self.grants.insert(
+            key,
+            Grant {
+                mem: Some(mem.clone()),
+                start: range.start as u64,
+                len: range.len() as u64,
+                access,
+                generation: KEYED_GENERATION,
+            },
+        );
+        Ok(KeyGrant {
+            key,
+            generation: KEYED_GENERATION,
+            base: range.start as u64,
+        })
     }
 
     fn revoke(&mut self, key: u64) -> bool {
@@ -122,6 +159,20 @@ pub(super) struct UringRegion {
 impl RegionProvider for UringRegion {
     fn grant(&self, range: Range<usize>, access: Access) -> Result<KeyGrant, FabricError> {
         let g = self.table.borrow_mut().grant(&self.mem, range, access);
+        self.keys.borrow_mut().push(g.key);
+        Ok(g)
+    }
+
+    fn grant_key(
+        &self,
+        range: Range<usize>,
+        access: Access,
+        key: u64,
+    ) -> Result<KeyGrant, FabricError> {
+        let g = self
+            .table
+            .borrow_mut()
+            .grant_keyed(&self.mem, range, access, key)?;
         self.keys.borrow_mut().push(g.key);
         Ok(g)
     }

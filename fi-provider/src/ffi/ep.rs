@@ -14,7 +14,7 @@ use super::{guard, log};
 use crate::addr;
 use crate::attrs;
 use crate::codes;
-use crate::ep::{EpAttrs, EpShared, RecvArgs, Refusal, SendArgs};
+use crate::ep::{EpAttrs, EpShared, RecvArgs, Refusal, RmaArgs, SendArgs};
 use crate::worker::RecvMode;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::raw::{c_int, c_void};
@@ -63,6 +63,18 @@ static MSG_OPS: fi::fi_ops_msg = fi::fi_ops_msg {
     senddata: Some(senddata),
     injectdata: Some(injectdata),
     ..ENOSYS_MSG
+};
+static RMA_OPS: fi::fi_ops_rma = fi::fi_ops_rma {
+    read: Some(rma_read),
+    readv: Some(rma_readv),
+    readmsg: Some(rma_readmsg),
+    write: Some(rma_write),
+    writev: Some(rma_writev),
+    writemsg: Some(rma_writemsg),
+    inject: Some(rma_inject),
+    writedata: Some(rma_writedata),
+    injectdata: Some(rma_injectdata),
+    ..ENOSYS_RMA
 };
 static TAGGED_OPS: fi::fi_ops_tagged = fi::fi_ops_tagged {
     recv: Some(trecv),
@@ -141,6 +153,7 @@ pub(super) unsafe extern "C" fn endpoint_open(
             ),
             tx_op_flags: tx.map_or(0, |t| t.op_flags),
             rx_op_flags: rx.map_or(0, |r| r.op_flags),
+            rx_cq_data: (i.mode | rx.map_or(0, |r| r.mode)) & fi::FI_RX_CQ_DATA != 0,
         };
         d.shared.children.fetch_add(1, Ordering::AcqRel);
         let p = obj::into_fid(Ep {
@@ -149,7 +162,7 @@ pub(super) unsafe extern "C" fn endpoint_open(
                 ops: obj::table(&EP_OPS),
                 cm: obj::table(&CM_OPS),
                 msg: obj::table(&MSG_OPS),
-                rma: obj::table(&ENOSYS_RMA_TABLE),
+                rma: obj::table(&RMA_OPS),
                 tagged: obj::table(&TAGGED_OPS),
                 atomic: obj::table(&ENOSYS_ATOMIC_TABLE),
                 collective: obj::table(&ENOSYS_COLLECTIVE_TABLE),
@@ -162,7 +175,6 @@ pub(super) unsafe extern "C" fn endpoint_open(
     })
 }
 
-static ENOSYS_RMA_TABLE: fi::fi_ops_rma = ENOSYS_RMA;
 static ENOSYS_ATOMIC_TABLE: fi::fi_ops_atomic = ENOSYS_ATOMIC;
 static ENOSYS_COLLECTIVE_TABLE: fi::fi_ops_collective = ENOSYS_COLLECTIVE;
 
@@ -850,6 +862,296 @@ unsafe extern "C" fn trecvmsg(
             r.tag = Some((m.tag, m.ignore));
             r.mode = recv_mode(flags)?;
             Ok(r)
+        })
+    }
+}
+
+/// Runs an RMA built by `make`.
+///
+/// # Safety
+/// As [`post_send`].
+unsafe fn post_rma(
+    ep: *mut fi::fid_ep,
+    call: &str,
+    make: impl FnOnce(&EpAttrs) -> Result<RmaArgs, Refusal>,
+) -> isize {
+    guard(call, -(codes::EOTHER as isize), || {
+        // SAFETY: a live fid by the contract.
+        let e = match unsafe { ep_of(ep as *mut fi::fid, call) } {
+            Ok(e) => e,
+            Err(c) => return c,
+        };
+        let r = make(&e.shared.attrs).and_then(|mut a| {
+            if a.write && a.owned.is_none() && (a.inject || a.flags & fi::FI_INJECT != 0) {
+                if a.len > e.shared.attrs.inject_size {
+                    return Err(Refusal {
+                        code: fi::FI_EMSGSIZE,
+                        why: format!(
+                            "len {} is over inject_size {}",
+                            a.len, e.shared.attrs.inject_size
+                        ),
+                    });
+                }
+                // SAFETY: `len` bytes at `buf`, per the call.
+                a.owned = Some(unsafe { copy_in(a.buf, a.len) });
+            }
+            e.shared.rma(a)
+        });
+        answer(call, r)
+    })
+}
+
+fn rma_args(
+    a: &EpAttrs,
+    write: bool,
+    buf: usize,
+    len: usize,
+    dest: fi::fi_addr_t,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+) -> RmaArgs {
+    RmaArgs {
+        write,
+        buf,
+        len,
+        dest,
+        addr,
+        key,
+        data: None,
+        flags: a.tx_op_flags,
+        context: context as usize,
+        inject: false,
+        owned: None,
+    }
+}
+
+/// The one target range of an `fi_msg_rma` (`rma_iov_limit` is 1).
+///
+/// # Safety
+/// `m` is a valid `fi_msg_rma` whose arrays hold their counts.
+unsafe fn from_msg_rma(
+    a: &EpAttrs,
+    write: bool,
+    m: *const fi::fi_msg_rma,
+    flags: u64,
+) -> Result<RmaArgs, Refusal> {
+    // SAFETY: per the contract.
+    let m = unsafe { m.as_ref() }.ok_or(Refusal {
+        code: fi::FI_EINVAL,
+        why: "msg is NULL".into(),
+    })?;
+    // SAFETY: `msg_iov` holds `iov_count` entries.
+    let (b, l) = unsafe { one_iov(m.msg_iov, m.iov_count) }?;
+    if m.rma_iov_count != 1 || m.rma_iov.is_null() {
+        return Err(Refusal {
+            code: fi::FI_EINVAL,
+            why: format!("rma_iov_count {} (rma_iov_limit is 1)", m.rma_iov_count),
+        });
+    }
+    // SAFETY: one fi_rma_iov (checked non-null, count 1).
+    let r = unsafe { &*m.rma_iov };
+    if r.len < l {
+        return Err(Refusal {
+            code: fi::FI_EINVAL,
+            why: format!("rma_iov len {} is less than the local {l} bytes", r.len),
+        });
+    }
+    let mut x = rma_args(a, write, b, l, m.addr, r.addr, r.key, m.context);
+    x.flags = flags;
+    x.data = (write && flags & fi::FI_REMOTE_CQ_DATA != 0).then_some(m.data);
+    Ok(x)
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rma_read(
+    ep: *mut fi::fid_ep,
+    buf: *mut c_void,
+    len: usize,
+    _desc: *mut c_void,
+    src: fi::fi_addr_t,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+) -> isize {
+    // SAFETY: fi_read's arguments.
+    unsafe {
+        post_rma(ep, "fi_read", |a| {
+            Ok(rma_args(
+                a,
+                false,
+                buf as usize,
+                len,
+                src,
+                addr,
+                key,
+                context,
+            ))
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rma_readv(
+    ep: *mut fi::fid_ep,
+    iov: *const fi::iovec,
+    _desc: *mut *mut c_void,
+    count: usize,
+    src: fi::fi_addr_t,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+) -> isize {
+    // SAFETY: fi_readv's arguments.
+    unsafe {
+        post_rma(ep, "fi_readv", |a| {
+            let (b, l) = one_iov(iov, count)?;
+            Ok(rma_args(a, false, b, l, src, addr, key, context))
+        })
+    }
+}
+
+unsafe extern "C" fn rma_readmsg(
+    ep: *mut fi::fid_ep,
+    msg: *const fi::fi_msg_rma,
+    flags: u64,
+) -> isize {
+    // SAFETY: fi_readmsg's arguments.
+    unsafe { post_rma(ep, "fi_readmsg", |a| from_msg_rma(a, false, msg, flags)) }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rma_write(
+    ep: *mut fi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    _desc: *mut c_void,
+    dest: fi::fi_addr_t,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+) -> isize {
+    // SAFETY: fi_write's arguments.
+    unsafe {
+        post_rma(ep, "fi_write", |a| {
+            Ok(rma_args(
+                a,
+                true,
+                buf as usize,
+                len,
+                dest,
+                addr,
+                key,
+                context,
+            ))
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rma_writev(
+    ep: *mut fi::fid_ep,
+    iov: *const fi::iovec,
+    _desc: *mut *mut c_void,
+    count: usize,
+    dest: fi::fi_addr_t,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+) -> isize {
+    // SAFETY: fi_writev's arguments.
+    unsafe {
+        post_rma(ep, "fi_writev", |a| {
+            let (b, l) = one_iov(iov, count)?;
+            Ok(rma_args(a, true, b, l, dest, addr, key, context))
+        })
+    }
+}
+
+unsafe extern "C" fn rma_writemsg(
+    ep: *mut fi::fid_ep,
+    msg: *const fi::fi_msg_rma,
+    flags: u64,
+) -> isize {
+    // SAFETY: fi_writemsg's arguments.
+    unsafe { post_rma(ep, "fi_writemsg", |a| from_msg_rma(a, true, msg, flags)) }
+}
+
+unsafe extern "C" fn rma_inject(
+    ep: *mut fi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    dest: fi::fi_addr_t,
+    addr: u64,
+    key: u64,
+) -> isize {
+    // SAFETY: fi_inject_write's arguments.
+    unsafe {
+        post_rma(ep, "fi_inject_write", |a| {
+            let mut x = rma_args(
+                a,
+                true,
+                buf as usize,
+                len,
+                dest,
+                addr,
+                key,
+                std::ptr::null_mut(),
+            );
+            x.inject = true;
+            Ok(x)
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rma_writedata(
+    ep: *mut fi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    _desc: *mut c_void,
+    data: u64,
+    dest: fi::fi_addr_t,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+) -> isize {
+    // SAFETY: fi_writedata's arguments.
+    unsafe {
+        post_rma(ep, "fi_writedata", |a| {
+            let mut x = rma_args(a, true, buf as usize, len, dest, addr, key, context);
+            x.data = Some(data);
+            Ok(x)
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn rma_injectdata(
+    ep: *mut fi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    data: u64,
+    dest: fi::fi_addr_t,
+    addr: u64,
+    key: u64,
+) -> isize {
+    // SAFETY: fi_inject_writedata's arguments.
+    unsafe {
+        post_rma(ep, "fi_inject_writedata", |a| {
+            let mut x = rma_args(
+                a,
+                true,
+                buf as usize,
+                len,
+                dest,
+                addr,
+                key,
+                std::ptr::null_mut(),
+            );
+            x.inject = true;
+            x.data = Some(data);
+            Ok(x)
         })
     }
 }

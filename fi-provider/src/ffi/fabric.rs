@@ -9,6 +9,7 @@ use crate::domain::DomainShared;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use zerorx_fabric::Access;
 use zerorx_libfabric_sys as fi;
 
 #[repr(C)]
@@ -111,6 +112,8 @@ static DOMAIN_OPS: fi::fi_ops_domain = fi::fi_ops_domain {
 };
 static MR_OPS: fi::fi_ops_mr = fi::fi_ops_mr {
     reg: Some(mr_reg),
+    regv: Some(mr_regv),
+    regattr: Some(mr_regattr),
     ..ENOSYS_MR
 };
 
@@ -179,12 +182,15 @@ unsafe extern "C" fn domain_close(fid: *mut fi::fid) -> c_int {
     })
 }
 
-/// A memory registration. Posts need none (`mr_mode` 0: any buffer may be posted),
-/// so it records the key and access for the application's own bookkeeping.
+/// A memory registration. Local posts need none (`mr_mode` 0: any buffer may be
+/// posted); one with remote access registers the memory on the domain's worker under
+/// the application's key (no `FI_MR_PROV_KEY`), which peers present for RMA.
 #[repr(C)]
 pub(super) struct Mr {
     fid: fi::fid_mr,
     domain: Arc<DomainShared>,
+    /// Registered on the worker (remote access): deregistered at close.
+    remote: bool,
 }
 
 // SAFETY: `fid_mr` is the first field and `CLASS` its class.
@@ -197,6 +203,73 @@ static MR_FID_OPS: fi::fi_ops = fi::fi_ops {
     close: Some(mr_close),
     ..ENOSYS_FID
 };
+
+/// The one registration every `fi_mr_reg*` comes down to.
+///
+/// # Safety
+/// `fid` is a live fid; `mr` is NULL or writable; `[buf, buf+len)` is the
+/// application's memory, valid until the MR's close (libfabric's contract).
+#[allow(clippy::too_many_arguments)]
+unsafe fn register(
+    call: &str,
+    fid: *mut fi::fid,
+    buf: *const c_void,
+    len: usize,
+    access: u64,
+    requested_key: u64,
+    flags: u64,
+    mr: *mut *mut fi::fid_mr,
+    context: *mut c_void,
+) -> c_int {
+    // SAFETY: the application passes a live fid.
+    let d = match unsafe { obj::need::<Domain>(fid, call) } {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    if mr.is_null() {
+        return log::refuse(call, fi::FI_EINVAL, "mr is NULL");
+    }
+    if buf.is_null() && len > 0 {
+        return log::refuse(call, fi::FI_EINVAL, "buf is NULL with len > 0");
+    }
+    if flags != 0 {
+        return log::refuse(call, codes::EBADFLAGS, &format!("flags {flags:#x}"));
+    }
+    let mut remote = Access::empty();
+    if access & fi::FI_REMOTE_READ != 0 {
+        remote = remote | Access::REMOTE_READ;
+    }
+    if access & fi::FI_REMOTE_WRITE != 0 {
+        remote = remote | Access::REMOTE_WRITE;
+    }
+    let is_remote = remote != Access::empty();
+    if is_remote {
+        if len == 0 {
+            return log::refuse(call, fi::FI_EINVAL, "remote access to 0 bytes");
+        }
+        if let Err(e) = d.shared.register(buf as usize, len, remote, requested_key) {
+            let code = if e.contains("already granted") {
+                fi::FI_ENOKEY as i32
+            } else {
+                codes::EOTHER
+            };
+            return log::refuse(call, code, &format!("key {requested_key:#x}: {e}"));
+        }
+    }
+    d.shared.children.fetch_add(1, Ordering::AcqRel);
+    let m = obj::into_fid(Mr {
+        fid: fi::fid_mr {
+            fid: obj::header::<Mr>(context, &MR_FID_OPS),
+            mem_desc: std::ptr::null_mut(),
+            key: requested_key,
+        },
+        domain: d.shared.clone(),
+        remote: is_remote,
+    });
+    // SAFETY: non-null (checked) and writable.
+    unsafe { *mr = m as *mut fi::fid_mr };
+    0
+}
 
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn mr_reg(
@@ -211,48 +284,110 @@ unsafe extern "C" fn mr_reg(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_mr_reg", -codes::EOTHER, || {
-        // SAFETY: the application passes a live fid.
-        let Some(d) = (unsafe { obj::get::<Domain>(fid) }) else {
-            return log::refuse("fi_mr_reg", fi::FI_EINVAL, "fid is not a zerorx domain");
-        };
-        if mr.is_null() {
-            return log::refuse("fi_mr_reg", fi::FI_EINVAL, "mr is NULL");
-        }
-        if buf.is_null() && len > 0 {
-            return log::refuse("fi_mr_reg", fi::FI_EINVAL, "buf is NULL with len > 0");
-        }
-        if flags != 0 {
-            return log::refuse("fi_mr_reg", codes::EBADFLAGS, &format!("flags {flags:#x}"));
-        }
-        let remote = fi::FI_REMOTE_READ | fi::FI_REMOTE_WRITE;
-        if access & remote != 0 {
-            return log::refuse(
+        // SAFETY: fi_mr_reg's arguments.
+        unsafe {
+            register(
                 "fi_mr_reg",
-                fi::FI_ENOSYS,
-                "remote access needs FI_RMA, which zerorx does not offer yet",
+                fid,
+                buf,
+                len,
+                access,
+                requested_key,
+                flags,
+                mr,
+                context,
+            )
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn mr_regv(
+    fid: *mut fi::fid,
+    iov: *const fi::iovec,
+    count: usize,
+    access: u64,
+    _offset: u64,
+    requested_key: u64,
+    flags: u64,
+    mr: *mut *mut fi::fid_mr,
+    context: *mut c_void,
+) -> c_int {
+    guard("fi_mr_regv", -codes::EOTHER, || {
+        if count != 1 || iov.is_null() {
+            return log::refuse("fi_mr_regv", fi::FI_EINVAL, "one iovec (mr_iov_limit is 1)");
+        }
+        // SAFETY: one iovec (checked), then fi_mr_regv's arguments.
+        unsafe {
+            let v = &*iov;
+            register(
+                "fi_mr_regv",
+                fid,
+                v.iov_base,
+                v.iov_len,
+                access,
+                requested_key,
+                flags,
+                mr,
+                context,
+            )
+        }
+    })
+}
+
+unsafe extern "C" fn mr_regattr(
+    fid: *mut fi::fid,
+    attr: *const fi::fi_mr_attr,
+    flags: u64,
+    mr: *mut *mut fi::fid_mr,
+) -> c_int {
+    guard("fi_mr_regattr", -codes::EOTHER, || {
+        // SAFETY: NULL or a valid attr from the application.
+        let Some(a) = (unsafe { attr.as_ref() }) else {
+            return log::refuse("fi_mr_regattr", fi::FI_EINVAL, "attr is NULL");
+        };
+        if a.iov_count != 1 || a.mr_iov.is_null() {
+            return log::refuse(
+                "fi_mr_regattr",
+                fi::FI_EINVAL,
+                "one iovec (mr_iov_limit is 1)",
             );
         }
-        d.shared.children.fetch_add(1, Ordering::AcqRel);
-        let m = obj::into_fid(Mr {
-            fid: fi::fid_mr {
-                fid: obj::header::<Mr>(context, &MR_FID_OPS),
-                mem_desc: std::ptr::null_mut(),
-                key: requested_key,
-            },
-            domain: d.shared.clone(),
-        });
-        // SAFETY: non-null (checked) and writable.
-        unsafe { *mr = m as *mut fi::fid_mr };
-        0
+        if a.iface != fi::FI_HMEM_SYSTEM {
+            return log::refuse(
+                "fi_mr_regattr",
+                fi::FI_ENOSYS,
+                "device memory (FI_HMEM) is not offered",
+            );
+        }
+        // SAFETY: one iovec (checked), then the attr's fields.
+        unsafe {
+            let v = &*a.mr_iov;
+            register(
+                "fi_mr_regattr",
+                fid,
+                v.iov_base,
+                v.iov_len,
+                a.access,
+                a.requested_key,
+                flags,
+                mr,
+                a.context,
+            )
+        }
     })
 }
 
 unsafe extern "C" fn mr_close(fid: *mut fi::fid) -> c_int {
     guard("fi_close(mr)", -codes::EOTHER, || {
         // SAFETY: the application passes a live fid.
-        let Some(m) = (unsafe { obj::get::<Mr>(fid) }) else {
-            return log::refuse("fi_close", fi::FI_EINVAL, "not a zerorx memory region");
+        let m = match unsafe { obj::need::<Mr>(fid, "fi_close") } {
+            Ok(m) => m,
+            Err(e) => return e,
         };
+        if m.remote {
+            m.domain.deregister(m.fid.key);
+        }
         m.domain.children.fetch_sub(1, Ordering::AcqRel);
         // SAFETY: a live MR, not used after its close.
         unsafe { obj::free::<Mr>(fid) };

@@ -901,6 +901,7 @@ unsafe fn post_rma(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn rma_args(
     a: &EpAttrs,
     write: bool,

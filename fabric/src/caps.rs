@@ -38,11 +38,14 @@ pub enum Cap {
     /// without taking it, claim it for a later receive, or discard it
     /// ([`Endpoint::probe`](super::Endpoint::probe); MPI's `MPI_Improbe`).
     Probe,
+    /// One untagged receive buffer that several messages fill back to back, each
+    /// reported as it lands ([`RecvPost::multi`](super::RecvPost::multi)).
+    MultiRecv,
 }
 
 impl Cap {
     /// Every capability, in declaration order.
-    pub const ALL: [Cap; 14] = [
+    pub const ALL: [Cap; 15] = [
         Cap::Msg,
         Cap::Tagged,
         Cap::SendImm,
@@ -57,6 +60,7 @@ impl Cap {
         Cap::TargetValidation,
         Cap::PeerRemove,
         Cap::Probe,
+        Cap::MultiRecv,
     ];
 
     fn bit(self) -> u32 {
@@ -80,6 +84,7 @@ impl Cap {
             Cap::TargetValidation => "target-validation",
             Cap::PeerRemove => "peer-remove",
             Cap::Probe => "probe",
+            Cap::MultiRecv => "multi-recv",
         }
     }
 }

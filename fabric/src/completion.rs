@@ -134,6 +134,12 @@ pub struct Completion {
     pub remote_write: bool,
     /// The received bytes of a lease receive.
     pub lease: Option<Lease>,
+    /// Where in the posted buffer the bytes were placed: 0 but for the later
+    /// messages of a multi-receive ([`RecvPost::multi`](crate::RecvPost::multi)).
+    pub offset: usize,
+    /// More completions of this operation follow: a message of a multi-receive whose
+    /// buffer has room left. The last one has `false`.
+    pub more: bool,
     /// Success, or why it failed.
     pub status: Result<(), OpError>,
 }
@@ -149,7 +155,8 @@ impl Completion {
 struct Queued {
     c: Completion,
     table: Rc<OpTable>,
-    queue: QueueKind,
+    /// The depth slot taking it frees (`None` for a completion with `more`).
+    queue: Option<QueueKind>,
 }
 
 pub(crate) struct CqInner {
@@ -174,7 +181,7 @@ impl CqInner {
         self.reserved.set(self.reserved.get().saturating_sub(n));
     }
 
-    pub(crate) fn push(&self, c: Completion, table: Rc<OpTable>, queue: QueueKind) {
+    pub(crate) fn push(&self, c: Completion, table: Rc<OpTable>, queue: Option<QueueKind>) {
         self.queue
             .borrow_mut()
             .push_back(Queued { c, table, queue });
@@ -186,7 +193,9 @@ impl CqInner {
 
     fn pop(&self) -> Option<Completion> {
         let q = self.queue.borrow_mut().pop_front()?;
-        q.table.release_slot(q.queue);
+        if let Some(queue) = q.queue {
+            q.table.release_slot(queue);
+        }
         Some(q.c)
     }
 }

@@ -160,6 +160,7 @@ impl Endpoint {
             target: RecvTarget::Buffer(dst.clone()),
             tag: None,
             from: None,
+            multi: None,
             context: 0,
         }
     }
@@ -173,6 +174,7 @@ impl Endpoint {
             target: RecvTarget::Lease { max_len },
             tag: None,
             from: None,
+            multi: None,
             context: 0,
         }
     }
@@ -498,6 +500,7 @@ pub struct RecvPost<'a> {
     target: RecvTarget,
     tag: Option<TagMatch>,
     from: Option<PeerId>,
+    multi: Option<usize>,
     context: u64,
 }
 
@@ -512,6 +515,17 @@ impl RecvPost<'_> {
     /// Accepts messages from `peer` only (needs [`Cap::SourceFilter`]).
     pub fn from(mut self, peer: PeerId) -> Self {
         self.from = Some(peer);
+        self
+    }
+
+    /// Makes it a multi-receive (needs [`Cap::MultiRecv`]; untagged, into a region
+    /// slice): messages land back to back, each reported as it arrives with its
+    /// [`offset`](crate::Completion::offset) and [`more`](crate::Completion::more)
+    /// set, until fewer than `min_free` bytes (at least 1) are left; that message's
+    /// completion has `more` unset and ends the receive. It keeps its place among
+    /// posted receives meanwhile.
+    pub fn multi(mut self, min_free: usize) -> Self {
+        self.multi = Some(min_free.max(1));
         self
     }
 
@@ -531,6 +545,15 @@ impl RecvPost<'_> {
         })?;
         if self.from.is_some() {
             ep.need(Cap::SourceFilter)?;
+        }
+        if self.multi.is_some() {
+            ep.need(Cap::MultiRecv)?;
+            if self.tag.is_some() || !matches!(self.target, RecvTarget::Buffer(_)) {
+                return Err(PostError::Unsupported {
+                    cap: Cap::MultiRecv,
+                    reason: "a multi-receive is untagged and into a region slice".into(),
+                });
+            }
         }
         let (kind, uses) = match &self.target {
             RecvTarget::Buffer(dst) => {
@@ -564,6 +587,7 @@ impl RecvPost<'_> {
                 target: self.target,
                 tag: self.tag,
                 from: self.from,
+                multi: self.multi,
             },
         )
     }

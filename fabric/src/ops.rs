@@ -152,6 +152,8 @@ pub struct OpOutcome {
     pub remote_write: bool,
     /// The bytes of a lease receive.
     pub lease: Option<Lease>,
+    /// Where in the posted buffer the bytes went (see [`Completion::offset`]).
+    pub offset: usize,
     /// Success or the error.
     pub status: Result<(), OpError>,
 }
@@ -166,6 +168,7 @@ impl OpOutcome {
             imm: None,
             remote_write: false,
             lease: None,
+            offset: 0,
             status: Ok(()),
         }
     }
@@ -199,28 +202,51 @@ impl CompletionSink {
             self.table.duplicates.set(self.table.duplicates.get() + 1);
             return false;
         };
-        let tx = e.kind.is_tx();
-        let c = Completion {
-            op,
-            context: e.context,
-            kind: e.kind,
-            peer: if tx { e.peer } else { outcome.peer.or(e.peer) },
-            len: outcome.len,
-            tag: if tx { e.tag } else { outcome.tag },
-            imm: if tx { None } else { outcome.imm },
-            remote_write: outcome.remote_write,
-            lease: outcome.lease,
-            status: outcome.status,
-        };
+        let c = completion(op, &e, outcome, false);
+        let queue = queue_of_tx(e.kind.is_tx());
         // The region uses end here: the provider is done with the memory.
         drop(e);
-        self.cq.push(c, self.table.clone(), queue_of_tx(tx));
+        self.cq.push(c, self.table.clone(), Some(queue));
+        true
+    }
+
+    /// Reports one part of `op` with more to follow (a message of a multi-receive):
+    /// the operation stays outstanding, and this completion holds no depth slot.
+    pub fn complete_part(&self, op: OpId, outcome: OpOutcome) -> bool {
+        let c = {
+            let entries = self.table.entries.borrow();
+            let idx = (op.0 & u64::from(u32::MAX)) as usize;
+            match entries.get(idx) {
+                Some(e) if e.id == op => completion(op, e, outcome, true),
+                _ => return false,
+            }
+        };
+        self.cq.push(c, self.table.clone(), None);
         true
     }
 
     /// Whether `op` is posted and not yet completed.
     pub fn is_outstanding(&self, op: OpId) -> bool {
         self.table.is_outstanding(op)
+    }
+}
+
+/// The completion of `op` (recorded as `e`) with `outcome`.
+fn completion(op: OpId, e: &Entry, outcome: OpOutcome, more: bool) -> Completion {
+    let tx = e.kind.is_tx();
+    Completion {
+        op,
+        context: e.context,
+        kind: e.kind,
+        peer: if tx { e.peer } else { outcome.peer.or(e.peer) },
+        len: outcome.len,
+        tag: if tx { e.tag } else { outcome.tag },
+        imm: if tx { None } else { outcome.imm },
+        remote_write: outcome.remote_write,
+        lease: outcome.lease,
+        offset: outcome.offset,
+        more,
+        status: outcome.status,
     }
 }
 

@@ -228,6 +228,9 @@ pub enum PostRequest {
         tag: Option<TagMatch>,
         /// Only messages from this peer.
         from: Option<PeerId>,
+        /// A multi-receive: messages fill the buffer back to back until less than
+        /// this many bytes are left (untagged, into a region slice only).
+        multi: Option<usize>,
     },
     /// RMA write of `src` to `key` at `offset`.
     Write {

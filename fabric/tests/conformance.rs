@@ -558,6 +558,69 @@ fn probe_peek_claim_and_discard_waiting_messages() {
 }
 
 #[test]
+fn multi_receive_fills_one_buffer_with_several_messages() {
+    each_provider("multi_recv", |p| async move {
+        let Some(net) = open(&p, &[Cap::Msg, Cap::MultiRecv]) else {
+            return;
+        };
+        let (a, b, ab, _) = pair(&net).await;
+        let src = region(&net, 4096, Access::LOCAL);
+        let buf = region(&net, 256, Access::LOCAL);
+        let after = region(&net, 64, Access::LOCAL);
+        let multi = b.ep.recv(&buf.all()).multi(64).context(1).post().unwrap();
+        let next_recv = b.ep.recv(&after.all()).context(2).post().unwrap();
+        for i in 0..5u64 {
+            src.write(i as usize * 100, &pattern(i, 50)).unwrap();
+            a.ep.send(
+                ab,
+                &src.slice(i as usize * 100..i as usize * 100 + 50).unwrap(),
+            )
+            .post()
+            .unwrap();
+            next_ok(&a.cq, "send").await;
+        }
+        // 4 messages fit before fewer than 64 bytes are left (256 - 200 = 56).
+        for i in 0..4usize {
+            let c = next_ok(&b.cq, "multi part").await;
+            assert_eq!(
+                (c.op, c.context, c.len, c.offset),
+                (multi, 1, 50, i * 50),
+                "{p}"
+            );
+            assert_eq!(c.more, i < 3, "{p}: the fourth ends the buffer");
+            assert_eq!(
+                buf.to_vec(i * 50..i * 50 + 50).unwrap(),
+                pattern(i as u64, 50)
+            );
+        }
+        let c = next_ok(&b.cq, "the receive after the multi-receive").await;
+        assert_eq!((c.op, c.len, c.more), (next_recv, 50, false), "{p}");
+        assert_eq!(after.to_vec(0..50).unwrap(), pattern(4, 50));
+        // A message longer than the room left ends the buffer truncated.
+        let small = region(&net, 80, Access::LOCAL);
+        let m2 = b.ep.recv(&small.all()).multi(16).post().unwrap();
+        for i in 0..2 {
+            a.ep.send(ab, &src.slice(i * 100..i * 100 + 50).unwrap())
+                .post()
+                .unwrap();
+            next_ok(&a.cq, "send").await;
+        }
+        assert!(next_ok(&b.cq, "first part").await.more);
+        let c = next(&b.cq, "truncated part").await;
+        assert_eq!((c.op, c.offset, c.len, c.more), (m2, 50, 30, false), "{p}");
+        assert_eq!(
+            c.status,
+            Err(OpError::Truncated {
+                needed: Some(50),
+                posted: 30
+            }),
+            "{p}"
+        );
+        quiet(&b.cq, "after the multi-receives").await;
+    });
+}
+
+#[test]
 fn tagged_matching_with_masks() {
     each_provider("tagged", |p| async move {
         let Some(net) = open(&p, &[Cap::Msg, Cap::Tagged]) else {

@@ -67,6 +67,7 @@ pub(crate) const CAPS: u64 = fi::FI_MSG
     | fi::FI_RECV
     | fi::FI_DIRECTED_RECV
     | fi::FI_SOURCE
+    | fi::FI_MULTI_RECV
     | fi::FI_LOCAL_COMM
     | fi::FI_REMOTE_COMM;
 /// One TCP stream per direction and peer, served in order: sends arrive in order.
@@ -76,7 +77,7 @@ pub(crate) const TX_OP_FLAGS: u64 = fi::FI_COMPLETION
     | fi::FI_INJECT_COMPLETE
     | fi::FI_TRANSMIT_COMPLETE
     | fi::FI_DELIVERY_COMPLETE;
-pub(crate) const RX_OP_FLAGS: u64 = fi::FI_COMPLETION;
+pub(crate) const RX_OP_FLAGS: u64 = fi::FI_COMPLETION | fi::FI_MULTI_RECV;
 /// zerorx-fabric's uring-tcp limit.
 pub(crate) const MAX_MSG: usize = 1 << 30;
 pub(crate) const QUEUE_SIZE: usize = 1024;

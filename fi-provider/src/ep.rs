@@ -9,6 +9,7 @@ use crate::cq::{CqStore, Credits};
 use crate::domain::DomainShared;
 use crate::worker::{Cmd, EpSetup, Post, PostKind, RecvMode, Rma};
 use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use zerorx_fabric::Level;
 use zerorx_libfabric_sys as fi;
@@ -91,7 +92,12 @@ pub(crate) struct EpShared {
     enabled: OnceLock<Enabled>,
     tx_credits: Arc<Credits>,
     rx_credits: Arc<Credits>,
+    /// `FI_OPT_MIN_MULTI_RECV`.
+    min_multi_recv: AtomicUsize,
 }
+
+/// `FI_OPT_MIN_MULTI_RECV` until the application sets it.
+const MIN_MULTI_RECV: usize = 64;
 
 /// One send as the application posted it.
 pub(crate) struct SendArgs {
@@ -119,6 +125,7 @@ impl EpShared {
             attrs,
             binds: Mutex::new(Binds::default()),
             enabled: OnceLock::new(),
+            min_multi_recv: AtomicUsize::new(MIN_MULTI_RECV),
         }
     }
 
@@ -334,11 +341,22 @@ impl EpShared {
         } else {
             None
         };
+        let mode = if a.flags & fi::FI_MULTI_RECV != 0 && a.mode == RecvMode::Post {
+            if a.tag.is_some() {
+                return Err(refuse(
+                    fi::FI_EINVAL,
+                    "FI_MULTI_RECV is for untagged receives",
+                ));
+            }
+            RecvMode::Multi(self.min_multi_recv())
+        } else {
+            a.mode
+        };
         let post = Post {
             kind: PostKind::Recv {
                 tag: a.tag,
                 from,
-                mode: a.mode,
+                mode,
             },
             ptr: a.buf,
             len: a.len,
@@ -437,6 +455,16 @@ impl EpShared {
             return Err(refuse(fi::FI_EIO, "the domain's worker thread is gone"));
         }
         Ok(())
+    }
+
+    /// `FI_OPT_MIN_MULTI_RECV`: a multi-receive buffer is done once fewer bytes
+    /// than this are left.
+    pub(crate) fn min_multi_recv(&self) -> usize {
+        self.min_multi_recv.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_min_multi_recv(&self, n: usize) {
+        self.min_multi_recv.store(n, Ordering::Relaxed);
     }
 
     /// Sends still possible before `-FI_EAGAIN` (`fi_tx_size_left`).

@@ -95,6 +95,9 @@ pub(crate) enum RecvMode {
     /// `FI_CLAIM`: receive (or with `FI_DISCARD` drop) the message an earlier
     /// `FI_PEEK | FI_CLAIM` with the same context claimed.
     Claimed { discard: bool },
+    /// `FI_MULTI_RECV`: messages fill the buffer until fewer than this many bytes
+    /// are left (`FI_OPT_MIN_MULTI_RECV`).
+    Multi(usize),
 }
 
 /// Requests from application threads.
@@ -139,6 +142,8 @@ struct OpState {
     buf: usize,
     completion: bool,
     rx: bool,
+    /// A multi-receive: entries per message, `FI_MULTI_RECV` on the last.
+    multi: bool,
     /// zerorx-fabric's id of it, once posted (for `fi_cancel`).
     id: Option<OpId>,
     /// Keeps an injected send's bytes alive until the send is done with them.
@@ -366,6 +371,13 @@ impl WorkerEp {
             buf: post.ptr,
             completion: post.completion,
             rx,
+            multi: matches!(
+                post.kind,
+                PostKind::Recv {
+                    mode: RecvMode::Multi(_),
+                    ..
+                }
+            ),
             id: None,
             _owned: post.owned,
         });
@@ -416,9 +428,12 @@ impl WorkerEp {
                 PostKind::Recv {
                     tag,
                     from,
-                    mode: RecvMode::Post,
+                    mode: mode @ (RecvMode::Post | RecvMode::Multi(_)),
                 } => {
                     let mut p = self.ep.recv(&slice).context(slot as u64);
+                    if let RecvMode::Multi(min_free) = mode {
+                        p = p.multi(min_free);
+                    }
                     if let Some((t, ignore)) = tag {
                         p = p.tagged(t, ignore);
                     }
@@ -563,24 +578,29 @@ impl WorkerEp {
     }
 
     fn report(&self, c: Completion) {
-        let Some(op) = self.ops.borrow_mut().try_remove(c.context as usize) else {
+        let slot = c.context as usize;
+        if c.more {
+            // A message of a multi-receive whose buffer goes on: its own entry, no
+            // credit (the buffer's comes back with its last message).
+            let ops = self.ops.borrow();
+            if let Some(op) = ops.get(slot) {
+                let entry = self.entry_of(op, &c);
+                let (cq, cntr, _) = self.reports_of(op);
+                if let Some(k) = cntr {
+                    k.add(1);
+                }
+                if let Some(cq) = cq.filter(|_| op.completion) {
+                    cq.push(Item::Ok(entry), None);
+                }
+            }
+            return;
+        }
+        let Some(op) = self.ops.borrow_mut().try_remove(slot) else {
             return;
         };
-        let mut entry = op.entry(if op.rx { c.len } else { 0 });
-        entry.data = c.imm.unwrap_or(0);
-        entry.tag = c.tag.unwrap_or(0);
-        if c.remote_write {
-            // A receive consumed by a write with immediate data (FI_RX_CQ_DATA).
-            entry.flags = fi::FI_RMA | fi::FI_REMOTE_WRITE;
-            entry.buf = 0;
-        }
-        if op.rx {
-            if let Some(src) = c.peer.and_then(|p| self.source(p)) {
-                entry.src = self.setup.av.reverse(src).unwrap_or(fi::FI_ADDR_NOTAVAIL);
-            }
-        }
-        if c.imm.is_some() {
-            entry.flags |= fi::FI_REMOTE_CQ_DATA;
+        let mut entry = self.entry_of(&op, &c);
+        if op.multi {
+            entry.flags |= fi::FI_MULTI_RECV;
         }
         match c.status {
             Ok(()) => {
@@ -599,6 +619,30 @@ impl WorkerEp {
                 self.push_err(&op, entry, err, prov_errno, olen, e.to_string());
             }
         }
+    }
+
+    /// The entry completion `c` of `op` makes.
+    fn entry_of(&self, op: &OpState, c: &Completion) -> Entry {
+        let mut entry = op.entry(if op.rx { c.len } else { 0 });
+        entry.data = c.imm.unwrap_or(0);
+        entry.tag = c.tag.unwrap_or(0);
+        if op.rx {
+            entry.buf += c.offset;
+        }
+        if c.remote_write {
+            // A receive consumed by a write with immediate data (FI_RX_CQ_DATA).
+            entry.flags = fi::FI_RMA | fi::FI_REMOTE_WRITE;
+            entry.buf = 0;
+        }
+        if op.rx {
+            if let Some(src) = c.peer.and_then(|p| self.source(p)) {
+                entry.src = self.setup.av.reverse(src).unwrap_or(fi::FI_ADDR_NOTAVAIL);
+            }
+        }
+        if c.imm.is_some() {
+            entry.flags |= fi::FI_REMOTE_CQ_DATA;
+        }
+        entry
     }
 }
 

@@ -51,6 +51,10 @@ pub(super) fn report(
 const PROBE_MISSING: &str = "not wired to libfabric's FI_PEEK / FI_CLAIM yet: this \
      provider passes receives to libfabric as they are posted";
 
+/// Why multi-receive buffers are not offered over libfabric providers.
+const MULTI_RECV_MISSING: &str = "not wired to libfabric's FI_MULTI_RECV yet: a receive \
+     here completes once";
+
 fn support(cap: Cap, profile: &Profile, t: &Traits) -> Support {
     use Support::{Guaranteed as Yes, Missing as No};
     let rma = |what: &str| match profile.rma {
@@ -117,6 +121,7 @@ fn support(cap: Cap, profile: &Profile, t: &Traits) -> Support {
                 .into(),
         ),
         Cap::Probe => No(PROBE_MISSING.into()),
+        Cap::MultiRecv => No(MULTI_RECV_MISSING.into()),
     }
 }
 

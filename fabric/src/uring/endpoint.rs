@@ -143,13 +143,35 @@ impl EpCore {
     pub(super) fn arrived(&self, u: Unexpected) {
         let posted = self.rx.borrow_mut().take_posted(u.peer, u.tag);
         match posted {
-            Some(p) => self.deliver(p, u),
+            Some((i, p)) => {
+                // A multi-receive with room left keeps its place.
+                if let Some(p) = self.deliver(p, u) {
+                    self.rx.borrow_mut().put_back(i, p);
+                }
+            }
             None => self.rx.borrow_mut().push_unexpected(u),
         }
     }
 
-    /// Completes receive `p` with the held message `u`.
-    fn deliver(&self, p: Posted, u: Unexpected) {
+    /// Posts receive `p`, giving it the waiting messages it accepts.
+    fn post_recv(&self, mut p: Posted) {
+        loop {
+            let matched = self.rx.borrow_mut().post(p);
+            let Some((posted, u, wake)) = matched else {
+                return;
+            };
+            wake.into_iter().for_each(Waker::wake);
+            match self.deliver(posted, u) {
+                // A multi-receive with room left takes the next waiting message.
+                Some(next) => p = next,
+                None => return,
+            }
+        }
+    }
+
+    /// Completes receive `p` with the held message `u`; a multi-receive that has room
+    /// left comes back instead (its part reported).
+    fn deliver(&self, mut p: Posted, u: Unexpected) -> Option<Posted> {
         let mut out = OpOutcome::ok(0);
         out.peer = Some(u.peer);
         out.tag = u.tag;
@@ -160,12 +182,19 @@ impl EpCore {
             if matches!(p.target, RecvTarget::Lease { .. }) {
                 out.lease = Some(Lease::default());
             }
+            if p.multi.is_some() {
+                out.offset = p.used;
+                self.sink.complete_part(p.op, out);
+                return Some(p);
+            }
             self.sink.complete(p.op, out);
-            return;
+            return None;
         }
         let len = u.data.len();
-        let keep = len.min(p.target.capacity());
+        let room = p.target.capacity() - p.used;
+        let keep = len.min(room);
         out.len = keep;
+        out.offset = p.used;
         if len > keep {
             out.status = Err(OpError::Truncated {
                 needed: Some(len),
@@ -174,12 +203,22 @@ impl EpCore {
         }
         match &p.target {
             RecvTarget::Buffer(dst) => {
-                // In bounds: `keep` is at most the slice length.
-                let _ = dst.memory().write_at(dst.offset(), &u.data[..keep]);
+                // In bounds: `used + keep` is at most the slice length.
+                let _ = dst
+                    .memory()
+                    .write_at(dst.offset() + p.used, &u.data[..keep]);
             }
             RecvTarget::Lease { .. } => out.lease = Some(Lease::new(vec![u.data.slice(..keep)])),
         }
+        if let Some(min_free) = p.multi {
+            p.used += keep;
+            if out.status.is_ok() && p.target.capacity() - p.used >= min_free {
+                self.sink.complete_part(p.op, out);
+                return Some(p);
+            }
+        }
         self.sink.complete(p.op, out);
+        None
     }
 
     /// The connection to `peer`, started if there is none yet.
@@ -467,23 +506,25 @@ impl EndpointProvider for UringEndpoint {
                 };
                 ep.request(peer, op, frame, Some(Pending::Read { dst }))
             }
-            PostRequest::Recv { target, tag, from } => {
+            PostRequest::Recv {
+                target,
+                tag,
+                from,
+                multi,
+            } => {
                 if let Some(f) = from {
                     if ep.peers.borrow_mut().get_mut(f).is_none() {
                         return Err(PostError::UnknownPeer(f));
                     }
                 }
-                let p = Posted {
+                ep.post_recv(Posted {
                     op,
                     target,
                     tag,
                     from,
-                };
-                let matched = ep.rx.borrow_mut().post(p);
-                if let Some((p, u, wake)) = matched {
-                    ep.deliver(p, u);
-                    wake.into_iter().for_each(Waker::wake);
-                }
+                    multi,
+                    used: 0,
+                });
                 Ok(())
             }
         }
@@ -527,15 +568,19 @@ impl EndpointProvider for UringEndpoint {
         }
         let claimed = ep.rx.borrow_mut().take_claimed(claim);
         match (claimed, target) {
-            (Some(u), Some(target)) => ep.deliver(
-                Posted {
-                    op,
-                    target,
-                    tag: None,
-                    from: None,
-                },
-                u,
-            ),
+            (Some(u), Some(target)) => {
+                ep.deliver(
+                    Posted {
+                        op,
+                        target,
+                        tag: None,
+                        from: None,
+                        multi: None,
+                        used: 0,
+                    },
+                    u,
+                );
+            }
             (Some(u), None) => {
                 let mut out = OpOutcome::ok(u.write_len.unwrap_or(u.data.len()));
                 out.peer = Some(u.peer);

@@ -157,8 +157,17 @@ async fn on_send(
     peer: PeerId,
 ) -> Result<(), String> {
     let len = h.len as usize;
-    let matched = ep.rx.borrow_mut().take_posted(peer, h.tag());
-    match matched {
+    let mut matched = ep.rx.borrow_mut().take_posted(peer, h.tag());
+    if let Some((i, p)) = matched.take() {
+        if p.multi.is_some() {
+            // A multi-receive keeps its place (and may take messages of other
+            // connections meanwhile): this one is read whole, then placed.
+            ep.rx.borrow_mut().put_back(i, p);
+        } else {
+            matched = Some((i, p));
+        }
+    }
+    match matched.map(|(_, p)| p) {
         Some(p) => {
             let op = p.op;
             if let Err(cause) = stream_into(ep, r, p, len, peer, h).await {

@@ -13,6 +13,10 @@ pub(super) struct Posted {
     pub target: RecvTarget,
     pub tag: Option<TagMatch>,
     pub from: Option<PeerId>,
+    /// A multi-receive's `min_free`.
+    pub multi: Option<usize>,
+    /// Bytes of a multi-receive's buffer taken by earlier messages.
+    pub used: usize,
 }
 
 /// A message (or an RMA write with immediate data) that arrived before a receive
@@ -78,10 +82,20 @@ impl RxMatch {
         }
     }
 
-    /// Takes the oldest posted receive accepting a message from `peer` with `tag`.
-    pub(super) fn take_posted(&mut self, peer: PeerId, tag: Option<u64>) -> Option<Posted> {
+    /// Takes the oldest posted receive accepting a message from `peer` with `tag`,
+    /// with its place in the queue.
+    pub(super) fn take_posted(
+        &mut self,
+        peer: PeerId,
+        tag: Option<u64>,
+    ) -> Option<(usize, Posted)> {
         let i = self.posted.iter().position(|p| p.accepts(peer, tag))?;
-        self.posted.remove(i)
+        Some((i, self.posted.remove(i)?))
+    }
+
+    /// Puts a receive back at place `i` (a multi-receive with room left).
+    pub(super) fn put_back(&mut self, i: usize, p: Posted) {
+        self.posted.insert(i.min(self.posted.len()), p);
     }
 
     /// Posts a receive: if an unexpected message matches, both come back (the receive

@@ -55,6 +55,7 @@ fn guaranteed(cap: Cap) -> String {
         }
         Cap::PeerRemove => "outstanding operations to the peer complete with Canceled",
         Cap::Probe => "peek, claim or discard messages waiting for a receive, matched like one",
+        Cap::MultiRecv => "messages placed back to back, the buffer keeping its place among receives",
     }
     .to_string()
 }

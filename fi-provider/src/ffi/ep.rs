@@ -291,32 +291,75 @@ unsafe extern "C" fn ep_cancel(fid: fi::fid_t, context: *mut c_void) -> isize {
     })
 }
 
+/// Whether `level`/`optname` name `FI_OPT_MIN_MULTI_RECV`, the one option offered.
+fn min_multi_recv_opt(level: c_int, optname: c_int) -> bool {
+    level as u32 == fi::FI_OPT_ENDPOINT && optname as u32 == fi::FI_OPT_MIN_MULTI_RECV
+}
+
 unsafe extern "C" fn ep_getopt(
-    _fid: fi::fid_t,
-    _level: c_int,
+    fid: fi::fid_t,
+    level: c_int,
     optname: c_int,
-    _optval: *mut c_void,
-    _optlen: *mut usize,
+    optval: *mut c_void,
+    optlen: *mut usize,
 ) -> c_int {
-    log::refuse(
-        "fi_getopt",
-        fi::FI_ENOPROTOOPT,
-        &format!("option {optname}"),
-    )
+    guard("fi_getopt", -codes::EOTHER, || {
+        // SAFETY: the application passes a live fid.
+        let e = match unsafe { ep_of(fid, "fi_getopt") } {
+            Ok(e) => e,
+            Err(c) => return c as c_int,
+        };
+        if !min_multi_recv_opt(level, optname) {
+            return log::refuse(
+                "fi_getopt",
+                fi::FI_ENOPROTOOPT,
+                &format!("option {level}/{optname}"),
+            );
+        }
+        if optval.is_null() || optlen.is_null() {
+            return log::refuse("fi_getopt", fi::FI_EINVAL, "optval or optlen is NULL");
+        }
+        // SAFETY: `optlen` non-null; `optval` holds `*optlen` bytes.
+        unsafe {
+            if *optlen < std::mem::size_of::<usize>() {
+                *optlen = std::mem::size_of::<usize>();
+                return -codes::ETOOSMALL;
+            }
+            (optval as *mut usize).write_unaligned(e.shared.min_multi_recv());
+            *optlen = std::mem::size_of::<usize>();
+        }
+        0
+    })
 }
 
 unsafe extern "C" fn ep_setopt(
-    _fid: fi::fid_t,
-    _level: c_int,
+    fid: fi::fid_t,
+    level: c_int,
     optname: c_int,
-    _optval: *const c_void,
-    _optlen: usize,
+    optval: *const c_void,
+    optlen: usize,
 ) -> c_int {
-    log::refuse(
-        "fi_setopt",
-        fi::FI_ENOPROTOOPT,
-        &format!("option {optname}"),
-    )
+    guard("fi_setopt", -codes::EOTHER, || {
+        // SAFETY: the application passes a live fid.
+        let e = match unsafe { ep_of(fid, "fi_setopt") } {
+            Ok(e) => e,
+            Err(c) => return c as c_int,
+        };
+        if !min_multi_recv_opt(level, optname) {
+            return log::refuse(
+                "fi_setopt",
+                fi::FI_ENOPROTOOPT,
+                &format!("option {level}/{optname}"),
+            );
+        }
+        if optval.is_null() || optlen < std::mem::size_of::<usize>() {
+            return log::refuse("fi_setopt", fi::FI_EINVAL, "optval must hold a size_t");
+        }
+        // SAFETY: a size_t at `optval` (checked length).
+        let v = unsafe { (optval as *const usize).read_unaligned() };
+        e.shared.set_min_multi_recv(v);
+        0
+    })
 }
 
 unsafe extern "C" fn tx_size_left(ep: *mut fi::fid_ep) -> isize {
@@ -498,17 +541,6 @@ fn plain_recv(
     }
 }
 
-/// Flags of a `*msg` receive that ask for what zerorx does not offer yet.
-fn check_recv_flags(flags: u64) -> Result<(), Refusal> {
-    if flags & fi::FI_MULTI_RECV != 0 {
-        return Err(Refusal {
-            code: codes::EBADFLAGS,
-            why: "FI_MULTI_RECV is not offered yet".into(),
-        });
-    }
-    Ok(())
-}
-
 /// What `fi_trecvmsg`'s flags make of the receive.
 fn recv_mode(flags: u64) -> Result<RecvMode, Refusal> {
     let (peek, claim, discard) = (
@@ -667,7 +699,6 @@ unsafe extern "C" fn recvmsg(ep: *mut fi::fid_ep, msg: *const fi::fi_msg, flags:
     // SAFETY: fi_recvmsg's arguments.
     unsafe {
         post_recv(ep, "fi_recvmsg", |a| {
-            check_recv_flags(flags)?;
             let m = msg.as_ref().ok_or(Refusal {
                 code: fi::FI_EINVAL,
                 why: "msg is NULL".into(),
@@ -851,7 +882,6 @@ unsafe extern "C" fn trecvmsg(
     // SAFETY: fi_trecvmsg's arguments.
     unsafe {
         post_recv(ep, "fi_trecvmsg", |a| {
-            check_recv_flags(flags)?;
             let m = msg.as_ref().ok_or(Refusal {
                 code: fi::FI_EINVAL,
                 why: "msg is NULL".into(),

@@ -1,11 +1,17 @@
 //! Finding the provider library the tests load, and pointing libfabric at it.
 
 use std::path::PathBuf;
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
 /// A directory holding `libzerorx-fi.so` (a link to the library cargo built beside
-/// this test), for `FI_PROVIDER_PATH`.
+/// this test), for `FI_PROVIDER_PATH`. Made once per test process (tests run in
+/// parallel threads).
 pub fn provider_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(make_provider_dir).clone()
+}
+
+fn make_provider_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     // `cargo test` builds the library beside the test binary (target/<profile>/deps):
     // that copy is the one this test run compiled.

@@ -125,9 +125,14 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     expect(size >= 2, "needs at least 2 ranks");
+    /* Barriers between phases: the ring's MPI_ANY_SOURCE/MPI_ANY_TAG receives
+     * would rightly match a later phase's message from another rank. */
     ring();
+    MPI_Barrier(MPI_COMM_WORLD);
     tag_selection();
+    MPI_Barrier(MPI_COMM_WORLD);
     all_pairs();
+    MPI_Barrier(MPI_COMM_WORLD);
     collectives();
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("zerorx mpi check: all checks passed on %d ranks\n", size);

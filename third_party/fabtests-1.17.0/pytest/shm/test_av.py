@@ -1,0 +1,1 @@
+from default.test_av import test_av_xfer

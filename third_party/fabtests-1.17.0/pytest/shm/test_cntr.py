@@ -1,0 +1,1 @@
+from default.test_cntr import test_cntr

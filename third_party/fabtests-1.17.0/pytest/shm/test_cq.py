@@ -1,0 +1,1 @@
+from default.test_cq import test_cq

@@ -1,0 +1,1 @@
+from default.test_dom import test_dom

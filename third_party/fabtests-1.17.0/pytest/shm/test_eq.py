@@ -1,0 +1,1 @@
+from default.test_eq import test_eq

@@ -1,0 +1,1 @@
+from default.test_mr import test_mr

@@ -1,0 +1,1 @@
+from default.test_multi_recv import test_multi_recv

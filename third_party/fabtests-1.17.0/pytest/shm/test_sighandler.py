@@ -1,0 +1,1 @@
+from default.test_sighandler import test_sighandler

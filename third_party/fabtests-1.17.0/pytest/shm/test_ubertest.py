@@ -1,0 +1,1 @@
+from default.test_ubertest import test_ubertest

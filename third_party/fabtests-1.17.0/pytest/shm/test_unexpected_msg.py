@@ -1,0 +1,1 @@
+from default.test_unexpected_msg import test_unexpected_msg

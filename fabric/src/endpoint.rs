@@ -267,18 +267,8 @@ impl Endpoint {
             tag: None,
             uses,
         };
-        if self.closed.get() {
-            return Err(PostError::Closed);
-        }
-        let id = self.table.insert(op)?;
         let target = dst.map(|d| RecvTarget::Buffer(d.clone()));
-        match self.prov.take_claimed(id, claim, target) {
-            Ok(()) => Ok(id),
-            Err(e) => {
-                self.table.unpost(id);
-                Err(e)
-            }
-        }
+        self.start(op, |id| self.prov.take_claimed(id, claim, target))
     }
 
     /// Closes the endpoint: every outstanding operation completes with `Canceled`.
@@ -317,11 +307,21 @@ impl Endpoint {
     }
 
     fn submit(&self, op: NewOp, req: PostRequest) -> Result<OpId, PostError> {
+        self.start(op, |id| self.prov.post(id, req))
+    }
+
+    /// Records `op` and has `begin` hand it to the provider, undoing the record when
+    /// the provider refuses.
+    fn start(
+        &self,
+        op: NewOp,
+        begin: impl FnOnce(OpId) -> Result<(), PostError>,
+    ) -> Result<OpId, PostError> {
         if self.closed.get() {
             return Err(PostError::Closed);
         }
         let id = self.table.insert(op)?;
-        match self.prov.post(id, req) {
+        match begin(id) {
             Ok(()) => Ok(id),
             Err(e) => {
                 self.table.unpost(id);
@@ -472,9 +472,6 @@ impl ProbePost<'_> {
         if self.req.from.is_some() {
             ep.need(Cap::SourceFilter)?;
         }
-        if ep.closed.get() {
-            return Err(PostError::Closed);
-        }
         let op = NewOp {
             context: self.context,
             kind: OpKind::Probe,
@@ -482,14 +479,8 @@ impl ProbePost<'_> {
             tag: None,
             uses: Vec::new(),
         };
-        let id = ep.table.insert(op)?;
-        match ep.prov.probe(id, self.req) {
-            Ok(()) => Ok(id),
-            Err(e) => {
-                ep.table.unpost(id);
-                Err(e)
-            }
-        }
+        let req = self.req;
+        ep.start(op, |id| ep.prov.probe(id, req))
     }
 }
 

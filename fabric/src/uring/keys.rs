@@ -49,21 +49,7 @@ impl KeyTable {
         if self.generation == KEYED_GENERATION {
             self.generation = 1;
         }
-        self.grants.insert(
-            key,
-            Grant {
-                mem: Some(mem.clone()),
-                start: range.start as u64,
-                len: range.len() as u64,
-                access,
-                generation: self.generation,
-            },
-        );
-        KeyGrant {
-            key,
-            generation: self.generation,
-            base: range.start as u64,
-        }
+        self.insert(key, self.generation, mem, range, access)
     }
 
     /// A grant under the program's `key`.
@@ -82,6 +68,17 @@ impl KeyTable {
             ));
         }
         self.revoked.retain(|k| *k != key);
+        Ok(self.insert(key, KEYED_GENERATION, mem, range, access))
+    }
+
+    fn insert(
+        &mut self,
+        key: u64,
+        generation: u32,
+        mem: &Arc<RegionMemory>,
+        range: Range<usize>,
+        access: Access,
+    ) -> KeyGrant {
         self.grants.insert(
             key,
             Grant {
@@ -89,14 +86,14 @@ impl KeyTable {
                 start: range.start as u64,
                 len: range.len() as u64,
                 access,
-                generation: KEYED_GENERATION,
+                generation,
             },
         );
-        Ok(KeyGrant {
+        KeyGrant {
             key,
-            generation: KEYED_GENERATION,
+            generation,
             base: range.start as u64,
-        })
+        }
     }
 
     fn revoke(&mut self, key: u64) -> bool {

@@ -7,7 +7,9 @@
 
 use std::collections::VecDeque;
 use std::ffi::CString;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::io::{PipeReader, PipeWriter, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -111,17 +113,93 @@ pub(crate) enum ReadOutcome {
     ErrorNext,
 }
 
+/// A CQ's wait fd (`FI_WAIT_FD`): the read end of a pipe that holds a byte while
+/// an entry arrived since the application last armed it (`fi_trywait`). A pipe from
+/// `std::io::pipe` needs no `unsafe`; at most one byte is ever in it per arming, so a
+/// write never blocks.
+pub(crate) struct WaitFd {
+    reader: Mutex<PipeReader>,
+    writer: Mutex<PipeWriter>,
+    armed: AtomicBool,
+    /// Bytes written and not read yet.
+    pending: AtomicUsize,
+}
+
+impl WaitFd {
+    fn new() -> std::io::Result<WaitFd> {
+        let (reader, writer) = std::io::pipe()?;
+        Ok(WaitFd {
+            reader: Mutex::new(reader),
+            writer: Mutex::new(writer),
+            armed: AtomicBool::new(false),
+            pending: AtomicUsize::new(0),
+        })
+    }
+
+    /// The fd the application polls.
+    pub(crate) fn fd(&self) -> RawFd {
+        self.reader
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_raw_fd()
+    }
+
+    /// An entry arrived: makes the fd readable if the application armed it.
+    fn signal(&self) {
+        if self.armed.swap(false, Ordering::AcqRel) {
+            let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            if w.write_all(&[1]).is_ok() {
+                self.pending.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Empties the pipe and arms it.
+    fn arm(&self) {
+        let n = self.pending.swap(0, Ordering::AcqRel);
+        if n > 0 {
+            let mut buf = vec![0u8; n];
+            // The `n` bytes were written before `pending` counted them: no wait.
+            let _ = self
+                .reader
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .read_exact(&mut buf);
+        }
+        self.armed.store(true, Ordering::Release);
+    }
+}
+
 /// The queue.
 #[derive(Default)]
 pub(crate) struct CqStore {
     inner: Mutex<Inner>,
     ready: Condvar,
+    /// Set for a CQ opened with `FI_WAIT_FD`.
+    pub(crate) wait_fd: Option<WaitFd>,
     /// The error entry last handed out, kept so `fi_cq_strerror` can give its text
     /// (valid until the next `fi_cq_readerr`, libfabric's rule for error data).
     pub(crate) last_err: Mutex<Option<ErrEntry>>,
 }
 
 impl CqStore {
+    /// A queue with a wait fd (`FI_WAIT_FD`).
+    pub(crate) fn with_wait_fd() -> std::io::Result<CqStore> {
+        Ok(CqStore {
+            wait_fd: Some(WaitFd::new()?),
+            ..CqStore::default()
+        })
+    }
+
+    /// `fi_trywait`: arms the wait fd and says whether the application may block on
+    /// it (nothing is queued); with entries queued it must read them first.
+    pub(crate) fn try_arm(&self) -> bool {
+        if let Some(w) = &self.wait_fd {
+            w.arm();
+        }
+        self.len() == 0
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock is caught at the FFI edge; the queue itself
         // stays consistent (every mutation is a single push or pop).
@@ -132,6 +210,9 @@ impl CqStore {
     pub(crate) fn push(&self, item: Item, credit: Option<Arc<Credits>>) {
         self.lock().items.push_back(Queued { item, credit });
         self.ready.notify_all();
+        if let Some(w) = &self.wait_fd {
+            w.signal();
+        }
     }
 
     /// Hands up to `max` successes to `each`, stopping at the first error entry.
@@ -273,6 +354,34 @@ mod tests {
         assert_eq!(seen, [1, 3]);
         assert_eq!(credits.left(), 3);
         assert_eq!(cq.read(8, |_, _| ()), ReadOutcome::Empty);
+    }
+
+    /// Whether `fd` is readable now.
+    fn readable(fd: RawFd) -> bool {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the call, no timeout.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        n == 1 && p.revents & libc::POLLIN != 0
+    }
+
+    #[test]
+    fn the_wait_fd_turns_readable_for_an_entry_after_arming_and_is_drained_by_the_next() {
+        let cq = CqStore::with_wait_fd().unwrap();
+        let fd = cq.wait_fd.as_ref().unwrap().fd();
+        assert!(cq.try_arm(), "empty: the caller may block");
+        assert!(!readable(fd));
+        cq.push(ok(1), None);
+        assert!(readable(fd), "an entry after arming makes the fd readable");
+        cq.push(ok(2), None);
+        assert!(!cq.try_arm(), "entries queued: read them first");
+        assert!(!readable(fd), "arming drained the byte");
+        assert_eq!(cq.read(8, |_, _| ()), ReadOutcome::Read(2));
+        assert!(cq.try_arm());
+        assert!(!readable(fd), "nothing since");
     }
 
     #[test]

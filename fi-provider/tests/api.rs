@@ -61,6 +61,10 @@ impl Pair {
     }
 
     fn with_caps(tx_size: usize, caps: u64) -> Pair {
+        Pair::with_wait(tx_size, caps, fi::FI_WAIT_NONE)
+    }
+
+    fn with_wait(tx_size: usize, caps: u64, wait_obj: fi::fi_wait_obj) -> Pair {
         let info = getinfo(tx_size, caps);
         let mut p = Pair {
             info,
@@ -93,6 +97,7 @@ impl Pair {
                 let mut cq_attr = fi::fi_cq_attr {
                     format: fi::FI_CQ_FORMAT_TAGGED,
                     size: 64,
+                    wait_obj,
                     ..Default::default()
                 };
                 assert_eq!(
@@ -673,5 +678,88 @@ fn directed_receives_take_only_their_source_and_completions_name_the_sender() {
         )
     };
     assert_eq!(bad, -(fi::FI_EINVAL as isize));
+    p.close();
+}
+
+#[test]
+fn a_wait_fd_cq_wakes_a_poller_and_fi_trywait_says_when_to_read_first() {
+    let p = Pair::with_wait(0, fi::FI_MSG, fi::FI_WAIT_FD);
+    let mut fd: i32 = -1;
+    // SAFETY: FI_GETWAIT writes an int for an FI_WAIT_FD CQ.
+    let rc = unsafe {
+        fi::fi_control(
+            fid(p.cq[1]),
+            fi::FI_GETWAIT as i32,
+            (&mut fd as *mut i32).cast(),
+        )
+    };
+    assert_eq!(rc, 0, "FI_GETWAIT");
+    assert!(fd >= 0);
+    let mut fids = [fid(p.cq[1])];
+    // SAFETY: one live CQ fid.
+    let mut trywait = || unsafe { fi::fi_trywait(p.fabric, fids.as_mut_ptr(), 1) };
+    assert_eq!(trywait(), 0, "nothing queued: the caller may block");
+    let readable = |ms| {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut pfd, 1, ms) == 1 }
+    };
+    assert!(!readable(0));
+    let src = *b"wake up!";
+    let mut dst = [0u8; 8];
+    // SAFETY: buffers outlive their operations (completions read below).
+    unsafe {
+        assert_eq!(
+            fi::fi_recv(
+                p.ep[1],
+                dst.as_mut_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                fi::FI_ADDR_UNSPEC,
+                ctx(1)
+            ),
+            0
+        );
+        assert_eq!(
+            fi::fi_send(
+                p.ep[0],
+                src.as_ptr().cast(),
+                8,
+                ptr::null_mut(),
+                p.addr[1],
+                ctx(2)
+            ),
+            0
+        );
+    }
+    assert!(
+        readable(10_000),
+        "the receive's completion makes the fd readable"
+    );
+    assert_eq!(
+        trywait(),
+        -(fi::FI_EAGAIN as i32),
+        "an entry is queued: read it first"
+    );
+    assert_eq!(p.next(1).expect("the message").op_context, ctx(1));
+    assert_eq!(trywait(), 0);
+    assert!(!readable(0), "drained by the arming");
+    assert!(p.next(0).is_ok());
+    // A CQ without a wait fd has none to give.
+    let q = Pair::open(0);
+    // SAFETY: as above.
+    let rc = unsafe {
+        fi::fi_control(
+            fid(q.cq[0]),
+            fi::FI_GETWAIT as i32,
+            (&mut fd as *mut i32).cast(),
+        )
+    };
+    assert_eq!(rc, -fi::FI_ENODATA);
+    q.close();
     p.close();
 }

@@ -72,7 +72,7 @@ pub(super) unsafe extern "C" fn cntr_open(
             }
             if !matches!(
                 a.wait_obj,
-                fi::FI_WAIT_NONE | fi::FI_WAIT_UNSPEC | fi::FI_WAIT_MUTEX_COND
+                fi::FI_WAIT_NONE | fi::FI_WAIT_UNSPEC | fi::FI_WAIT_MUTEX_COND | fi::FI_WAIT_YIELD
             ) {
                 return log::refuse(
                     "fi_cntr_open",

@@ -31,6 +31,7 @@ unsafe impl Obj for Cq {
 
 static CQ_FID_OPS: fi::fi_ops = fi::fi_ops {
     close: Some(cq_close),
+    control: Some(cq_control),
     ..ENOSYS_FID
 };
 static CQ_OPS: fi::fi_ops_cq = fi::fi_ops_cq {
@@ -66,20 +67,27 @@ pub(super) unsafe extern "C" fn cq_open(
         if a.format > fi::FI_CQ_FORMAT_TAGGED {
             return log::refuse("fi_cq_open", fi::FI_EINVAL, &format!("format {}", a.format));
         }
-        if !matches!(
-            a.wait_obj,
-            fi::FI_WAIT_NONE | fi::FI_WAIT_UNSPEC | fi::FI_WAIT_MUTEX_COND
-        ) {
-            return log::refuse(
-                "fi_cq_open",
-                fi::FI_ENOSYS,
-                &format!(
-                    "wait_obj {}: zerorx CQs wait with FI_WAIT_NONE, FI_WAIT_UNSPEC or \
-                     FI_WAIT_MUTEX_COND (no wait fd or wait set yet)",
-                    a.wait_obj
-                ),
-            );
-        }
+        let store = match a.wait_obj {
+            fi::FI_WAIT_NONE | fi::FI_WAIT_UNSPEC | fi::FI_WAIT_MUTEX_COND | fi::FI_WAIT_YIELD => {
+                CqStore::default()
+            }
+            fi::FI_WAIT_FD => match CqStore::with_wait_fd() {
+                Ok(s) => s,
+                Err(e) => {
+                    return log::refuse("fi_cq_open", fi::FI_ENOMEM, &format!("its wait fd: {e}"))
+                }
+            },
+            other => {
+                return log::refuse(
+                    "fi_cq_open",
+                    fi::FI_ENOSYS,
+                    &format!(
+                        "wait_obj {other}: zerorx CQs wait with FI_WAIT_NONE, FI_WAIT_UNSPEC, \
+                         FI_WAIT_MUTEX_COND, FI_WAIT_YIELD or FI_WAIT_FD (no wait sets)"
+                    ),
+                )
+            }
+        };
         if a.flags & !fi::FI_AFFINITY != 0 {
             return log::refuse(
                 "fi_cq_open",
@@ -93,7 +101,7 @@ pub(super) unsafe extern "C" fn cq_open(
                 fid: obj::header::<Cq>(context, &CQ_FID_OPS),
                 ops: obj::table(&CQ_OPS),
             },
-            store: Arc::new(CqStore::default()),
+            store: Arc::new(store),
             format: a.format,
             domain: d.shared.clone(),
         });
@@ -120,6 +128,37 @@ unsafe extern "C" fn cq_close(fid: *mut fi::fid) -> c_int {
         c.domain.children.fetch_sub(1, Ordering::AcqRel);
         // SAFETY: a live CQ, not used after its close.
         unsafe { obj::free::<Cq>(fid) };
+        0
+    })
+}
+
+/// `fi_control` on a CQ: `FI_GETWAIT` gives a `FI_WAIT_FD` CQ's fd.
+unsafe extern "C" fn cq_control(fid: *mut fi::fid, command: c_int, arg: *mut c_void) -> c_int {
+    guard("fi_control(cq)", -codes::EOTHER, || {
+        // SAFETY: the application passes a live fid.
+        let c = match unsafe { obj::need::<Cq>(fid, "fi_control") } {
+            Ok(c) => c,
+            Err(e) => return e,
+        };
+        if command as u32 != fi::FI_GETWAIT {
+            return log::refuse(
+                "fi_control(cq)",
+                fi::FI_ENOSYS,
+                &format!("command {command}"),
+            );
+        }
+        let Some(w) = &c.store.wait_fd else {
+            return log::refuse(
+                "fi_control(cq)",
+                fi::FI_ENODATA,
+                "FI_GETWAIT: the CQ was not opened with FI_WAIT_FD",
+            );
+        };
+        if arg.is_null() {
+            return log::refuse("fi_control(cq)", fi::FI_EINVAL, "FI_GETWAIT arg is NULL");
+        }
+        // SAFETY: FI_GETWAIT's argument for FI_WAIT_FD is an `int *`.
+        unsafe { (arg as *mut c_int).write(w.fd()) };
         0
     })
 }
@@ -328,8 +367,8 @@ unsafe extern "C" fn cq_strerror(
     })
 }
 
-/// `fi_trywait`: 0 when every CQ given is empty (the caller may block), else
-/// `-FI_EAGAIN`.
+/// `fi_trywait`: arms each CQ's wait fd; 0 when every CQ given is empty (the
+/// caller may block on the fds), else `-FI_EAGAIN` (read the entries first).
 pub(super) unsafe extern "C" fn trywait(
     _fabric: *mut fi::fid_fabric,
     fids: *mut *mut fi::fid,
@@ -345,7 +384,7 @@ pub(super) unsafe extern "C" fn trywait(
                 Ok(c) => c,
                 Err(e) => return e,
             };
-            if c.store.len() > 0 {
+            if !c.store.try_arm() {
                 return -fi::FI_EAGAIN;
             }
         }

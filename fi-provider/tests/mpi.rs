@@ -1,7 +1,8 @@
 //! Open MPI over the provider: `tests/mpi/check.c` (point-to-point with
 //! `MPI_ANY_SOURCE`/`MPI_ANY_TAG`, messages from 0 B to 16 MiB, `MPI_Ssend`, tag
 //! selection from unexpected messages, all-pairs traffic, `MPI_Allreduce`,
-//! `MPI_Barrier`, every byte checked) on 4 ranks with `--mca pml cm --mca mtl ofi
+//! `MPI_Iprobe`/`MPI_Improbe`/`MPI_Mrecv`, `MPI_ERR_TRUNCATE`, `MPI_Barrier`, every
+//! byte checked) on 4 ranks with `--mca pml cm --mca mtl ofi
 //! --mca mtl_ofi_provider_include zerorx`.
 
 mod common;

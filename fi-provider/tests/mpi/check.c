@@ -1,6 +1,6 @@
 /*
  * An MPI program for Open MPI's `mtl ofi` over the zerorx provider (tests/mpi.rs
- * builds and runs it with 4 ranks). Every byte of every message is a function of
+ * builds and runs it with 4 ranks): point-to-point, probes, truncation, collectives. Every byte of every message is a function of
  * (source, destination, tag, index) and checked; any mismatch exits non-zero with a
  * line saying which message and byte.
  */
@@ -108,6 +108,58 @@ static void all_pairs(void) {
     free(reqs);
 }
 
+/* Rank 0 probes rank 1's messages before receiving them: MPI_Iprobe (FI_PEEK)
+ * until one is there, then MPI_Improbe + MPI_Mrecv (FI_PEEK | FI_CLAIM, FI_CLAIM). */
+static void probes(void) {
+    enum { N = 8, LEN = 3000 };
+    unsigned char buf[LEN];
+    if (rank == 1) {
+        for (int t = 0; t < N; t++) {
+            fill(buf, LEN - t, 1, 0, 200 + t);
+            MPI_Send(buf, LEN - t, MPI_BYTE, 0, 200 + t, MPI_COMM_WORLD);
+        }
+    } else if (rank == 0) {
+        for (int t = 0; t < N; t++) {
+            int flag = 0, count = 0;
+            MPI_Status st;
+            MPI_Message msg;
+            while (!flag) MPI_Iprobe(1, 200 + t, MPI_COMM_WORLD, &flag, &st);
+            MPI_Get_count(&st, MPI_BYTE, &count);
+            expect(count == LEN - t, "MPI_Iprobe: wrong count");
+            flag = 0;
+            while (!flag) MPI_Improbe(MPI_ANY_SOURCE, 200 + t, MPI_COMM_WORLD, &flag, &msg, &st);
+            expect(st.MPI_SOURCE == 1, "MPI_Improbe: wrong source");
+            memset(buf, 0, LEN);
+            MPI_Mrecv(buf, LEN, MPI_BYTE, &msg, &st);
+            MPI_Get_count(&st, MPI_BYTE, &count);
+            expect(count == LEN - t, "MPI_Mrecv: wrong count");
+            check(buf, LEN - t, 1, 0, 200 + t, "probe");
+        }
+    }
+}
+
+/* A message longer than the receive: MPI_ERR_TRUNCATE (FI_ETRUNC), and the
+ * communication goes on. */
+static void truncation(void) {
+    unsigned char buf[1000];
+    if (rank == 1) {
+        fill(buf, 1000, 1, 0, 300);
+        MPI_Send(buf, 1000, MPI_BYTE, 0, 300, MPI_COMM_WORLD);
+        MPI_Send(buf, 10, MPI_BYTE, 0, 301, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+        MPI_Status st;
+        int err, class;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        err = MPI_Recv(buf, 100, MPI_BYTE, 1, 300, MPI_COMM_WORLD, &st);
+        MPI_Error_class(err, &class);
+        expect(class == MPI_ERR_TRUNCATE, "a 1000-byte message into 100 bytes: not MPI_ERR_TRUNCATE");
+        check(buf, 100, 1, 0, 300, "truncated");
+        err = MPI_Recv(buf, 100, MPI_BYTE, 1, 301, MPI_COMM_WORLD, &st);
+        expect(err == MPI_SUCCESS, "the message after a truncation");
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    }
+}
+
 static void collectives(void) {
     enum { N = 100000 };
     long *v = malloc(sizeof(long) * N), *sum = malloc(sizeof(long) * N);
@@ -132,6 +184,10 @@ int main(int argc, char **argv) {
     tag_selection();
     MPI_Barrier(MPI_COMM_WORLD);
     all_pairs();
+    MPI_Barrier(MPI_COMM_WORLD);
+    probes();
+    MPI_Barrier(MPI_COMM_WORLD);
+    truncation();
     MPI_Barrier(MPI_COMM_WORLD);
     collectives();
     MPI_Barrier(MPI_COMM_WORLD);

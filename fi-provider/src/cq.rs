@@ -100,6 +100,8 @@ struct Queued {
 struct Inner {
     items: VecDeque<Queued>,
     signaled: bool,
+    /// Readers blocked in `wait`: only then does a push pay the futex wake.
+    waiters: usize,
 }
 
 /// What a read found.
@@ -208,8 +210,14 @@ impl CqStore {
 
     /// Appends completions (the worker), waking a blocked reader.
     pub(crate) fn push(&self, item: Item, credit: Option<Arc<Credits>>) {
-        self.lock().items.push_back(Queued { item, credit });
-        self.ready.notify_all();
+        let waiting = {
+            let mut g = self.lock();
+            g.items.push_back(Queued { item, credit });
+            g.waiters > 0
+        };
+        if waiting {
+            self.ready.notify_all();
+        }
         if let Some(w) = &self.wait_fd {
             w.signal();
         }
@@ -275,19 +283,24 @@ impl CqStore {
             if std::mem::take(&mut g.signaled) {
                 return false;
             }
-            g = match deadline {
+            let left = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return false,
+                },
+            };
+            g.waiters += 1;
+            g = match left {
                 None => self.ready.wait(g).unwrap_or_else(|p| p.into_inner()),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return false;
-                    }
+                Some(left) => {
                     self.ready
-                        .wait_timeout(g, d - now)
+                        .wait_timeout(g, left)
                         .unwrap_or_else(|p| p.into_inner())
                         .0
                 }
             };
+            g.waiters -= 1;
         }
     }
 

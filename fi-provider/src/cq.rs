@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::ffi::CString;
 use std::io::{PipeReader, PipeWriter, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -102,6 +102,10 @@ struct Inner {
     signaled: bool,
     /// Readers blocked in `wait`: only then does a push pay the futex wake.
     waiters: usize,
+    /// The wait fd is armed: the next push writes its byte.
+    armed: bool,
+    /// A byte is in the wait fd's pipe.
+    byte: bool,
 }
 
 /// What a read found.
@@ -117,58 +121,22 @@ pub(crate) enum ReadOutcome {
 
 /// A CQ's wait fd (`FI_WAIT_FD`): the read end of a pipe that holds a byte while
 /// an entry arrived since the application last armed it (`fi_trywait`). A pipe from
-/// `std::io::pipe` needs no `unsafe`; at most one byte is ever in it per arming, so a
-/// write never blocks.
+/// `std::io::pipe` needs no `unsafe`. Arming and signalling happen under the CQ's
+/// lock, so at most one byte is in the pipe and a write never blocks.
 pub(crate) struct WaitFd {
-    reader: Mutex<PipeReader>,
-    writer: Mutex<PipeWriter>,
-    armed: AtomicBool,
-    /// Bytes written and not read yet.
-    pending: AtomicUsize,
+    reader: PipeReader,
+    writer: PipeWriter,
 }
 
 impl WaitFd {
     fn new() -> std::io::Result<WaitFd> {
         let (reader, writer) = std::io::pipe()?;
-        Ok(WaitFd {
-            reader: Mutex::new(reader),
-            writer: Mutex::new(writer),
-            armed: AtomicBool::new(false),
-            pending: AtomicUsize::new(0),
-        })
+        Ok(WaitFd { reader, writer })
     }
 
     /// The fd the application polls.
     pub(crate) fn fd(&self) -> RawFd {
-        self.reader
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_raw_fd()
-    }
-
-    /// An entry arrived: makes the fd readable if the application armed it.
-    fn signal(&self) {
-        if self.armed.swap(false, Ordering::AcqRel) {
-            let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-            if w.write_all(&[1]).is_ok() {
-                self.pending.fetch_add(1, Ordering::AcqRel);
-            }
-        }
-    }
-
-    /// Empties the pipe and arms it.
-    fn arm(&self) {
-        let n = self.pending.swap(0, Ordering::AcqRel);
-        if n > 0 {
-            let mut buf = vec![0u8; n];
-            // The `n` bytes were written before `pending` counted them: no wait.
-            let _ = self
-                .reader
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .read_exact(&mut buf);
-        }
-        self.armed.store(true, Ordering::Release);
+        self.reader.as_raw_fd()
     }
 }
 
@@ -196,10 +164,15 @@ impl CqStore {
     /// `fi_trywait`: arms the wait fd and says whether the application may block on
     /// it (nothing is queued); with entries queued it must read them first.
     pub(crate) fn try_arm(&self) -> bool {
+        let mut g = self.lock();
         if let Some(w) = &self.wait_fd {
-            w.arm();
+            if std::mem::take(&mut g.byte) {
+                // The byte is there (written under this lock): the read cannot wait.
+                let _ = (&w.reader).read_exact(&mut [0u8; 1]);
+            }
+            g.armed = true;
         }
-        self.len() == 0
+        g.items.is_empty()
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -213,13 +186,15 @@ impl CqStore {
         let waiting = {
             let mut g = self.lock();
             g.items.push_back(Queued { item, credit });
+            if let Some(w) = &self.wait_fd {
+                if std::mem::take(&mut g.armed) && (&w.writer).write_all(&[1]).is_ok() {
+                    g.byte = true;
+                }
+            }
             g.waiters > 0
         };
         if waiting {
             self.ready.notify_all();
-        }
-        if let Some(w) = &self.wait_fd {
-            w.signal();
         }
     }
 

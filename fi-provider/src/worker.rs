@@ -10,6 +10,7 @@ use crate::cntr::Counter;
 use crate::cq::{CqStore, Credits, Entry, ErrEntry, Item};
 use crate::ep::Reports;
 use crate::errors;
+use crate::ffi::memory::{self, SPACE_BASE};
 use futures_channel::mpsc::UnboundedReceiver;
 use futures_util::StreamExt;
 use slab::Slab;
@@ -190,14 +191,7 @@ async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), St
         let domain = fabric
             .domain(Default::default())
             .map_err(|e| e.to_string())?;
-        // SAFETY: the region spans the address space and is local-only (no key is
-        // ever granted on it). Posts name application buffers in it by address, and
-        // libfabric's contract makes the application keep a posted buffer valid and
-        // untouched until the operation's completion; zerorx-fabric touches a
-        // posted range only until then.
-        let space =
-            unsafe { domain.register_foreign(SPACE_BASE as *mut u8, SPACE_LEN, Access::LOCAL) }
-                .map_err(|e| e.to_string())?;
+        let space = memory::address_space(&domain).map_err(|e| e.to_string())?;
         Ok::<_, String>((fabric, domain, Rc::new(space)))
     })();
     let (_fabric, domain, space) = match opened {
@@ -270,10 +264,7 @@ async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), St
                 reply,
             } => {
                 let local = access | Access::LOCAL;
-                // SAFETY: libfabric's contract for fi_mr_reg: the application keeps
-                // the memory valid until fi_close of the MR, which deregisters it here
-                // (CloseMr) before returning.
-                let r = unsafe { domain.register_foreign(ptr as *mut u8, len, local) }
+                let r = memory::application_region(&domain, ptr, len, local)
                     .and_then(|mr| {
                         mr.remote_keyed(0..len, access.remote_part(), key)?;
                         Ok(mr)
@@ -302,11 +293,6 @@ async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), St
         close(w);
     }
 }
-
-/// Where the address-space region starts (a region needs a non-null base) and how
-/// long it is: every user-space address of x86-64 and aarch64 Linux lies inside.
-const SPACE_BASE: usize = 1;
-const SPACE_LEN: usize = (isize::MAX as usize) - SPACE_BASE;
 
 /// Closes the endpoint and lets go of its queues, so the application can close
 /// them as soon as its `fi_close` of the endpoint returns.

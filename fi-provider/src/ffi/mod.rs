@@ -39,6 +39,7 @@ mod eq;
 mod fabric;
 mod info;
 mod log;
+pub(crate) mod memory;
 mod obj;
 
 use crate::attrs;

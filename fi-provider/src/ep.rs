@@ -272,33 +272,7 @@ impl EpShared {
     pub(crate) fn send(&self, a: SendArgs) -> Result<(), Refusal> {
         let e = self.ready()?;
         let entry = e.tx.entry_for(a.flags, "FI_TRANSMIT")?;
-        if a.len > self.attrs.max_msg {
-            return Err(refuse(
-                fi::FI_EMSGSIZE,
-                format!("len {} is over max_msg_size {}", a.len, self.attrs.max_msg),
-            ));
-        }
-        if a.inject && a.len > self.attrs.inject_size {
-            return Err(refuse(
-                fi::FI_EMSGSIZE,
-                format!(
-                    "len {} is over inject_size {}",
-                    a.len, self.attrs.inject_size
-                ),
-            ));
-        }
-        if a.buf == 0 && a.len > 0 {
-            return Err(refuse(fi::FI_EINVAL, "buf is NULL with len > 0"));
-        }
-        let to =
-            e.av.as_ref()
-                .and_then(|av| av.lookup(a.dest))
-                .ok_or_else(|| {
-                    refuse(
-                        fi::FI_EINVAL,
-                        format!("dest_addr {} is not in the AV", a.dest),
-                    )
-                })?;
+        let to = self.target(e, a.buf, a.len, a.dest)?;
         let completion = !a.inject && entry;
         let level = if a.flags & fi::FI_DELIVERY_COMPLETE != 0 {
             Level::Delivered
@@ -367,6 +341,29 @@ impl EpShared {
         self.hand_over(post, &self.rx_credits)
     }
 
+    /// The checks every transmit passes (size, buffer, destination): the peer's
+    /// address. (`fi_inject*`'s size was checked before its bytes were copied.)
+    fn target(
+        &self,
+        e: &Enabled,
+        buf: usize,
+        len: usize,
+        dest: u64,
+    ) -> Result<SocketAddrV4, Refusal> {
+        if len > self.attrs.max_msg {
+            return Err(refuse(
+                fi::FI_EMSGSIZE,
+                format!("len {len} is over max_msg_size {}", self.attrs.max_msg),
+            ));
+        }
+        if buf == 0 && len > 0 {
+            return Err(refuse(fi::FI_EINVAL, "buf is NULL with len > 0"));
+        }
+        e.av.as_ref()
+            .and_then(|av| av.lookup(dest))
+            .ok_or_else(|| refuse(fi::FI_EINVAL, format!("dest_addr {dest} is not in the AV")))
+    }
+
     /// Checks and hands an RMA read or write to the worker.
     pub(crate) fn rma(&self, a: RmaArgs) -> Result<(), Refusal> {
         let e = self.ready()?;
@@ -384,24 +381,7 @@ impl EpShared {
                  the FI_RX_CQ_DATA mode (ask for it in hints->mode)",
             ));
         }
-        if a.len > self.attrs.max_msg {
-            return Err(refuse(
-                fi::FI_EMSGSIZE,
-                format!("len {} is over max_msg_size {}", a.len, self.attrs.max_msg),
-            ));
-        }
-        if a.buf == 0 && a.len > 0 {
-            return Err(refuse(fi::FI_EINVAL, "buf is NULL with len > 0"));
-        }
-        let peer =
-            e.av.as_ref()
-                .and_then(|av| av.lookup(a.dest))
-                .ok_or_else(|| {
-                    refuse(
-                        fi::FI_EINVAL,
-                        format!("fi_addr {} is not in the AV", a.dest),
-                    )
-                })?;
+        let peer = self.target(e, a.buf, a.len, a.dest)?;
         let rma = Rma {
             peer,
             addr: a.addr,

@@ -114,15 +114,7 @@ impl MemoryRegion {
     /// carries a generation, and is valid until [`revoke`](Self::revoke),
     /// [`revoke_all`](Self::revoke_all) or the region's drop.
     pub fn remote(&self, range: Range<usize>, access: Access) -> Result<RemoteKey, FabricError> {
-        self.check_grant(&range, access)?;
-        let grant = self.inner.prov.grant(range.clone(), access)?;
-        Ok(RemoteKey {
-            key: grant.key,
-            generation: grant.generation,
-            base: grant.base,
-            len: range.len() as u64,
-            access,
-        })
+        self.grant_with(range, access, |p, r| p.grant(r, access))
     }
 
     /// [`remote`](Self::remote) with a key the program chose (libfabric's
@@ -136,12 +128,23 @@ impl MemoryRegion {
         access: Access,
         key: u64,
     ) -> Result<RemoteKey, FabricError> {
+        self.grant_with(range, access, |p, r| p.grant_key(r, access, key))
+    }
+
+    /// Checks a grant of `access` to `range`, has `grant` make it, and turns it into
+    /// the key peers present.
+    fn grant_with(
+        &self,
+        range: Range<usize>,
+        access: Access,
+        grant: impl FnOnce(&dyn RegionProvider, Range<usize>) -> Result<KeyGrant, FabricError>,
+    ) -> Result<RemoteKey, FabricError> {
         self.check_grant(&range, access)?;
-        let grant = self.inner.prov.grant_key(range.clone(), access, key)?;
+        let g = grant(&*self.inner.prov, range.clone())?;
         Ok(RemoteKey {
-            key: grant.key,
-            generation: grant.generation,
-            base: grant.base,
+            key: g.key,
+            generation: g.generation,
+            base: g.base,
             len: range.len() as u64,
             access,
         })

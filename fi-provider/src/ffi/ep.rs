@@ -436,16 +436,24 @@ unsafe fn one_iov(iov: *const fi::iovec, count: usize) -> Result<(usize, usize),
     }
 }
 
-/// A copy of the application's bytes, for an inject.
+/// A copy of the application's bytes for an inject (at most `inject_size`).
 ///
 /// # Safety
 /// `buf` holds `len` bytes when `len > 0`.
-unsafe fn copy_in(buf: usize, len: usize) -> Box<[u8]> {
+unsafe fn inject_copy(a: &EpAttrs, buf: usize, len: usize) -> Result<Box<[u8]>, Refusal> {
+    if len > a.inject_size {
+        return Err(Refusal {
+            code: fi::FI_EMSGSIZE,
+            why: format!("len {len} is over inject_size {}", a.inject_size),
+        });
+    }
     if len == 0 || buf == 0 {
-        return Box::default();
+        return Ok(Box::default());
     }
     // SAFETY: `len` readable bytes by the contract.
-    Box::from(unsafe { std::slice::from_raw_parts(buf as *const u8, len) })
+    Ok(Box::from(unsafe {
+        std::slice::from_raw_parts(buf as *const u8, len)
+    }))
 }
 
 /// Runs a send built by `make` from the endpoint's attributes.
@@ -465,18 +473,9 @@ unsafe fn post_send(
             Err(c) => return c,
         };
         let r = make(&e.shared.attrs).and_then(|mut a| {
-            if a.owned.is_none() && (a.inject || a.flags & fi::FI_INJECT != 0) {
-                if a.len > e.shared.attrs.inject_size {
-                    return Err(Refusal {
-                        code: fi::FI_EMSGSIZE,
-                        why: format!(
-                            "len {} is over inject_size {}",
-                            a.len, e.shared.attrs.inject_size
-                        ),
-                    });
-                }
+            if a.inject || a.flags & fi::FI_INJECT != 0 {
                 // SAFETY: `len` bytes at `buf`, per the call.
-                a.owned = Some(unsafe { copy_in(a.buf, a.len) });
+                a.owned = Some(unsafe { inject_copy(&e.shared.attrs, a.buf, a.len) }?);
             }
             e.shared.send(a)
         });
@@ -912,18 +911,9 @@ unsafe fn post_rma(
             Err(c) => return c,
         };
         let r = make(&e.shared.attrs).and_then(|mut a| {
-            if a.write && a.owned.is_none() && (a.inject || a.flags & fi::FI_INJECT != 0) {
-                if a.len > e.shared.attrs.inject_size {
-                    return Err(Refusal {
-                        code: fi::FI_EMSGSIZE,
-                        why: format!(
-                            "len {} is over inject_size {}",
-                            a.len, e.shared.attrs.inject_size
-                        ),
-                    });
-                }
+            if a.write && (a.inject || a.flags & fi::FI_INJECT != 0) {
                 // SAFETY: `len` bytes at `buf`, per the call.
-                a.owned = Some(unsafe { copy_in(a.buf, a.len) });
+                a.owned = Some(unsafe { inject_copy(&e.shared.attrs, a.buf, a.len) }?);
             }
             e.shared.rma(a)
         });

@@ -256,16 +256,15 @@ impl Endpoint {
         context: u64,
     ) -> Result<OpId, PostError> {
         self.need(Cap::Probe)?;
-        let uses = match dst {
-            Some(d) => vec![self.check_local(d, Access::WRITE)?],
-            None => Vec::new(),
-        };
+        let region = dst
+            .map(|d| self.check_local(d, Access::WRITE))
+            .transpose()?;
         let op = NewOp {
             context,
             kind: OpKind::TaggedRecv,
             peer: None,
             tag: None,
-            uses,
+            region,
         };
         let target = dst.map(|d| RecvTarget::Buffer(d.clone()));
         self.start(op, |id| self.prov.take_claimed(id, claim, target))
@@ -416,7 +415,7 @@ impl SendPost<'_> {
             },
             peer: Some(self.peer),
             tag: self.tag,
-            uses: vec![used],
+            region: Some(used),
         };
         ep.submit(
             op,
@@ -477,7 +476,7 @@ impl ProbePost<'_> {
             kind: OpKind::Probe,
             peer: self.req.from,
             tag: None,
-            uses: Vec::new(),
+            region: None,
         };
         let req = self.req;
         ep.start(op, |id| ep.prov.probe(id, req))
@@ -546,7 +545,7 @@ impl RecvPost<'_> {
                 });
             }
         }
-        let (kind, uses) = match &self.target {
+        let (kind, region) = match &self.target {
             RecvTarget::Buffer(dst) => {
                 let used = ep.check_local(dst, Access::WRITE)?;
                 let kind = if self.tag.is_some() {
@@ -554,7 +553,7 @@ impl RecvPost<'_> {
                 } else {
                     OpKind::Recv
                 };
-                (kind, vec![used])
+                (kind, Some(used))
             }
             RecvTarget::Lease { max_len } => {
                 ep.need(Cap::LeaseRecv)?;
@@ -562,7 +561,7 @@ impl RecvPost<'_> {
                 if *max_len > max {
                     return Err(PostError::TooLarge { len: *max_len, max });
                 }
-                (OpKind::LeaseRecv, Vec::new())
+                (OpKind::LeaseRecv, None)
             }
         };
         let op = NewOp {
@@ -570,7 +569,7 @@ impl RecvPost<'_> {
             kind,
             peer: self.from,
             tag: None,
-            uses,
+            region,
         };
         ep.submit(
             op,
@@ -671,7 +670,7 @@ impl RmaPost<'_> {
             kind,
             peer: Some(self.peer),
             tag: None,
-            uses: vec![used],
+            region: Some(used),
         };
         ep.submit(op, req)
     }

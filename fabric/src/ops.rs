@@ -16,7 +16,7 @@ struct Entry {
     kind: OpKind,
     peer: Option<PeerId>,
     tag: Option<u64>,
-    _uses: Vec<RegionUse>,
+    _region: Option<RegionUse>,
 }
 
 /// Posted operations whose completions have not been produced yet, and the depth
@@ -37,7 +37,9 @@ pub(crate) struct NewOp {
     pub(crate) kind: OpKind,
     pub(crate) peer: Option<PeerId>,
     pub(crate) tag: Option<u64>,
-    pub(crate) uses: Vec<RegionUse>,
+    /// The local region the operation reads or writes (every operation has at
+    /// most one), held until its completion.
+    pub(crate) region: Option<RegionUse>,
 }
 
 impl OpTable {
@@ -78,7 +80,7 @@ impl OpTable {
             kind: op.kind,
             peer: op.peer,
             tag: op.tag,
-            _uses: op.uses,
+            _region: op.region,
         });
         used.set(used.get() + 1);
         Ok(id)

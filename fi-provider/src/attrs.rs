@@ -4,6 +4,7 @@
 //! Plain data in, plain data out; `ffi::info` moves it in and out of `fi_info`.
 
 use crate::addr;
+use crate::domain::Progress;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use zerorx_libfabric_sys as fi;
 
@@ -260,17 +261,29 @@ pub(crate) fn offer(
         if d.caps & !(fi::FI_LOCAL_COMM | fi::FI_REMOTE_COMM) != 0 {
             return Err(format!("domain caps {:#x} not offered", d.caps));
         }
-        // We are thread-safe and progress on our own, which satisfies any request;
-        // report what was asked so the application sees its own choice.
+        // Every threading and progress model is served (thread-safe, progressing on
+        // a worker thread, or on the caller's for FI_THREAD_DOMAIN with manual
+        // progress): report what was asked so the application sees its own choice.
+        // An application serialising its calls (FI_THREAD_DOMAIN) that leaves
+        // progress open gets manual progress, driven inside its own calls, which
+        // saves a thread hand-off on each side of every transfer.
         if d.threading != fi::FI_THREAD_UNSPEC {
             domain.threading = d.threading;
         }
-        if d.control_progress != fi::FI_PROGRESS_UNSPEC {
-            domain.control_progress = d.control_progress;
-        }
-        if d.data_progress != fi::FI_PROGRESS_UNSPEC {
-            domain.data_progress = d.data_progress;
-        }
+        let progress =
+            if d.threading == fi::FI_THREAD_DOMAIN && d.data_progress != fi::FI_PROGRESS_AUTO {
+                fi::FI_PROGRESS_MANUAL
+            } else {
+                fi::FI_PROGRESS_AUTO
+            };
+        domain.control_progress = match d.control_progress {
+            fi::FI_PROGRESS_UNSPEC => progress,
+            asked => asked,
+        };
+        domain.data_progress = match d.data_progress {
+            fi::FI_PROGRESS_UNSPEC => progress,
+            asked => asked,
+        };
         if d.resource_mgmt != fi::FI_RM_UNSPEC {
             domain.resource_mgmt = d.resource_mgmt;
         }
@@ -378,6 +391,27 @@ fn ep_attr() -> fi::fi_ep_attr {
         tx_ctx_cnt: 1,
         rx_ctx_cnt: 1,
         ..Default::default()
+    }
+}
+
+/// Environment variable that forces a worker thread per domain (`thread`), whatever
+/// the domain's threading and progress say.
+pub(crate) const PROGRESS_ENV: &str = "FI_ZERORX_PROGRESS";
+
+/// Who progresses a domain opened with `attr`: the opening thread, inside its own
+/// calls, when it serialises them (`FI_THREAD_DOMAIN`) and asks for manual data
+/// progress; a worker thread otherwise, or when `FI_ZERORX_PROGRESS=thread`.
+pub(crate) fn progress_of(attr: Option<&fi::fi_domain_attr>) -> Progress {
+    let forced_thread = std::env::var(PROGRESS_ENV).is_ok_and(|v| v == "thread");
+    match attr {
+        Some(d)
+            if !forced_thread
+                && d.threading == fi::FI_THREAD_DOMAIN
+                && d.data_progress == fi::FI_PROGRESS_MANUAL =>
+        {
+            Progress::Caller
+        }
+        _ => Progress::Thread,
     }
 }
 
@@ -521,5 +555,46 @@ mod tests {
         assert_eq!(o.tx.size, 64);
         assert_eq!(o.domain.data_progress, fi::FI_PROGRESS_MANUAL);
         assert_eq!(o.domain.threading, fi::FI_THREAD_DOMAIN);
+    }
+
+    #[test]
+    fn a_serialising_application_that_leaves_progress_open_gets_manual_progress() {
+        let asked = |threading, data_progress| {
+            let h = Hints {
+                domain: Some(fi::fi_domain_attr {
+                    threading,
+                    data_progress,
+                    ..Default::default()
+                }),
+                ..hints()
+            };
+            let d = offer(API, None, None, false, &h).unwrap().domain;
+            (d.data_progress, d.control_progress)
+        };
+        let manual = (fi::FI_PROGRESS_MANUAL, fi::FI_PROGRESS_MANUAL);
+        let auto = (fi::FI_PROGRESS_AUTO, fi::FI_PROGRESS_AUTO);
+        assert_eq!(asked(fi::FI_THREAD_DOMAIN, fi::FI_PROGRESS_UNSPEC), manual);
+        assert_eq!(asked(fi::FI_THREAD_DOMAIN, fi::FI_PROGRESS_AUTO), auto);
+        assert_eq!(asked(fi::FI_THREAD_SAFE, fi::FI_PROGRESS_UNSPEC), auto);
+        assert_eq!(asked(fi::FI_THREAD_UNSPEC, fi::FI_PROGRESS_UNSPEC), auto);
+        let domain = |threading, data_progress| fi::fi_domain_attr {
+            threading,
+            data_progress,
+            ..Default::default()
+        };
+        let of = |d: fi::fi_domain_attr| progress_of(Some(&d));
+        assert_eq!(
+            of(domain(fi::FI_THREAD_DOMAIN, fi::FI_PROGRESS_MANUAL)),
+            Progress::Caller
+        );
+        assert_eq!(
+            of(domain(fi::FI_THREAD_DOMAIN, fi::FI_PROGRESS_AUTO)),
+            Progress::Thread
+        );
+        assert_eq!(
+            of(domain(fi::FI_THREAD_SAFE, fi::FI_PROGRESS_MANUAL)),
+            Progress::Thread
+        );
+        assert_eq!(progress_of(None), Progress::Thread);
     }
 }

@@ -2,15 +2,17 @@
 //! `fi_addr_t` handed to the application. `FI_AV_TABLE` and `FI_AV_MAP` are the same
 //! table here (a map's `fi_addr_t` is opaque to the application, so an index serves).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::net::SocketAddrV4;
 use std::sync::RwLock;
 
 #[derive(Default)]
 struct Table {
     entries: Vec<Option<SocketAddrV4>>,
-    /// The first live `fi_addr_t` of each address (`FI_SOURCE`).
-    by_addr: HashMap<SocketAddrV4, u64>,
+    /// The first live `fi_addr_t` of each address (`FI_SOURCE`), looked up for every
+    /// receive: Fx rather than SipHash, since the keys are addresses the application
+    /// inserted, not ones a peer can choose to collide.
+    by_addr: FxHashMap<SocketAddrV4, u64>,
 }
 
 /// The table. Removed entries leave a hole, so `fi_addr_t`s stay valid.

@@ -62,6 +62,18 @@ impl Counter {
         }
     }
 
+    /// How a wait for `threshold` that began with `errors` failures ends now, if it
+    /// does.
+    pub(crate) fn check(&self, threshold: u64, errors: u64) -> Option<WaitEnd> {
+        if self.read() >= threshold {
+            Some(WaitEnd::Reached)
+        } else if self.read_err() != errors {
+            Some(WaitEnd::Errors)
+        } else {
+            None
+        }
+    }
+
     /// Waits until the count reaches `threshold`, the error count moves, or
     /// `timeout` passes (`None`: forever).
     pub(crate) fn wait(&self, threshold: u64, timeout: Option<Duration>) -> WaitEnd {
@@ -70,11 +82,8 @@ impl Counter {
         self.waiters.fetch_add(1, Ordering::AcqRel);
         let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let end = loop {
-            if self.read() >= threshold {
-                break WaitEnd::Reached;
-            }
-            if self.read_err() != errors {
-                break WaitEnd::Errors;
+            if let Some(end) = self.check(threshold, errors) {
+                break end;
             }
             g = match deadline {
                 None => self.changed.wait(g).unwrap_or_else(|p| p.into_inner()),

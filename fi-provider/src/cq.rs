@@ -246,6 +246,19 @@ impl CqStore {
         }
     }
 
+    /// Whether a blocked read may end: `Some(true)` with an entry there,
+    /// `Some(false)` when `signal` was called (which this consumes), `None` otherwise.
+    pub(crate) fn ready_or_signaled(&self) -> Option<bool> {
+        let mut g = self.lock();
+        if !g.items.is_empty() {
+            Some(true)
+        } else if std::mem::take(&mut g.signaled) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
     /// Waits until an entry is there, `signal` was called, or `timeout` passes
     /// (`None`: forever). True if an entry is there.
     pub(crate) fn wait(&self, timeout: Option<Duration>) -> bool {

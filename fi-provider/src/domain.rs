@@ -1,47 +1,123 @@
-//! A domain as application threads see it: the channel to its worker thread
-//! ([`crate::worker`]), the thread itself, and counts that keep `fi_close` from
+//! A domain as application threads see it: the channel to its command loop
+//! ([`crate::worker`]), what runs that loop, and counts that keep `fi_close` from
 //! pulling the domain from under objects still open in it.
+//!
+//! Two ways to run the loop (DESIGN.md, "libfabric provider", has the costs):
+//! - [`Progress::Thread`]: a worker thread per domain. Any application thread may
+//!   call at any time (`FI_THREAD_SAFE`, automatic progress); each operation crosses
+//!   to the worker and its completion back.
+//! - [`Progress::Caller`]: the thread that opened the domain turns its runtime
+//!   whenever it calls in (`crate::engine`): posts go out inside `fi_send`,
+//!   completions are reaped inside `fi_cq_read`. For `FI_THREAD_DOMAIN` with
+//!   `FI_PROGRESS_MANUAL`, where the application promises to call in to progress.
 
+use crate::engine;
 use crate::worker::{self, Cmd};
 use futures_channel::mpsc::{unbounded, UnboundedSender};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::thread::{JoinHandle, ThreadId};
+use std::time::{Duration, Instant};
+
+/// Who runs a domain's command loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Progress {
+    /// A worker thread of the domain's own.
+    Thread,
+    /// The thread that opens the domain, whenever it calls into the provider.
+    Caller,
+}
+
+enum Runner {
+    Thread(Mutex<Option<JoinHandle<()>>>),
+    Caller {
+        owner: ThreadId,
+        /// `owner`'s [`thread_token`], compared on every call (a `ThreadId` is
+        /// only reachable through a reference-counted `Thread` handle).
+        token: usize,
+        /// Commands other threads queued for the owner's next call.
+        queued: Arc<AtomicUsize>,
+        /// Wakes the owner's blocked turn from another thread (`fi_cq_signal`).
+        handle: zerorx::Handle,
+        /// A call from another thread was told once that it does not progress.
+        warned: AtomicBool,
+    },
+}
+
+/// This thread, as a number no other live thread has: the address of a
+/// thread-local (a dead thread's may come back, but its domains' runtimes went with
+/// it, so a match finds nothing to turn).
+fn thread_token() -> usize {
+    thread_local! {
+        static TOKEN: u8 = const { 0 };
+    }
+    TOKEN.with(|t| t as *const u8 as usize)
+}
+
+/// Domains of this process, numbered for the thread-local of caller-driven ones.
+static DOMAINS: AtomicU64 = AtomicU64::new(1);
+
+/// How long a caller-driven domain may take to answer a request (opening an
+/// endpoint, registering memory) before the call fails.
+const CALL_LIMIT: Duration = Duration::from_secs(30);
 
 pub(crate) struct DomainShared {
+    id: u64,
     cmds: UnboundedSender<Cmd>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    runner: Runner,
     next_id: AtomicU64,
     /// Endpoints, CQs, AVs, EQs and MRs open in the domain.
     pub children: AtomicUsize,
 }
 
 impl DomainShared {
-    /// Starts the worker thread and waits until its runtime and zerorx-fabric
-    /// domain are up, or returns why they are not.
-    pub(crate) fn start() -> Result<Arc<DomainShared>, String> {
+    /// Starts the domain's command loop as `progress` says and waits until its
+    /// runtime and zerorx-fabric domain are up, or returns why they are not.
+    pub(crate) fn start(progress: Progress) -> Result<Arc<DomainShared>, String> {
+        let id = DOMAINS.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = unbounded();
-        let (ready_tx, ready_rx) = sync_channel(1);
-        let thread = std::thread::Builder::new()
-            .name("zerorx-fi-domain".into())
-            .spawn(move || worker::run(rx, ready_tx))
-            .map_err(|e| format!("spawning the domain's worker thread: {e}"))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Arc::new(DomainShared {
-                cmds: tx,
-                thread: Mutex::new(Some(thread)),
-                next_id: AtomicU64::new(1),
-                children: AtomicUsize::new(0),
-            })),
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                Err(e)
+        let runner = match progress {
+            Progress::Caller => {
+                let queued = Arc::new(AtomicUsize::new(0));
+                Runner::Caller {
+                    owner: std::thread::current().id(),
+                    token: thread_token(),
+                    handle: engine::start(id, rx, queued.clone())?,
+                    queued,
+                    warned: AtomicBool::new(false),
+                }
             }
-            Err(_) => {
-                let _ = thread.join();
-                Err("the domain's worker thread ended while starting".into())
+            Progress::Thread => {
+                let (ready_tx, ready_rx) = sync_channel(1);
+                let thread = std::thread::Builder::new()
+                    .name("zerorx-fi-domain".into())
+                    .spawn(move || worker::run(rx, ready_tx))
+                    .map_err(|e| format!("spawning the domain's worker thread: {e}"))?;
+                let started = ready_rx.recv().unwrap_or_else(|_| {
+                    Err("the domain's worker thread ended while starting".into())
+                });
+                if let Err(e) = started {
+                    let _ = thread.join();
+                    return Err(e);
+                }
+                Runner::Thread(Mutex::new(Some(thread)))
             }
+        };
+        Ok(Arc::new(DomainShared {
+            id,
+            cmds: tx,
+            runner,
+            next_id: AtomicU64::new(1),
+            children: AtomicUsize::new(0),
+        }))
+    }
+
+    /// Who runs the command loop.
+    pub(crate) fn progress_kind(&self) -> Progress {
+        match self.runner {
+            Runner::Thread(_) => Progress::Thread,
+            Runner::Caller { .. } => Progress::Caller,
         }
     }
 
@@ -49,22 +125,145 @@ impl DomainShared {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Hands `cmd` to the worker; false when the worker is gone.
+    /// Whether this thread turns the domain's runtime (a caller-driven domain's
+    /// owner); another thread's call to a caller-driven domain is told once, in the
+    /// log, that it does not progress it.
+    fn drives_here(&self) -> bool {
+        match &self.runner {
+            Runner::Thread(_) => false,
+            Runner::Caller {
+                owner,
+                token,
+                warned,
+                ..
+            } => {
+                let here = *token == thread_token();
+                if !here && !warned.swap(true, Ordering::Relaxed) {
+                    crate::ffi::warn(&format!(
+                        "a call from {:?} into a domain progressed by the thread that opened it \
+                         ({owner:?}, FI_THREAD_DOMAIN with FI_PROGRESS_MANUAL) does not progress \
+                         it: call from that thread, or ask for FI_PROGRESS_AUTO",
+                        std::thread::current().id()
+                    ));
+                }
+                here
+            }
+        }
+    }
+
+    /// Makes progress if this thread drives the domain: one non-blocking turn of its
+    /// runtime (posts go out, completions are reaped). True if it turned.
+    pub(crate) fn progress(&self) -> bool {
+        self.drives_here() && self.turn(None)
+    }
+
+    fn turn(&self, wait: Option<Duration>) -> bool {
+        match engine::turn(self.id, wait) {
+            Ok(turned) => turned,
+            Err(e) => {
+                crate::ffi::warn(&format!("progressing the domain: {e}"));
+                false
+            }
+        }
+    }
+
+    /// On a caller-driven domain's own thread, turns its runtime until `check`
+    /// gives an answer or `limit` passes (`None`: forever); `Err(())` on any other
+    /// domain or thread, where the caller waits its own way.
+    pub(crate) fn wait_turning<T>(
+        &self,
+        limit: Option<Duration>,
+        mut check: impl FnMut() -> Option<T>,
+    ) -> Result<Option<T>, ()> {
+        if !self.drives_here() {
+            return Err(());
+        }
+        let deadline = limit.map(|l| Instant::now() + l);
+        loop {
+            if let Some(v) = check() {
+                return Ok(Some(v));
+            }
+            let left = match deadline {
+                None => Duration::from_secs(3600),
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left,
+                    _ => return Ok(None),
+                },
+            };
+            if !self.turn(Some(left)) {
+                return Ok(check());
+            }
+        }
+    }
+
+    /// Wakes the thread driving the domain if it is blocked in a turn (a CQ's
+    /// `fi_cq_signal` from another thread); nothing on a worker-thread domain, whose
+    /// waiters sleep on the queues themselves.
+    pub(crate) fn nudge(&self) {
+        if let Runner::Caller { handle, .. } = &self.runner {
+            handle.spawn_on(0, async {});
+        }
+    }
+
+    /// Hands `cmd` to the command loop (on a caller-driven domain's own thread: runs
+    /// it at once and turns the ring); false when the loop is gone.
     pub(crate) fn send(&self, cmd: Cmd) -> bool {
-        self.cmds.unbounded_send(cmd).is_ok()
+        if self.drives_here() {
+            return match engine::run(self.id, cmd) {
+                Ok(ran) => ran,
+                Err(e) => {
+                    crate::ffi::warn(&format!("running an operation: {e}"));
+                    false
+                }
+            };
+        }
+        let sent = self.cmds.unbounded_send(cmd).is_ok();
+        if let (true, Runner::Caller { queued, .. }) = (sent, &self.runner) {
+            queued.fetch_add(1, Ordering::Release);
+        }
+        sent
     }
 
     /// Sends the command `make` builds around a reply channel and waits for the reply.
     pub(crate) fn call<T>(&self, make: impl FnOnce(SyncSender<T>) -> Cmd) -> Result<T, String> {
+        if let Runner::Caller { owner, .. } = &self.runner {
+            if *owner != std::thread::current().id() {
+                return Err(format!(
+                    "this domain is progressed by the thread that opened it ({owner:?}, \
+                     FI_THREAD_DOMAIN with FI_PROGRESS_MANUAL): open endpoints and register \
+                     memory from that thread, or ask for FI_PROGRESS_AUTO"
+                ));
+            }
+        }
         let (tx, rx) = sync_channel(1);
         if !self.send(make(tx)) {
-            return Err("the domain's worker thread is gone".into());
+            return Err("the domain's command loop is gone".into());
         }
-        rx.recv()
-            .map_err(|_| "the domain's worker thread dropped the request".into())
+        if matches!(self.runner, Runner::Thread(_)) {
+            return rx
+                .recv()
+                .map_err(|_| "the domain's worker thread dropped the request".into());
+        }
+        let begun = Instant::now();
+        loop {
+            match rx.try_recv() {
+                Ok(v) => return Ok(v),
+                Err(TryRecvError::Disconnected) => {
+                    return Err("the domain's command loop dropped the request".into())
+                }
+                Err(TryRecvError::Empty) if begun.elapsed() > CALL_LIMIT => {
+                    return Err(format!("the domain did not answer within {CALL_LIMIT:?}"))
+                }
+                Err(TryRecvError::Empty) => {
+                    if !self.turn(Some(Duration::from_millis(10))) {
+                        return Err("the domain's runtime is gone".into());
+                    }
+                }
+            }
+        }
     }
 
-    /// Registers `[ptr, ptr+len)` on the worker for remote `access` under `key`.
+    /// Registers `[ptr, ptr+len)` with the command loop for remote `access` under `key`.
     pub(crate) fn register(
         &self,
         ptr: usize,
@@ -86,12 +285,27 @@ impl DomainShared {
         let _ = self.call(|reply| Cmd::CloseMr { key, reply });
     }
 
-    /// Stops the worker (it closes every endpoint left) and waits for it.
+    /// Stops the command loop (it closes every endpoint left) and waits for it. A
+    /// caller-driven domain closed from another thread than its own leaves its
+    /// runtime to that thread's exit (it cannot be touched from here).
     pub(crate) fn stop(&self) {
         self.cmds.close_channel();
-        let t = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(t) = t {
-            let _ = t.join();
+        match &self.runner {
+            Runner::Thread(thread) => {
+                let t = thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some(t) = t {
+                    let _ = t.join();
+                }
+            }
+            Runner::Caller { owner, .. } => {
+                if !engine::stop(self.id) && *owner != std::thread::current().id() {
+                    crate::ffi::warn(&format!(
+                        "a domain progressed by {owner:?} was closed from {:?}: its ring \
+                         closes when {owner:?} exits",
+                        std::thread::current().id()
+                    ));
+                }
+            }
         }
     }
 }

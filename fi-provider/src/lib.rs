@@ -27,6 +27,7 @@ mod cntr;
 mod codes;
 mod cq;
 mod domain;
+mod engine;
 mod ep;
 mod eq;
 mod errors;

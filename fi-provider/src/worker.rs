@@ -1,9 +1,11 @@
-//! The domain's worker thread: it owns a one-worker zerorx runtime and every
-//! zerorx-fabric object of the domain, and is the only thread that touches them
-//! (zerorx's rule: a ring and what it drives belong to one thread). Application
-//! threads reach it through [`Cmd`]s and read what it reports from the shared
-//! [`CqStore`]s. DESIGN.md ("libfabric provider") says why this shape and what it
-//! costs per operation.
+//! The domain's command loop ([`serve`]): it owns every zerorx-fabric object of the
+//! domain and runs on the domain's one-worker zerorx runtime, which is the only
+//! thread that touches them (zerorx's rule: a ring and what it drives belong to one
+//! thread). That runtime runs on a worker thread of its own ([`run`]), or, for a
+//! domain the application progresses itself, on the application's thread
+//! (`crate::engine`). Application threads reach the loop through [`Cmd`]s and read
+//! what it reports from the shared [`CqStore`]s. DESIGN.md ("libfabric provider")
+//! says why this shape and what it costs per operation.
 
 use crate::av::AddressVector;
 use crate::cntr::Counter;
@@ -13,9 +15,9 @@ use crate::errors;
 use crate::ffi::memory::{self, SPACE_BASE};
 use futures_channel::mpsc::UnboundedReceiver;
 use futures_util::StreamExt;
+use rustc_hash::FxHashMap;
 use slab::Slab;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::rc::{Rc, Weak};
 use std::sync::mpsc::SyncSender;
@@ -136,6 +138,24 @@ pub(crate) enum Cmd {
     },
 }
 
+impl Cmd {
+    /// Whether carrying it out gives the kernel work to start at once (a send, an
+    /// RMA, opening or closing): receives and cancels only change the endpoint's
+    /// own tables.
+    pub(crate) fn needs_turn(&self) -> bool {
+        !matches!(
+            self,
+            Cmd::Post {
+                post: Post {
+                    kind: PostKind::Recv { .. },
+                    ..
+                },
+                ..
+            } | Cmd::Cancel { .. }
+        )
+    }
+}
+
 /// An operation the worker started, until its completion.
 struct OpState {
     context: usize,
@@ -151,22 +171,23 @@ struct OpState {
     _owned: Option<Box<[u8]>>,
 }
 
-/// One endpoint, on the worker.
+/// One endpoint, on the worker. Its tables are looked up on every operation, so
+/// they hash with Fx rather than SipHash: their keys are ids and addresses of the
+/// application's own posts, not values a peer can choose to make collide.
 struct WorkerEp {
     ep: Endpoint,
     space: Rc<MemoryRegion>,
-    peers: RefCell<HashMap<SocketAddrV4, PeerId>>,
+    peers: RefCell<FxHashMap<SocketAddrV4, PeerId>>,
     /// Claims by the application context of the `FI_PEEK | FI_CLAIM` that made them.
-    claims: RefCell<HashMap<usize, OpId>>,
+    claims: RefCell<FxHashMap<usize, OpId>>,
     /// Where each peer that sent something listens (`None`: not a uring-tcp IPv4
     /// address), so a receive's source becomes an `fi_addr_t`.
-    sources: RefCell<HashMap<PeerId, Option<SocketAddrV4>>>,
+    sources: RefCell<FxHashMap<PeerId, Option<SocketAddrV4>>>,
     ops: RefCell<Slab<OpState>>,
     setup: EpSetup,
 }
 
-/// The thread's body: builds the runtime and the domain, reports readiness on
-/// `ready`, then serves commands until the channel closes (`fi_close` of the domain).
+/// The worker thread's body: builds the runtime and runs [`serve`] on it.
 pub(crate) fn run(cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), String>>) {
     let rt = match zerorx::Runtime::builder().threads(1).build() {
         Ok(rt) => rt,
@@ -178,8 +199,57 @@ pub(crate) fn run(cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), Str
     rt.block_on(serve(cmds, ready));
 }
 
+/// Opens the domain, reports readiness on `ready`, then serves commands until the
+/// channel closes (`fi_close` of the domain). Each endpoint's completions reach the
+/// application's queues through a pump task.
 async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), String>>) {
-    let opened = (|| {
+    let state = match DomainState::open(Reaping::Pump) {
+        Ok(s) => {
+            let _ = ready.send(Ok(()));
+            s
+        }
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    while let Some(cmd) = cmds.next().await {
+        state.handle(cmd);
+    }
+    state.close();
+}
+
+/// How an endpoint's completions reach the application's queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reaping {
+    /// A task per endpoint waits for them (a domain with a worker thread).
+    Pump,
+    /// [`DomainState::reap`] takes them after each turn (a caller-driven domain:
+    /// no task wake-up per completion).
+    Turn,
+}
+
+struct OpenEp {
+    w: Rc<WorkerEp>,
+    pump: Option<zerorx::JoinHandle<()>>,
+}
+
+/// Everything of a domain that lives on the thread running its runtime: the
+/// zerorx-fabric domain, the application's address space as a region, open
+/// endpoints and remote-access registrations. Its methods run inside the runtime
+/// (`block_on`, or `Runtime::enter`).
+pub(crate) struct DomainState {
+    _fabric: Fabric,
+    domain: zerorx_fabric::Domain,
+    space: Rc<MemoryRegion>,
+    eps: RefCell<FxHashMap<u64, OpenEp>>,
+    mrs: RefCell<FxHashMap<u64, MemoryRegion>>,
+    reaping: Reaping,
+}
+
+impl DomainState {
+    /// Opens the zerorx-fabric domain.
+    pub(crate) fn open(reaping: Reaping) -> Result<DomainState, String> {
         let req = Requirements::new().caps([
             Cap::Msg,
             Cap::Tagged,
@@ -192,67 +262,31 @@ async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), St
             .domain(Default::default())
             .map_err(|e| e.to_string())?;
         let space = memory::address_space(&domain).map_err(|e| e.to_string())?;
-        Ok::<_, String>((fabric, domain, Rc::new(space)))
-    })();
-    let (_fabric, domain, space) = match opened {
-        Ok(o) => {
-            let _ = ready.send(Ok(()));
-            o
-        }
-        Err(e) => {
-            let _ = ready.send(Err(e));
-            return;
-        }
-    };
-    let mut eps: HashMap<u64, (Rc<WorkerEp>, zerorx::JoinHandle<()>)> = HashMap::new();
-    let mut mrs: HashMap<u64, MemoryRegion> = HashMap::new();
-    while let Some(cmd) = cmds.next().await {
+        Ok(DomainState {
+            _fabric: fabric,
+            domain,
+            space: Rc::new(space),
+            eps: RefCell::new(FxHashMap::default()),
+            mrs: RefCell::new(FxHashMap::default()),
+            reaping,
+        })
+    }
+
+    /// Carries out one command.
+    pub(crate) fn handle(&self, cmd: Cmd) {
         match cmd {
             Cmd::OpenEp { id, setup, reply } => {
-                let cfg = EndpointConfig {
-                    tx_depth: setup.tx_size,
-                    rx_depth: setup.rx_size,
-                    max_msg_size: Some(setup.max_msg),
-                    bind: Some(SocketAddr::V4(setup.bind)),
-                    ..EndpointConfig::default()
-                };
-                let opened = domain
-                    .completion_queue(setup.tx_size + setup.rx_size)
-                    .and_then(|cq| domain.endpoint(&cq, cfg));
-                let ep = match opened {
-                    Ok(ep) => ep,
-                    Err(e) => {
-                        let _ = reply.send(Err(e.to_string()));
-                        continue;
-                    }
-                };
-                let local = match ep.address().uring_tcp_socket() {
-                    Some(SocketAddr::V4(a)) => a,
-                    other => {
-                        let _ = reply.send(Err(format!("endpoint address {other:?} is not IPv4")));
-                        continue;
-                    }
-                };
-                let w = Rc::new(WorkerEp {
-                    ep,
-                    space: space.clone(),
-                    peers: RefCell::new(HashMap::new()),
-                    sources: RefCell::new(HashMap::new()),
-                    claims: RefCell::new(HashMap::new()),
-                    ops: RefCell::new(Slab::new()),
-                    setup,
-                });
-                let pump = zerorx::spawn(pump(Rc::downgrade(&w), w.ep.completion_queue().clone()));
-                eps.insert(id, (w, pump));
-                let _ = reply.send(Ok(local));
+                let _ = reply.send(self.open_ep(id, setup));
             }
             Cmd::Post { ep, post } => {
-                if let Some((w, _)) = eps.get(&ep) {
+                let w = self.eps.borrow().get(&ep).map(|o| o.w.clone());
+                if let Some(w) = w {
                     w.start(post);
                 }
             }
             Cmd::Cancel { ep, context } => {
-                if let Some((w, _)) = eps.get(&ep) {
+                let w = self.eps.borrow().get(&ep).map(|o| o.w.clone());
+                if let Some(w) = w {
                     w.cancel(context);
                 }
             }
@@ -264,48 +298,98 @@ async fn serve(mut cmds: UnboundedReceiver<Cmd>, ready: SyncSender<Result<(), St
                 reply,
             } => {
                 let local = access | Access::LOCAL;
-                let r = memory::application_region(&domain, ptr, len, local)
+                let r = memory::application_region(&self.domain, ptr, len, local)
                     .and_then(|mr| {
                         mr.remote_keyed(0..len, access.remote_part(), key)?;
                         Ok(mr)
                     })
                     .map(|mr| {
-                        mrs.insert(key, mr);
+                        self.mrs.borrow_mut().insert(key, mr);
                     })
                     .map_err(|e| e.to_string());
                 let _ = reply.send(r);
             }
             Cmd::CloseMr { key, reply } => {
-                drop(mrs.remove(&key));
+                let mr = self.mrs.borrow_mut().remove(&key);
+                drop(mr);
                 let _ = reply.send(());
             }
             Cmd::CloseEp { ep, reply } => {
-                if let Some((w, pump)) = eps.remove(&ep) {
-                    pump.abort();
-                    close(w);
+                let open = self.eps.borrow_mut().remove(&ep);
+                if let Some(o) = open {
+                    close(o);
                 }
                 let _ = reply.send(());
             }
         }
     }
-    for (_, (w, pump)) in eps.drain() {
-        pump.abort();
-        close(w);
+
+    fn open_ep(&self, id: u64, setup: EpSetup) -> Result<SocketAddrV4, String> {
+        let cfg = EndpointConfig {
+            tx_depth: setup.tx_size,
+            rx_depth: setup.rx_size,
+            max_msg_size: Some(setup.max_msg),
+            bind: Some(SocketAddr::V4(setup.bind)),
+            ..EndpointConfig::default()
+        };
+        let ep = self
+            .domain
+            .completion_queue(setup.tx_size + setup.rx_size)
+            .and_then(|cq| self.domain.endpoint(&cq, cfg))
+            .map_err(|e| e.to_string())?;
+        let local = match ep.address().uring_tcp_socket() {
+            Some(SocketAddr::V4(a)) => a,
+            other => return Err(format!("endpoint address {other:?} is not IPv4")),
+        };
+        let w = Rc::new(WorkerEp {
+            ep,
+            space: self.space.clone(),
+            peers: RefCell::new(FxHashMap::default()),
+            sources: RefCell::new(FxHashMap::default()),
+            claims: RefCell::new(FxHashMap::default()),
+            ops: RefCell::new(Slab::new()),
+            setup,
+        });
+        let pump = (self.reaping == Reaping::Pump)
+            .then(|| zerorx::spawn(pump(Rc::downgrade(&w), w.ep.completion_queue().clone())));
+        self.eps.borrow_mut().insert(id, OpenEp { w, pump });
+        Ok(local)
+    }
+
+    /// Moves every endpoint's completions into the application's queues
+    /// ([`Reaping::Turn`]).
+    pub(crate) fn reap(&self) {
+        for o in self.eps.borrow().values() {
+            while let Some(c) = o.w.ep.completion_queue().try_next() {
+                o.w.report(c);
+            }
+        }
+    }
+
+    /// Closes every endpoint left (the domain's `fi_close`).
+    pub(crate) fn close(&self) {
+        let open: Vec<OpenEp> = self.eps.borrow_mut().drain().map(|(_, o)| o).collect();
+        for o in open {
+            close(o);
+        }
     }
 }
 
 /// Closes the endpoint and lets go of its queues, so the application can close
 /// them as soon as its `fi_close` of the endpoint returns.
-/// Only the command loop holds it strongly (the pump's reference is weak, and
+/// Only the domain's table holds it strongly (the pump's reference is weak, and
 /// posts and reports borrow it for one call), so this is the endpoint's end.
-fn close(w: Rc<WorkerEp>) {
-    if let Ok(w) = Rc::try_unwrap(w) {
+fn close(o: OpenEp) {
+    if let Some(p) = o.pump {
+        p.abort();
+    }
+    if let Ok(w) = Rc::try_unwrap(o.w) {
         w.ep.close();
     }
 }
 
 /// Moves the endpoint's completions into the application's queues. It holds the
-/// endpoint weakly: the command loop owns it, and dropping it there ends this.
+/// endpoint weakly: the domain's table owns it, and dropping it there ends this.
 async fn pump(w: Weak<WorkerEp>, cq: CompletionQueue) {
     loop {
         let c = cq.next().await;

@@ -30,6 +30,10 @@ fn fid<T>(p: *mut T) -> *mut fi::fid {
 }
 
 fn getinfo(tx_size: usize, caps: u64) -> *mut fi::fi_info {
+    getinfo_threading(tx_size, caps, fi::FI_THREAD_UNSPEC)
+}
+
+fn getinfo_threading(tx_size: usize, caps: u64, threading: fi::fi_threading) -> *mut fi::fi_info {
     common::load_provider();
     // SAFETY: libfabric's allocation; attr structs allocated with it; strings strdup'd
     // because fi_freeinfo frees them.
@@ -40,6 +44,7 @@ fn getinfo(tx_size: usize, caps: u64) -> *mut fi::fi_info {
         (*(*hints).ep_attr).type_ = fi::FI_EP_RDM;
         (*(*hints).fabric_attr).prov_name = libc::strdup(c"zerorx".as_ptr());
         (*(*hints).tx_attr).size = tx_size;
+        (*(*hints).domain_attr).threading = threading;
         let mut info = ptr::null_mut();
         let rc = fi::fi_getinfo(
             fi::FI_HEADER_VERSION,
@@ -65,7 +70,24 @@ impl Pair {
     }
 
     fn with_wait(tx_size: usize, caps: u64, wait_obj: fi::fi_wait_obj) -> Pair {
-        let info = getinfo(tx_size, caps);
+        Pair::build(getinfo(tx_size, caps), wait_obj)
+    }
+
+    /// A pair in a domain the calling thread progresses (`FI_THREAD_DOMAIN`, which
+    /// the provider answers with manual progress).
+    fn caller_driven() -> Pair {
+        let info = getinfo_threading(0, fi::FI_MSG | fi::FI_TAGGED, fi::FI_THREAD_DOMAIN);
+        // SAFETY: a live fi_info from fi_getinfo.
+        let progress = unsafe { (*(*info).domain_attr).data_progress };
+        assert_eq!(
+            progress,
+            fi::FI_PROGRESS_MANUAL,
+            "FI_THREAD_DOMAIN gets manual progress"
+        );
+        Pair::build(info, fi::FI_WAIT_UNSPEC)
+    }
+
+    fn build(info: *mut fi::fi_info, wait_obj: fi::fi_wait_obj) -> Pair {
         let mut p = Pair {
             info,
             fabric: ptr::null_mut(),
@@ -180,6 +202,25 @@ impl Pair {
         }
     }
 
+    /// Posts a receive of `buf` on endpoint `i` with context `c`.
+    ///
+    /// # Safety
+    /// `buf` outlives the receive: its completion is read before `buf` goes.
+    unsafe fn recv(&self, i: usize, buf: &mut [u8], c: usize) {
+        // SAFETY: `buf` is valid for the receive by the caller's promise.
+        let rc = unsafe {
+            fi::fi_recv(
+                self.ep[i],
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                ptr::null_mut(),
+                fi::FI_ADDR_UNSPEC,
+                ctx(c),
+            )
+        };
+        assert_eq!(rc, 0, "fi_recv");
+    }
+
     fn empty(&self, i: usize) -> bool {
         let mut e = fi::fi_cq_tagged_entry::default();
         // SAFETY: one tagged entry of room.
@@ -239,17 +280,7 @@ fn a_truncated_receive_reports_the_overflow_and_names_the_cause() {
     let mut dst = [0u8; 8];
     // SAFETY: buffers outlive their operations (completions read below).
     unsafe {
-        assert_eq!(
-            fi::fi_recv(
-                p.ep[1],
-                dst.as_mut_ptr().cast(),
-                8,
-                ptr::null_mut(),
-                fi::FI_ADDR_UNSPEC,
-                ctx(11)
-            ),
-            0
-        );
+        p.recv(1, &mut dst[..8], 11);
         assert_eq!(
             fi::fi_send(
                 p.ep[0],
@@ -294,17 +325,7 @@ fn a_cancelled_receive_completes_with_ecanceled_and_its_context() {
     let mut dst = [0u8; 8];
     // SAFETY: the buffer outlives the receive (its cancellation is read below).
     unsafe {
-        assert_eq!(
-            fi::fi_recv(
-                p.ep[1],
-                dst.as_mut_ptr().cast(),
-                8,
-                ptr::null_mut(),
-                fi::FI_ADDR_UNSPEC,
-                ctx(21)
-            ),
-            0
-        );
+        p.recv(1, &mut dst[..8], 21);
         assert_eq!(fi::fi_cancel(fid(p.ep[1]), ctx(21)), 0);
     }
     let err = p.next(1).expect_err("the receive is cancelled");
@@ -459,17 +480,7 @@ fn an_inject_takes_its_bytes_at_the_call_and_reports_no_completion() {
     unsafe {
         assert_eq!(fi::fi_inject(p.ep[0], buf.as_ptr().cast(), 8, p.addr[1]), 0);
         buf.copy_from_slice(b"changed!");
-        assert_eq!(
-            fi::fi_recv(
-                p.ep[1],
-                dst.as_mut_ptr().cast(),
-                8,
-                ptr::null_mut(),
-                fi::FI_ADDR_UNSPEC,
-                ctx(5)
-            ),
-            0
-        );
+        p.recv(1, &mut dst[..8], 5);
     }
     assert_eq!(p.next(1).expect("the message").len, 8);
     assert_eq!(&dst, b"injected", "the bytes at the call, not after");
@@ -713,17 +724,7 @@ fn a_wait_fd_cq_wakes_a_poller_and_fi_trywait_says_when_to_read_first() {
     let mut dst = [0u8; 8];
     // SAFETY: buffers outlive their operations (completions read below).
     unsafe {
-        assert_eq!(
-            fi::fi_recv(
-                p.ep[1],
-                dst.as_mut_ptr().cast(),
-                8,
-                ptr::null_mut(),
-                fi::FI_ADDR_UNSPEC,
-                ctx(1)
-            ),
-            0
-        );
+        p.recv(1, &mut dst[..8], 1);
         assert_eq!(
             fi::fi_send(
                 p.ep[0],
@@ -761,5 +762,159 @@ fn a_wait_fd_cq_wakes_a_poller_and_fi_trywait_says_when_to_read_first() {
     };
     assert_eq!(rc, -fi::FI_ENODATA);
     q.close();
+    p.close();
+}
+
+/// Sends `len` bytes from endpoint 0 to endpoint 1 and checks every byte arrived.
+fn round(p: &Pair, len: usize, seed: u8) {
+    let src: Vec<u8> = (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+        .collect();
+    let mut dst = vec![0u8; len];
+    // SAFETY: both buffers outlive their operations (completions read below).
+    unsafe {
+        p.recv(1, &mut dst[..len], 1);
+        assert_eq!(
+            fi::fi_send(
+                p.ep[0],
+                src.as_ptr().cast(),
+                len,
+                ptr::null_mut(),
+                p.addr[1],
+                ctx(2)
+            ),
+            0
+        );
+    }
+    let got = p.next(1).expect("the receive");
+    assert_eq!((got.op_context, got.len), (ctx(1), len));
+    assert_eq!(p.next(0).expect("the send").op_context, ctx(2));
+    assert!(dst == src, "{len} bytes arrived intact");
+}
+
+#[test]
+fn a_domain_the_caller_progresses_moves_every_byte_inside_its_calls() {
+    let p = Pair::caller_driven();
+    for (i, len) in [0, 1, 64, 4096, 65_536, 1 << 20].into_iter().enumerate() {
+        round(&p, len, i as u8);
+    }
+    // fi_cq_sread turns the ring while it waits: a message sent before it arrives
+    // inside it; with nothing coming, it returns at its timeout.
+    let mut dst = [0u8; 8];
+    let mut e = fi::fi_cq_tagged_entry::default();
+    // SAFETY: buffers outlive their operations; one entry of room.
+    unsafe {
+        p.recv(1, &mut dst[..8], 3);
+        assert_eq!(
+            fi::fi_inject(p.ep[0], b"sread me".as_ptr().cast(), 8, p.addr[1]),
+            0
+        );
+        let n = fi::fi_cq_sread(
+            p.cq[1],
+            (&mut e as *mut fi::fi_cq_tagged_entry).cast(),
+            1,
+            ptr::null(),
+            10_000,
+        );
+        assert_eq!((n, e.op_context), (1, ctx(3)));
+        assert_eq!(&dst, b"sread me");
+        let start = Instant::now();
+        let n = fi::fi_cq_sread(
+            p.cq[1],
+            (&mut e as *mut fi::fi_cq_tagged_entry).cast(),
+            1,
+            ptr::null(),
+            50,
+        );
+        assert_eq!(n, EAGAIN, "nothing came");
+        assert!(
+            start.elapsed() >= Duration::from_millis(50),
+            "returned before its timeout"
+        );
+    }
+    p.close();
+}
+
+#[test]
+fn another_threads_calls_to_a_caller_progressed_domain_are_served_by_the_owners_calls() {
+    let p = Pair::caller_driven();
+    let (ep0, to, domain, cq1) = (
+        p.ep[0] as usize,
+        p.addr[1],
+        p.domain as usize,
+        p.cq[1] as usize,
+    );
+    let mut dst = [0u8; 5];
+    // SAFETY: the buffer outlives the operation (completion read below).
+    unsafe {
+        p.recv(1, &mut dst[..5], 1);
+    }
+    std::thread::spawn(move || {
+        let buf = [7u8; 8];
+        let mut mr = ptr::null_mut();
+        // SAFETY: live objects of the test's domain; the inject copies its bytes.
+        unsafe {
+            assert_eq!(
+                fi::fi_inject(ep0 as *mut fi::fid_ep, b"hello".as_ptr().cast(), 5, to),
+                0,
+                "a post from another thread is queued for the owner"
+            );
+            let rc = fi::fi_mr_reg(
+                domain as *mut fi::fid_domain,
+                buf.as_ptr().cast(),
+                8,
+                fi::FI_REMOTE_WRITE,
+                0,
+                0x99,
+                0,
+                &mut mr,
+                ptr::null_mut(),
+            );
+            assert!(
+                rc < 0,
+                "a registration needs the owner's runtime: refused, not hung ({rc})"
+            );
+        }
+    })
+    .join()
+    .unwrap();
+    let got = p
+        .next(1)
+        .expect("the other thread's message, moved by this thread's reads");
+    assert_eq!((got.op_context, &dst), (ctx(1), b"hello"));
+
+    // fi_cq_signal from another thread ends a blocked fi_cq_sread at once.
+    let signaller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        // SAFETY: a live CQ of the test's domain.
+        assert_eq!(unsafe { fi::fi_cq_signal(cq1 as *mut fi::fid_cq) }, 0);
+    });
+    let mut e = fi::fi_cq_tagged_entry::default();
+    let start = Instant::now();
+    // SAFETY: one entry of room; no timeout (the signal ends it).
+    let n = unsafe {
+        fi::fi_cq_sread(
+            p.cq[1],
+            (&mut e as *mut fi::fi_cq_tagged_entry).cast(),
+            1,
+            ptr::null(),
+            -1,
+        )
+    };
+    assert_eq!(n, EAGAIN, "woken by the signal with nothing to read");
+    assert!(start.elapsed() < Duration::from_secs(30));
+    signaller.join().unwrap();
+
+    // A wait fd cannot work when nothing progresses the domain while the owner
+    // sleeps on it: refused at open, with the reason in the log.
+    let mut cq = ptr::null_mut();
+    let mut attr = fi::fi_cq_attr {
+        format: fi::FI_CQ_FORMAT_CONTEXT,
+        wait_obj: fi::FI_WAIT_FD,
+        ..Default::default()
+    };
+    // SAFETY: a live domain; `cq` is written only on success.
+    let rc = unsafe { fi::fi_cq_open(p.domain, &mut attr, &mut cq, ptr::null_mut()) };
+    assert_eq!(rc, -fi::FI_ENOSYS);
     p.close();
 }

@@ -76,6 +76,10 @@ use worker::{Core, WorkerShared};
 pub struct Runtime {
     handle: Handle,
     core0: Rc<Core>,
+    /// Inside [`Runtime::enter`] (a `turn` there finds the context installed) and
+    /// inside [`Runtime::turn`] (which must not nest).
+    entered: std::cell::Cell<bool>,
+    turning: std::cell::Cell<bool>,
     threads: Vec<(usize, std::thread::JoinHandle<std::io::Result<()>>)>,
     shutdown_timeout: Duration,
     closed: bool,
@@ -137,10 +141,110 @@ impl Runtime {
                     return v;
                 }
             }
-            if let Err(e) = self.core0.tick(&|| main.woken.load(Ordering::SeqCst)) {
+            if let Err(e) = self.core0.tick(&|| main.woken.load(Ordering::SeqCst), None) {
                 panic!("zerorx: worker 0 ring failed: {e}");
             }
         }
+    }
+}
+
+impl Runtime {
+    /// Runs one turn of worker 0's loop on this thread, for a program that owns its
+    /// loop and calls into zerorx to make progress (the libfabric provider's manual
+    /// progress, where the application's `fi_cq_read` loop is the loop): the tasks
+    /// that are ready, expired timers, one kernel entry, then the tasks its
+    /// completions woke.
+    ///
+    /// With `wait` `None` (or zero) the turn never blocks, and enters the kernel only
+    /// with something to submit or completions to run: a turn with nothing to do is a
+    /// few loads, no system call. With `Some(d)`, when no task is runnable, the entry
+    /// blocks until a completion arrives, a timer is due, another thread wakes the
+    /// worker (a [`Handle::spawn_on`] to it, a waker it handed out), or `d` passes.
+    ///
+    /// ```
+    /// # fn main() -> std::io::Result<()> {
+    /// let rt = zerorx::Runtime::builder().threads(1).build()?;
+    /// let slept = rt.handle().spawn_on_with(0, || async {
+    ///     zerorx::time::sleep(std::time::Duration::from_millis(5)).await;
+    /// });
+    /// while !slept.is_finished() {
+    ///     rt.turn(Some(std::time::Duration::from_millis(50)))?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// If this thread is inside a runtime worker already (in `block_on`, or a task),
+    /// or the ring fails.
+    pub fn turn(&self, wait: Option<Duration>) -> std::io::Result<()> {
+        if self.turning.get() {
+            return Err(std::io::Error::other(
+                "zerorx: Runtime::turn called from inside a turn",
+            ));
+        }
+        if self.entered.get() {
+            return self.turn_entered(wait);
+        }
+        let Some(_guard) = context::enter(self.core0.clone()) else {
+            return Err(std::io::Error::other(
+                "zerorx: Runtime::turn called from inside a runtime worker",
+            ));
+        };
+        self.turn_entered(wait)
+    }
+
+    /// `turn`, with this runtime's context installed on the thread.
+    fn turn_entered(&self, wait: Option<Duration>) -> std::io::Result<()> {
+        let _turning = Raised::new(&self.turning);
+        match wait.filter(|d| !d.is_zero()) {
+            None => self.core0.tick(&|| true, None)?,
+            Some(d) => self.core0.tick(&|| false, Some(d))?,
+        }
+        self.core0.run_ready();
+        Ok(())
+    }
+}
+
+impl Runtime {
+    /// Runs `f` on this thread as if inside worker 0: [`spawn`](crate::spawn), the
+    /// I/O types and timers work in it. What it starts makes progress at the next
+    /// [`turn`](Self::turn) or [`block_on`](Self::block_on); a `turn` inside `f`
+    /// reuses the context `enter` installed, so a call that starts work and turns
+    /// the ring installs it once. For a program that owns
+    /// its loop and calls in with work (the libfabric provider posting an operation
+    /// inside `fi_send`).
+    ///
+    /// # Errors
+    /// If this thread is inside a runtime worker already.
+    pub fn enter<R>(&self, f: impl FnOnce() -> R) -> std::io::Result<R> {
+        if self.entered.get() {
+            return Ok(f());
+        }
+        let Some(_guard) = context::enter(self.core0.clone()) else {
+            return Err(std::io::Error::other(
+                "zerorx: Runtime::enter called from inside a runtime worker",
+            ));
+        };
+        let _entered = Raised::new(&self.entered);
+        Ok(f())
+    }
+}
+
+/// Raises a flag for its lifetime, lowering it even when the code inside unwinds (a
+/// caller that catches the panic may go on using the runtime).
+struct Raised<'a>(&'a std::cell::Cell<bool>);
+
+impl<'a> Raised<'a> {
+    fn new(flag: &'a std::cell::Cell<bool>) -> Raised<'a> {
+        flag.set(true);
+        Raised(flag)
+    }
+}
+
+impl Drop for Raised<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
     }
 }
 

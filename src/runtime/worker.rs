@@ -226,8 +226,9 @@ impl Core {
     }
 
     /// One loop turn: remote queue, ready tasks, expired timers, one kernel entry
-    /// (blocking only if nothing is runnable and `busy()` is false), completions.
-    pub(crate) fn tick(&self, busy: &dyn Fn() -> bool) -> io::Result<()> {
+    /// (blocking only if nothing is runnable and `busy()` is false, for at most `cap`
+    /// when given), completions.
+    pub(crate) fn tick(&self, busy: &dyn Fn() -> bool, cap: Option<Duration>) -> io::Result<()> {
         if self.shared.dump_requests.pending() {
             self.answer_dumps();
         }
@@ -252,10 +253,7 @@ impl Core {
 
         let look_within = self.rx.maintain(&self.driver, &self.shared, &mut wakers);
         self.wake_all(&mut wakers);
-        let timeout = match (timeout, look_within) {
-            (Some(t), Some(l)) => Some(t.min(l)),
-            (t, l) => t.or(l),
-        };
+        let timeout = [timeout, look_within, cap].into_iter().flatten().min();
 
         let mut wait = self.sched.is_idle() && !busy();
         if wait && (self.shared.sched.park() || self.shared.dump_requests.pending() || busy()) {
@@ -289,6 +287,12 @@ impl Core {
         };
         self.wakers.set(wakers);
         res
+    }
+
+    /// Runs the tasks that are ready (those the last turn's completions woke).
+    pub(crate) fn run_ready(&self) {
+        self.sched.drain_remote();
+        self.sched.run(RUN_BUDGET);
     }
 
     /// The datagram pool, registered with this worker's ring on first use.
@@ -336,7 +340,7 @@ pub(crate) fn run_background(
     tracing::debug!("worker started");
     let looped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         while !handle.is_shutdown() {
-            if let Err(e) = core.tick(&|| handle.is_shutdown()) {
+            if let Err(e) = core.tick(&|| handle.is_shutdown(), None) {
                 tracing::error!(worker = index, error = %e, "io_uring_enter failed, worker stops");
                 return Err(e);
             }

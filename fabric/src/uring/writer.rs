@@ -87,11 +87,12 @@ impl TxQueue {
         self.frames.borrow_mut().drain(..).collect()
     }
 
-    /// Waits for frames; `None` once the queue failed.
-    async fn next_batch(&self) -> Option<Vec<OutFrame>> {
+    /// Waits for frames and moves up to a batch of them into `out`; false once the
+    /// queue failed.
+    async fn next_batch(&self, out: &mut Vec<OutFrame>) -> bool {
         poll_fn(|cx| {
             if matches!(*self.state.borrow(), State::Failed(_)) {
-                return Poll::Ready(None);
+                return Poll::Ready(false);
             }
             let mut q = self.frames.borrow_mut();
             if q.is_empty() {
@@ -99,7 +100,8 @@ impl TxQueue {
                 return Poll::Pending;
             }
             let n = q.len().min(BATCH_FRAMES);
-            Poll::Ready(Some(q.drain(..n).collect()))
+            out.extend(q.drain(..n));
+            Poll::Ready(true)
         })
         .await
     }
@@ -114,11 +116,15 @@ pub(super) async fn run_writer(
     sink: CompletionSink,
     on_fail: impl Fn(String, Vec<(OpId, usize)>),
 ) {
+    // Kept across batches, so a steady stream of frames allocates nothing per batch:
+    // the vectors keep their capacity, and the staging buffer's memory comes back
+    // once the sends holding it finish (`BytesMut` reclaims a buffer nobody shares).
     let mut bufs: Vec<Bytes> = Vec::new();
-    while let Some(batch) = q.next_batch().await {
-        let mut done = Vec::new();
-        let mut stage = BytesMut::new();
-        for f in batch {
+    let mut batch: Vec<OutFrame> = Vec::new();
+    let mut done: Vec<(OpId, usize)> = Vec::new();
+    let mut stage = BytesMut::new();
+    while q.next_batch(&mut batch).await {
+        for f in batch.drain(..) {
             stage.extend_from_slice(&f.hdr);
             if f.payload.len() <= COALESCE_MAX {
                 stage.extend_from_slice(&f.payload);
@@ -128,19 +134,19 @@ pub(super) async fn run_writer(
             }
             done.extend(f.sent_op);
         }
-        bufs.push(stage.freeze());
+        bufs.push(stage.split().freeze());
         let result = match stream.queue_send_vectored(bufs.drain(..).map(SendBuf::from)) {
             Ok(()) => stream.flush_sends().await,
             Err(e) => Err(e),
         };
         match result {
             Ok(()) => {
-                for (op, len) in done {
+                for (op, len) in done.drain(..) {
                     sink.complete(op, OpOutcome::ok(len));
                 }
             }
             Err(e) => {
-                on_fail(format!("send failed: {e}"), done);
+                on_fail(format!("send failed: {e}"), std::mem::take(&mut done));
                 return;
             }
         }

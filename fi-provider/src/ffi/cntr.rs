@@ -133,17 +133,29 @@ unsafe fn counter<'a>(p: *mut fi::fid_cntr, call: &str) -> Result<&'a Counter, c
     unsafe { obj::need::<Cntr>(p as *mut fi::fid, call) }.map(|c| &*c.counter)
 }
 
+/// The counter behind `p`, after a turn of its domain if this thread drives it
+/// (manual progress: reading is how the application progresses).
+///
+/// # Safety
+/// As `obj::need`.
+unsafe fn progressed<'a>(p: *mut fi::fid_cntr, call: &str) -> Result<&'a Counter, c_int> {
+    // SAFETY: as `obj::need`.
+    let c = unsafe { obj::need::<Cntr>(p as *mut fi::fid, call) }?;
+    c.domain.progress();
+    Ok(&*c.counter)
+}
+
 unsafe extern "C" fn cntr_read(cntr: *mut fi::fid_cntr) -> u64 {
     guard("fi_cntr_read", 0, || {
         // SAFETY: a live fid from the application.
-        unsafe { counter(cntr, "fi_cntr_read") }.map_or(0, Counter::read)
+        unsafe { progressed(cntr, "fi_cntr_read") }.map_or(0, Counter::read)
     })
 }
 
 unsafe extern "C" fn cntr_readerr(cntr: *mut fi::fid_cntr) -> u64 {
     guard("fi_cntr_readerr", 0, || {
         // SAFETY: a live fid from the application.
-        unsafe { counter(cntr, "fi_cntr_readerr") }.map_or(0, Counter::read_err)
+        unsafe { progressed(cntr, "fi_cntr_readerr") }.map_or(0, Counter::read_err)
     })
 }
 
@@ -187,12 +199,17 @@ unsafe extern "C" fn cntr_seterr(cntr: *mut fi::fid_cntr, value: u64) -> c_int {
 unsafe extern "C" fn cntr_wait(cntr: *mut fi::fid_cntr, threshold: u64, timeout: c_int) -> c_int {
     guard("fi_cntr_wait", -codes::EOTHER, || {
         // SAFETY: a live fid from the application.
-        let c = match unsafe { counter(cntr, "fi_cntr_wait") } {
+        let c = match unsafe { obj::need::<Cntr>(cntr as *mut fi::fid, "fi_cntr_wait") } {
             Ok(c) => c,
             Err(e) => return e,
         };
         let limit = (timeout >= 0).then(|| Duration::from_millis(timeout as u64));
-        match c.wait(threshold, limit) {
+        let errors = c.counter.read_err();
+        let end = c
+            .domain
+            .wait_turning(limit, || c.counter.check(threshold, errors))
+            .unwrap_or_else(|()| Some(c.counter.wait(threshold, limit)));
+        match end.unwrap_or(WaitEnd::TimedOut) {
             WaitEnd::Reached => 0,
             WaitEnd::Errors => -codes::EAVAIL,
             WaitEnd::TimedOut => -fi::FI_ETIMEDOUT,
@@ -339,6 +356,7 @@ unsafe extern "C" fn poll(
         if context.is_null() || count < 0 {
             return log::refuse("fi_poll", fi::FI_EINVAL, "context is NULL or count < 0");
         }
+        p.domain.progress();
         let ready = p.set.poll(count as usize);
         for (i, c) in ready.iter().enumerate() {
             // SAFETY: `count` slots by the contract, and `ready` has at most that many.

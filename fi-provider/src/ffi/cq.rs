@@ -7,7 +7,7 @@ use super::obj::{self, Obj};
 use super::{guard, log};
 use crate::codes;
 use crate::cq::{CqStore, Entry, ReadOutcome};
-use crate::domain::DomainShared;
+use crate::domain::{DomainShared, Progress};
 use crate::errors;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::Ordering;
@@ -70,6 +70,16 @@ pub(super) unsafe extern "C" fn cq_open(
         let store = match a.wait_obj {
             fi::FI_WAIT_NONE | fi::FI_WAIT_UNSPEC | fi::FI_WAIT_MUTEX_COND | fi::FI_WAIT_YIELD => {
                 CqStore::default()
+            }
+            fi::FI_WAIT_FD if d.shared.progress_kind() == Progress::Caller => {
+                return log::refuse(
+                    "fi_cq_open",
+                    fi::FI_ENOSYS,
+                    "wait_obj FI_WAIT_FD: this domain is progressed by the thread that opened \
+                     it (FI_THREAD_DOMAIN with FI_PROGRESS_MANUAL), and nothing would progress \
+                     it while that thread sleeps on the fd; open the domain with \
+                     FI_PROGRESS_AUTO for wait fds",
+                )
             }
             fi::FI_WAIT_FD => match CqStore::with_wait_fd() {
                 Ok(s) => s,
@@ -204,6 +214,7 @@ unsafe fn read(c: &Cq, buf: *mut c_void, count: usize, src: *mut fi::fi_addr_t) 
     if buf.is_null() && count > 0 {
         return log::refuse("fi_cq_read", fi::FI_EINVAL, "buf is NULL with count > 0") as isize;
     }
+    let turned = c.domain.progress();
     let out = c.store.read(count, |i, e| {
         // SAFETY: `i < count` entries fit by the contract.
         unsafe { write_entry(buf, i, c.format, e) };
@@ -217,8 +228,11 @@ unsafe fn read(c: &Cq, buf: *mut c_void, count: usize, src: *mut fi::fi_addr_t) 
         ReadOutcome::ErrorNext => -(codes::EAVAIL as isize),
         ReadOutcome::Empty => {
             // A spinning reader on a busy machine would keep the worker that
-            // produces its completions off the CPU.
-            std::thread::yield_now();
+            // produces its completions off the CPU (a reader that just turned the
+            // ring itself has no worker to make room for).
+            if !turned {
+                std::thread::yield_now();
+            }
             -(fi::FI_EAGAIN as isize)
         }
     }
@@ -272,7 +286,11 @@ unsafe extern "C" fn cq_sreadfrom(
             Err(e) => return e as isize,
         };
         let limit = (timeout >= 0).then(|| Duration::from_millis(timeout as u64));
-        if !c.store.wait(limit) {
+        let ready = c
+            .domain
+            .wait_turning(limit, || c.store.ready_or_signaled())
+            .unwrap_or_else(|()| Some(c.store.wait(limit)));
+        if ready != Some(true) {
             return -(fi::FI_EAGAIN as isize);
         }
         // SAFETY: as `cq_readfrom`.
@@ -326,6 +344,7 @@ unsafe extern "C" fn cq_signal(cq: *mut fi::fid_cq) -> c_int {
         match unsafe { obj::need::<Cq>(cq as *mut fi::fid, "fi_cq_signal") } {
             Ok(c) => {
                 c.store.signal();
+                c.domain.nudge();
                 0
             }
             Err(e) => e,

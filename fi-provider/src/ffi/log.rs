@@ -31,7 +31,8 @@ pub(crate) fn warn(msg: &str) {
     emit(fi::FI_LOG_WARN, fi::FI_LOG_CORE, msg);
 }
 
-/// Why `fi_getinfo` had nothing to offer (`FI_LOG_LEVEL=info`).
+/// Why `fi_getinfo` had nothing to offer, how a domain is progressed
+/// (`FI_LOG_LEVEL=info`).
 pub(crate) fn info(msg: &str) {
     emit(fi::FI_LOG_INFO, fi::FI_LOG_CORE, msg);
 }

@@ -19,15 +19,21 @@
 //!   arrays, addresses) is trusted to be as large as the call says and, for posted
 //!   buffers, to stay valid and untouched until the operation's completion — the
 //!   libfabric rule every provider relies on. The provider reads or writes posted
-//!   buffers only on the domain's worker, before the operation's completion is
-//!   queued, and never after the endpoint's `fi_close` returns.
+//!   buffers only in the domain's command loop (on its worker thread, or on the
+//!   application's thread inside a call for a caller-driven domain), before the
+//!   operation's completion is queued, and never after the endpoint's `fi_close`
+//!   returns.
 //! - **Memory handed to libfabric** (`fi_info` and its strings and addresses) is
 //!   allocated with libfabric's `fi_dupinfo` and libc's `malloc`/`strdup`, because
 //!   `fi_freeinfo` frees it with libc's `free`.
 //! - **Threads.** Every entry point may be called from any thread at any time
 //!   (`FI_THREAD_SAFE`): objects shared with the worker are `Sync` (`Arc`s of
 //!   mutex-guarded queues and atomics), and nothing here blocks on the worker except
-//!   control calls (`fi_enable`, endpoint `fi_close`, domain `fi_close`).
+//!   control calls (`fi_enable`, endpoint `fi_close`, domain `fi_close`). A domain
+//!   opened with `FI_THREAD_DOMAIN` and `FI_PROGRESS_MANUAL` is progressed by the
+//!   thread that opened it, inside its calls (`crate::engine`): calls from other
+//!   threads are still safe, but do not progress it, and control calls from them
+//!   fail with a log line saying so.
 
 mod av;
 mod cntr;
@@ -39,6 +45,7 @@ mod eq;
 mod fabric;
 mod info;
 mod log;
+pub(crate) use log::warn;
 pub(crate) mod memory;
 mod obj;
 

@@ -188,6 +188,8 @@ impl Builder {
         let mut rt = Runtime {
             handle: handle.clone(),
             core0,
+            entered: Default::default(),
+            turning: Default::default(),
             threads: Vec::with_capacity(threads - 1),
             shutdown_timeout: self.shutdown_timeout,
             closed: false,

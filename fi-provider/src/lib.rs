@@ -10,12 +10,14 @@
 //! ```
 //!
 //! What it offers (`attrs`): reliable-datagram endpoints (`FI_EP_RDM`) with
-//! `FI_MSG` and `FI_TAGGED` sends and receives, immediate data, inject, IPv4
-//! socket addresses, thread-safe domains with automatic progress. Each domain owns a
-//! worker thread running a one-worker zerorx runtime (`worker`), which is the only
-//! thread touching the ring and the zerorx-fabric objects; application threads hand
-//! it operations and read completions from shared queues (`cq`). DESIGN.md
-//! ("libfabric provider") says why, and what each choice costs per operation.
+//! `FI_MSG` and `FI_TAGGED` sends and receives, RMA, immediate data, inject, IPv4
+//! socket addresses. Each domain runs a one-worker zerorx runtime that is the only
+//! thread touching the ring and the zerorx-fabric objects (`worker`): on a worker
+//! thread of its own (thread-safe domains, automatic progress), or on the thread that
+//! opened it, inside that thread's calls (`engine`: `FI_THREAD_DOMAIN` with manual
+//! progress). Application threads hand it operations and read completions from shared
+//! queues (`cq`). DESIGN.md ("libfabric provider") says why, and what each choice
+//! costs per operation.
 //!
 //! All `unsafe` code — the C ABI libfabric and applications call — is in `ffi`,
 //! whose module comment is the contract.

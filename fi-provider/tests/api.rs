@@ -21,6 +21,8 @@ struct Pair {
     av: *mut fi::fid_av,
     cq: [*mut fi::fid_cq; 2],
     ep: [*mut fi::fid_ep; 2],
+    /// A counter of endpoint 1's receives (caller-driven pairs only).
+    rx_cntr: *mut fi::fid_cntr,
     /// `fi_addr` of a and b.
     addr: [u64; 2],
 }
@@ -70,7 +72,7 @@ impl Pair {
     }
 
     fn with_wait(tx_size: usize, caps: u64, wait_obj: fi::fi_wait_obj) -> Pair {
-        Pair::build(getinfo(tx_size, caps), wait_obj)
+        Pair::build(getinfo(tx_size, caps), wait_obj, false)
     }
 
     /// A pair in a domain the calling thread progresses (`FI_THREAD_DOMAIN`, which
@@ -84,10 +86,11 @@ impl Pair {
             fi::FI_PROGRESS_MANUAL,
             "FI_THREAD_DOMAIN gets manual progress"
         );
-        Pair::build(info, fi::FI_WAIT_UNSPEC)
+        Pair::build(info, fi::FI_WAIT_UNSPEC, true)
     }
 
-    fn build(info: *mut fi::fi_info, wait_obj: fi::fi_wait_obj) -> Pair {
+    /// Opens the pair; with `rx_cntr`, endpoint 1's receives also count on a counter.
+    fn build(info: *mut fi::fi_info, wait_obj: fi::fi_wait_obj, rx_cntr: bool) -> Pair {
         let mut p = Pair {
             info,
             fabric: ptr::null_mut(),
@@ -95,6 +98,7 @@ impl Pair {
             av: ptr::null_mut(),
             cq: [ptr::null_mut(); 2],
             ep: [ptr::null_mut(); 2],
+            rx_cntr: ptr::null_mut(),
             addr: [0; 2],
         };
         // SAFETY: the libfabric calls as documented, on objects made here.
@@ -140,6 +144,18 @@ impl Pair {
                     fi::fi_ep_bind(p.ep[i], fid(p.cq[i]), fi::FI_TRANSMIT | fi::FI_RECV),
                     0
                 );
+                if rx_cntr && i == 1 {
+                    let mut attr = fi::fi_cntr_attr {
+                        events: fi::FI_CNTR_EVENTS_COMP,
+                        wait_obj: fi::FI_WAIT_UNSPEC,
+                        ..Default::default()
+                    };
+                    assert_eq!(
+                        fi::fi_cntr_open(p.domain, &mut attr, &mut p.rx_cntr, ptr::null_mut()),
+                        0
+                    );
+                    assert_eq!(fi::fi_ep_bind(p.ep[i], fid(p.rx_cntr), fi::FI_RECV), 0);
+                }
                 assert_eq!(fi::fi_enable(p.ep[i]), 0);
                 let mut name = [0u8; 16];
                 let mut len = 4usize;
@@ -255,6 +271,9 @@ impl Pair {
             for i in 0..2 {
                 assert_eq!(fi::fi_close(fid(self.ep[i])), 0);
                 assert_eq!(fi::fi_close(fid(self.cq[i])), 0);
+            }
+            if !self.rx_cntr.is_null() {
+                assert_eq!(fi::fi_close(fid(self.rx_cntr)), 0);
             }
             assert_eq!(fi::fi_close(fid(self.av)), 0);
             assert_eq!(
@@ -832,6 +851,27 @@ fn a_domain_the_caller_progresses_moves_every_byte_inside_its_calls() {
             "returned before its timeout"
         );
     }
+    // fi_cntr_wait turns the ring too: the receive it counts completes inside it.
+    let mut dst = [0u8; 4];
+    // SAFETY: the buffer outlives the receive (its completion is read below).
+    unsafe {
+        // Seven receives so far (the rounds and the sread), all counted.
+        let before = fi::fi_cntr_read(p.rx_cntr);
+        assert_eq!(before, 7);
+        p.recv(1, &mut dst[..4], 4);
+        assert_eq!(
+            fi::fi_inject(p.ep[0], b"cntr".as_ptr().cast(), 4, p.addr[1]),
+            0
+        );
+        assert_eq!(fi::fi_cntr_wait(p.rx_cntr, before + 1, 10_000), 0);
+        assert_eq!(
+            fi::fi_cntr_wait(p.rx_cntr, before + 2, 50),
+            -fi::FI_ETIMEDOUT,
+            "nothing more came"
+        );
+    }
+    assert_eq!(p.next(1).expect("the counted receive").op_context, ctx(4));
+    assert_eq!(&dst, b"cntr");
     p.close();
 }
 

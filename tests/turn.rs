@@ -122,3 +122,63 @@ fn a_turn_or_enter_inside_the_runtime_is_an_error_not_a_panic() {
     assert!(err.to_string().contains("inside a runtime worker"), "{err}");
     rt.turn(None).expect("a turn outside it still works");
 }
+
+/// Whether `fd` turns readable within `ms`.
+fn readable(fd: std::os::fd::RawFd, ms: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the call.
+    unsafe { libc::poll(&mut p, 1, ms) == 1 }
+}
+
+/// Reads the eventfd's count; false when it was zero.
+fn drain(fd: std::os::fd::RawFd) -> bool {
+    let mut n = 0u64;
+    // SAFETY: reads 8 bytes into a live local from an open non-blocking eventfd.
+    unsafe { libc::read(fd, (&mut n as *mut u64).cast(), 8) == 8 }
+}
+
+#[test]
+fn the_readiness_fd_wakes_a_sleeping_loop_when_data_arrives_for_a_receive() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let rt = rt(1, Default::default());
+    let fd = rt.readiness_fd().expect("readiness fd").as_raw_fd();
+    assert_eq!(
+        rt.readiness_fd().unwrap().as_raw_fd(),
+        fd,
+        "one fd per runtime"
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let got = Arc::new(AtomicBool::new(false));
+    let flag = got.clone();
+    rt.handle().spawn_on_with(0, move || async move {
+        let l = TcpListener::from_std(listener).expect("listener");
+        let (s, _) = l.accept().await.expect("accept");
+        let b = s.recv().await.expect("recv").expect("data");
+        assert_eq!(&b[..], b"wake");
+        flag.store(true, Ordering::SeqCst);
+    });
+    let mut peer = std::net::TcpStream::connect(addr).unwrap();
+    // Turn until the receive waits and nothing is left to signal the fd.
+    let start = Instant::now();
+    loop {
+        let signalled = drain(fd);
+        rt.turn(Some(Duration::from_millis(10))).expect("turn");
+        if !signalled && !drain(fd) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "never quiet");
+    }
+    assert!(!readable(fd, 50), "nothing arrived, nothing to do");
+    peer.write_all(b"wake").unwrap();
+    assert!(
+        readable(fd, 10_000),
+        "data for the waiting receive signals the fd"
+    );
+    turn_until(&rt, 1000, || got.load(Ordering::SeqCst));
+}

@@ -7,8 +7,9 @@
 
 use std::collections::VecDeque;
 use std::ffi::CString;
+use std::fs::File;
 use std::io::{PipeReader, PipeWriter, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -119,24 +120,35 @@ pub(crate) enum ReadOutcome {
     ErrorNext,
 }
 
-/// A CQ's wait fd (`FI_WAIT_FD`): the read end of a pipe that holds a byte while
-/// an entry arrived since the application last armed it (`fi_trywait`). A pipe from
-/// `std::io::pipe` needs no `unsafe`. Arming and signalling happen under the CQ's
-/// lock, so at most one byte is in the pipe and a write never blocks.
-pub(crate) struct WaitFd {
-    reader: PipeReader,
-    writer: PipeWriter,
+/// A CQ's wait fd (`FI_WAIT_FD`).
+pub(crate) enum WaitFd {
+    /// For a domain with a worker thread: the read end of a pipe that holds a byte
+    /// while an entry arrived since the application last armed it (`fi_trywait`). A
+    /// pipe from `std::io::pipe` needs no `unsafe`. Arming and signalling happen under
+    /// the CQ's lock, so at most one byte is in the pipe and a write never blocks.
+    Pipe {
+        reader: PipeReader,
+        writer: PipeWriter,
+    },
+    /// For a domain its opening thread progresses: (a duplicate of) the runtime's
+    /// readiness eventfd, which the kernel signals when the ring has work for a turn.
+    /// Entries only appear inside that thread's calls, so what the application
+    /// sleeps for is the ring's work, which its next `fi_cq_read` turns into entries.
+    Ring(File),
 }
 
 impl WaitFd {
-    fn new() -> std::io::Result<WaitFd> {
+    fn pipe() -> std::io::Result<WaitFd> {
         let (reader, writer) = std::io::pipe()?;
-        Ok(WaitFd { reader, writer })
+        Ok(WaitFd::Pipe { reader, writer })
     }
 
     /// The fd the application polls.
     pub(crate) fn fd(&self) -> RawFd {
-        self.reader.as_raw_fd()
+        match self {
+            WaitFd::Pipe { reader, .. } => reader.as_raw_fd(),
+            WaitFd::Ring(f) => f.as_raw_fd(),
+        }
     }
 }
 
@@ -153,22 +165,40 @@ pub(crate) struct CqStore {
 }
 
 impl CqStore {
-    /// A queue with a wait fd (`FI_WAIT_FD`).
+    /// A queue with a wait fd (`FI_WAIT_FD`) of its own.
     pub(crate) fn with_wait_fd() -> std::io::Result<CqStore> {
         Ok(CqStore {
-            wait_fd: Some(WaitFd::new()?),
+            wait_fd: Some(WaitFd::pipe()?),
             ..CqStore::default()
         })
+    }
+
+    /// A queue whose wait fd is `ring`, the readiness eventfd of the runtime of a
+    /// domain its opening thread progresses.
+    pub(crate) fn with_ring_fd(ring: OwnedFd) -> CqStore {
+        CqStore {
+            wait_fd: Some(WaitFd::Ring(File::from(ring))),
+            ..CqStore::default()
+        }
+    }
+
+    /// Resets a ring wait fd before the last turn ahead of a sleep (`fi_trywait`):
+    /// what signals it from here on is work that turn did not see.
+    pub(crate) fn drain_ring_fd(&self) {
+        if let Some(WaitFd::Ring(f)) = &self.wait_fd {
+            // Non-blocking: at zero the read fails with EAGAIN, which is fine.
+            let _ = (&*f).read(&mut [0u8; 8]);
+        }
     }
 
     /// `fi_trywait`: arms the wait fd and says whether the application may block on
     /// it (nothing is queued); with entries queued it must read them first.
     pub(crate) fn try_arm(&self) -> bool {
         let mut g = self.lock();
-        if let Some(w) = &self.wait_fd {
+        if let Some(WaitFd::Pipe { reader, .. }) = &self.wait_fd {
             if std::mem::take(&mut g.byte) {
                 // The byte is there (written under this lock): the read cannot wait.
-                let _ = (&w.reader).read_exact(&mut [0u8; 1]);
+                let _ = (&*reader).read_exact(&mut [0u8; 1]);
             }
             g.armed = true;
         }
@@ -186,8 +216,8 @@ impl CqStore {
         let waiting = {
             let mut g = self.lock();
             g.items.push_back(Queued { item, credit });
-            if let Some(w) = &self.wait_fd {
-                if std::mem::take(&mut g.armed) && (&w.writer).write_all(&[1]).is_ok() {
+            if let Some(WaitFd::Pipe { writer, .. }) = &self.wait_fd {
+                if std::mem::take(&mut g.armed) && (&*writer).write_all(&[1]).is_ok() {
                     g.byte = true;
                 }
             }

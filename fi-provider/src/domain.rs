@@ -196,6 +196,21 @@ impl DomainShared {
         }
     }
 
+    /// A duplicate of the readiness eventfd of a caller-driven domain's runtime
+    /// (`zerorx::Runtime::readiness_fd`), for its `FI_WAIT_FD` CQs; only its own
+    /// thread may ask.
+    pub(crate) fn readiness_fd(&self) -> Result<std::os::fd::OwnedFd, String> {
+        match &self.runner {
+            Runner::Caller { owner, .. } if !self.drives_here() => Err(format!(
+                "this domain is progressed by the thread that opened it ({owner:?}): open \
+                 its wait-fd CQs from that thread"
+            )),
+            Runner::Caller { .. } => engine::readiness_fd(self.id)?
+                .ok_or_else(|| "the domain's runtime is gone".to_string()),
+            Runner::Thread(_) => Err("a worker-thread domain has no ring fd to share".into()),
+        }
+    }
+
     /// Wakes the thread driving the domain if it is blocked in a turn (a CQ's
     /// `fi_cq_signal` from another thread); nothing on a worker-thread domain, whose
     /// waiters sleep on the queues themselves.

@@ -134,6 +134,16 @@ pub(crate) fn turn(domain: u64, wait: Option<Duration>) -> Result<bool, String> 
     with(domain, |g| g.call(None, wait)).map(|r| r.is_some())
 }
 
+/// A duplicate of domain `domain`'s runtime readiness eventfd (registered with its
+/// ring at the first call); `Ok(None)` when the runtime is not on this thread.
+pub(crate) fn readiness_fd(domain: u64) -> Result<Option<std::os::fd::OwnedFd>, String> {
+    with(domain, |g| {
+        g.rt.readiness_fd()
+            .and_then(|fd| fd.try_clone_to_owned())
+            .map_err(|e| e.to_string())
+    })
+}
+
 /// Closes domain `domain`'s endpoints and ends its runtime on this thread. False
 /// when it is not on this thread.
 pub(crate) fn stop(domain: u64) -> bool {

@@ -78,6 +78,11 @@ impl Pair {
     /// A pair in a domain the calling thread progresses (`FI_THREAD_DOMAIN`, which
     /// the provider answers with manual progress).
     fn caller_driven() -> Pair {
+        Pair::caller_driven_with(fi::FI_WAIT_UNSPEC)
+    }
+
+    /// [`caller_driven`](Self::caller_driven) with CQs waiting on `wait_obj`.
+    fn caller_driven_with(wait_obj: fi::fi_wait_obj) -> Pair {
         let info = getinfo_threading(0, fi::FI_MSG | fi::FI_TAGGED, fi::FI_THREAD_DOMAIN);
         // SAFETY: a live fi_info from fi_getinfo.
         let progress = unsafe { (*(*info).domain_attr).data_progress };
@@ -86,7 +91,7 @@ impl Pair {
             fi::FI_PROGRESS_MANUAL,
             "FI_THREAD_DOMAIN gets manual progress"
         );
-        Pair::build(info, fi::FI_WAIT_UNSPEC, true)
+        Pair::build(info, wait_obj, true)
     }
 
     /// Opens the pair; with `rx_cntr`, endpoint 1's receives also count on a counter.
@@ -218,6 +223,24 @@ impl Pair {
         }
     }
 
+    /// `FI_GETWAIT` on CQ `i`: its wait fd, or the negative code.
+    fn wait_fd(&self, i: usize) -> Result<i32, i32> {
+        let mut fd: i32 = -1;
+        // SAFETY: FI_GETWAIT writes an int for an FI_WAIT_FD CQ, nothing otherwise.
+        let rc = unsafe {
+            fi::fi_control(
+                fid(self.cq[i]),
+                fi::FI_GETWAIT as i32,
+                (&mut fd as *mut i32).cast(),
+            )
+        };
+        if rc == 0 {
+            Ok(fd)
+        } else {
+            Err(rc)
+        }
+    }
+
     /// Posts a receive of `buf` on endpoint `i` with context `c`.
     ///
     /// # Safety
@@ -286,6 +309,17 @@ impl Pair {
             fi::fi_freeinfo(self.info);
         }
     }
+}
+
+/// Whether `fd` turns readable within `ms`.
+fn readable(fd: i32, ms: i32) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut pfd, 1, ms) == 1 }
 }
 
 fn ctx(n: usize) -> *mut c_void {
@@ -714,30 +748,13 @@ fn directed_receives_take_only_their_source_and_completions_name_the_sender() {
 #[test]
 fn a_wait_fd_cq_wakes_a_poller_and_fi_trywait_says_when_to_read_first() {
     let p = Pair::with_wait(0, fi::FI_MSG, fi::FI_WAIT_FD);
-    let mut fd: i32 = -1;
-    // SAFETY: FI_GETWAIT writes an int for an FI_WAIT_FD CQ.
-    let rc = unsafe {
-        fi::fi_control(
-            fid(p.cq[1]),
-            fi::FI_GETWAIT as i32,
-            (&mut fd as *mut i32).cast(),
-        )
-    };
-    assert_eq!(rc, 0, "FI_GETWAIT");
+    let fd = p.wait_fd(1).expect("FI_GETWAIT");
     assert!(fd >= 0);
     let mut fids = [fid(p.cq[1])];
     // SAFETY: one live CQ fid.
     let mut trywait = || unsafe { fi::fi_trywait(p.fabric, fids.as_mut_ptr(), 1) };
     assert_eq!(trywait(), 0, "nothing queued: the caller may block");
-    let readable = |ms| {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut pfd, 1, ms) == 1 }
-    };
+    let readable = |ms| readable(fd, ms);
     assert!(!readable(0));
     let src = *b"wake up!";
     let mut dst = [0u8; 8];
@@ -771,15 +788,7 @@ fn a_wait_fd_cq_wakes_a_poller_and_fi_trywait_says_when_to_read_first() {
     assert!(p.next(0).is_ok());
     // A CQ without a wait fd has none to give.
     let q = Pair::open(0);
-    // SAFETY: as above.
-    let rc = unsafe {
-        fi::fi_control(
-            fid(q.cq[0]),
-            fi::FI_GETWAIT as i32,
-            (&mut fd as *mut i32).cast(),
-        )
-    };
-    assert_eq!(rc, -fi::FI_ENODATA);
+    assert_eq!(q.wait_fd(0), Err(-fi::FI_ENODATA));
     q.close();
     p.close();
 }
@@ -945,16 +954,88 @@ fn another_threads_calls_to_a_caller_progressed_domain_are_served_by_the_owners_
     assert!(start.elapsed() < Duration::from_secs(30));
     signaller.join().unwrap();
 
-    // A wait fd cannot work when nothing progresses the domain while the owner
-    // sleeps on it: refused at open, with the reason in the log.
-    let mut cq = ptr::null_mut();
-    let mut attr = fi::fi_cq_attr {
-        format: fi::FI_CQ_FORMAT_CONTEXT,
-        wait_obj: fi::FI_WAIT_FD,
-        ..Default::default()
-    };
-    // SAFETY: a live domain; `cq` is written only on success.
-    let rc = unsafe { fi::fi_cq_open(p.domain, &mut attr, &mut cq, ptr::null_mut()) };
+    // A wait-fd CQ shares the ring's readiness fd, which only the owner can reach:
+    // another thread's open is refused, with the reason in the log.
+    let domain = p.domain as usize;
+    let rc = std::thread::spawn(move || {
+        let mut cq = ptr::null_mut();
+        let mut attr = fi::fi_cq_attr {
+            format: fi::FI_CQ_FORMAT_CONTEXT,
+            wait_obj: fi::FI_WAIT_FD,
+            ..Default::default()
+        };
+        // SAFETY: a live domain; `cq` is written only on success.
+        unsafe {
+            fi::fi_cq_open(
+                domain as *mut fi::fid_domain,
+                &mut attr,
+                &mut cq,
+                ptr::null_mut(),
+            )
+        }
+    })
+    .join()
+    .unwrap();
     assert_eq!(rc, -fi::FI_ENOSYS);
+    p.close();
+}
+
+#[test]
+fn a_wait_fd_on_a_domain_its_thread_progresses_wakes_that_thread_for_the_ring_s_work() {
+    let p = Pair::caller_driven_with(fi::FI_WAIT_FD);
+    let fd = p.wait_fd(1).expect("FI_GETWAIT");
+    assert!(fd >= 0);
+    // The sender is another domain, with a worker thread, on another thread: this
+    // thread sleeps on the fd while the message is on its way.
+    let q = Pair::open(0);
+    let mut name = [0u8; 16];
+    let mut len = name.len();
+    let mut to = 0u64;
+    // SAFETY: live endpoints and AV; `name` has `len` bytes of room.
+    unsafe {
+        assert_eq!(
+            fi::fi_getname(fid(p.ep[1]), name.as_mut_ptr().cast(), &mut len),
+            0
+        );
+        assert_eq!(
+            fi::fi_av_insert(q.av, name.as_ptr().cast(), 1, &mut to, 0, ptr::null_mut()),
+            1
+        );
+    }
+    let mut dst = [0u8; 5];
+    let mut fids = [fid(p.cq[1])];
+    // SAFETY: the buffer outlives the receive (its completion is read below); one
+    // live CQ fid for fi_trywait.
+    unsafe {
+        p.recv(1, &mut dst[..5], 9);
+        assert_eq!(
+            fi::fi_trywait(p.fabric, fids.as_mut_ptr(), 1),
+            0,
+            "nothing there yet"
+        );
+    }
+    let readable = |ms| readable(fd, ms);
+    assert!(!readable(50), "nothing sent, nothing to wake for");
+    let ep = q.ep[0] as usize;
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        // SAFETY: live objects of `q`, a thread-safe domain; inject copies its bytes.
+        unsafe { fi::fi_inject(ep as *mut fi::fid_ep, b"awake".as_ptr().cast(), 5, to) }
+    });
+    assert!(readable(10_000), "the message's arrival signals the fd");
+    assert_eq!(sender.join().unwrap(), 0);
+    let got = p
+        .next(1)
+        .expect("the message, turned into an entry by the read");
+    assert_eq!((got.op_context, &dst), (ctx(9), b"awake"));
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(
+            fi::fi_trywait(p.fabric, fids.as_mut_ptr(), 1),
+            0,
+            "read: may sleep again"
+        );
+    }
+    q.close();
     p.close();
 }

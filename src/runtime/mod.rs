@@ -80,6 +80,8 @@ pub struct Runtime {
     /// inside [`Runtime::turn`] (which must not nest).
     entered: std::cell::Cell<bool>,
     turning: std::cell::Cell<bool>,
+    /// The eventfd registered with worker 0's ring ([`Runtime::readiness_fd`]).
+    readiness: std::cell::OnceCell<std::os::fd::OwnedFd>,
     threads: Vec<(usize, std::thread::JoinHandle<std::io::Result<()>>)>,
     shutdown_timeout: Duration,
     closed: bool,
@@ -228,6 +230,56 @@ impl Runtime {
         };
         let _entered = Raised::new(&self.entered);
         Ok(f())
+    }
+}
+
+impl Runtime {
+    /// An fd that turns readable whenever worker 0's ring has work for a
+    /// [`turn`](Self::turn): a completion, or deferred work the kernel queued (data
+    /// arriving for a receive). For a program that owns its loop and sleeps in
+    /// `poll`/`epoll` between turns; it drains the fd (an eventfd: read 8 bytes; it
+    /// is non-blocking) before its last turn, then sleeps on it.
+    ///
+    /// Registered with the ring (`IORING_REGISTER_EVENTFD`) at the first call; after
+    /// that the kernel signals it for every completion too, which costs little, but
+    /// only rings that asked pay it. Timers and other threads' spawns do not signal
+    /// it: a program sleeping on it bounds its sleep by its own timers.
+    ///
+    /// ```
+    /// # fn main() -> std::io::Result<()> {
+    /// use std::os::fd::AsRawFd;
+    /// let rt = zerorx::Runtime::builder().threads(1).build()?;
+    /// let fd = rt.readiness_fd()?.as_raw_fd();
+    /// assert!(fd >= 0);
+    /// rt.turn(None)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// If the eventfd cannot be made or the ring refuses it.
+    pub fn readiness_fd(&self) -> std::io::Result<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::{AsFd, AsRawFd};
+        if let Some(fd) = self.readiness.get() {
+            return Ok(fd.as_fd());
+        }
+        let fd = crate::wake::new_nonblocking_eventfd()?;
+        // The kernel takes its own reference to the eventfd, so the registration
+        // never outlives the file whatever the drop order.
+        self.core0
+            .driver
+            .borrow_mut()
+            .with_submitter(|s| s.register_eventfd(fd.as_raw_fd()))
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "registering the readiness eventfd with the ring \
+                         (IORING_REGISTER_EVENTFD): {e}"
+                    ),
+                )
+            })?;
+        Ok(self.readiness.get_or_init(|| fd).as_fd())
     }
 }
 

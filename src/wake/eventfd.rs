@@ -5,8 +5,18 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 pub(crate) fn new_eventfd() -> io::Result<OwnedFd> {
+    create(libc::EFD_CLOEXEC)
+}
+
+/// An eventfd whose reads return `EAGAIN` at zero rather than wait (one a program
+/// polls and drains itself: `Runtime::readiness_fd`).
+pub(crate) fn new_nonblocking_eventfd() -> io::Result<OwnedFd> {
+    create(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)
+}
+
+fn create(flags: libc::c_int) -> io::Result<OwnedFd> {
     // SAFETY: plain syscall with constant arguments.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    let fd = unsafe { libc::eventfd(0, flags) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -15,7 +15,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, OnceLock};
 
-pub(crate) use eventfd::new_eventfd;
+pub(crate) use eventfd::{new_eventfd, new_nonblocking_eventfd};
 pub(crate) use msg_ring::set_local_queue;
 
 /// How other threads wake a parked worker.

@@ -72,14 +72,16 @@ pub(super) unsafe extern "C" fn cq_open(
                 CqStore::default()
             }
             fi::FI_WAIT_FD if d.shared.progress_kind() == Progress::Caller => {
-                return log::refuse(
-                    "fi_cq_open",
-                    fi::FI_ENOSYS,
-                    "wait_obj FI_WAIT_FD: this domain is progressed by the thread that opened \
-                     it (FI_THREAD_DOMAIN with FI_PROGRESS_MANUAL), and nothing would progress \
-                     it while that thread sleeps on the fd; open the domain with \
-                     FI_PROGRESS_AUTO for wait fds",
-                )
+                match d.shared.readiness_fd() {
+                    Ok(fd) => CqStore::with_ring_fd(fd),
+                    Err(e) => {
+                        return log::refuse(
+                            "fi_cq_open",
+                            fi::FI_ENOSYS,
+                            &format!("FI_WAIT_FD: {e}"),
+                        )
+                    }
+                }
             }
             fi::FI_WAIT_FD => match CqStore::with_wait_fd() {
                 Ok(s) => s,
@@ -403,6 +405,10 @@ pub(super) unsafe extern "C" fn trywait(
                 Ok(c) => c,
                 Err(e) => return e,
             };
+            // A domain its own thread progresses: reset the ring's fd, then a last
+            // turn, so whatever signals the fd after this is work that turn missed.
+            c.store.drain_ring_fd();
+            c.domain.progress();
             if !c.store.try_arm() {
                 return -fi::FI_EAGAIN;
             }

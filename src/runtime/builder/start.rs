@@ -190,6 +190,7 @@ impl Builder {
             core0,
             entered: Default::default(),
             turning: Default::default(),
+            readiness: Default::default(),
             threads: Vec::with_capacity(threads - 1),
             shutdown_timeout: self.shutdown_timeout,
             closed: false,

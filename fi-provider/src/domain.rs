@@ -316,7 +316,8 @@ impl DomainShared {
                 if !engine::stop(self.id) && *owner != std::thread::current().id() {
                     crate::ffi::warn(&format!(
                         "a domain progressed by {owner:?} was closed from {:?}: its ring \
-                         closes when {owner:?} exits",
+                         belongs to {owner:?} and closes when that thread exits (at once if \
+                         it has)",
                         std::thread::current().id()
                     ));
                 }

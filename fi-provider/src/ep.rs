@@ -14,6 +14,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use zerorx_fabric::Level;
 use zerorx_libfabric_sys as fi;
 
+/// Why a post fails once the domain's command loop has ended.
+const LOOP_GONE: &str = "the domain's command loop is gone (its worker thread, or the thread \
+                         that opened and progressed it, ended)";
+
 /// An error for the application: the negated `FI_E*` code and what to log.
 #[derive(Debug)]
 pub(crate) struct Refusal {
@@ -419,7 +423,7 @@ impl EpShared {
         }
         if !self.domain.send(Cmd::Post { ep: self.id, post }) {
             credits.give();
-            return Err(refuse(fi::FI_EIO, "the domain's worker thread is gone"));
+            return Err(refuse(fi::FI_EIO, LOOP_GONE));
         }
         Ok(())
     }
@@ -432,7 +436,7 @@ impl EpShared {
             ep: self.id,
             context,
         }) {
-            return Err(refuse(fi::FI_EIO, "the domain's worker thread is gone"));
+            return Err(refuse(fi::FI_EIO, LOOP_GONE));
         }
         Ok(())
     }

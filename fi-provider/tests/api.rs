@@ -1039,3 +1039,46 @@ fn a_wait_fd_on_a_domain_its_thread_progresses_wakes_that_thread_for_the_ring_s_
     q.close();
     p.close();
 }
+
+#[test]
+fn a_thread_that_exits_with_its_domain_open_takes_the_runtime_along_and_closes_still_work() {
+    // The pair's objects, as numbers, so they can cross back to this thread.
+    let objs = std::thread::spawn(|| {
+        let p = Pair::caller_driven();
+        round(&p, 64, 1);
+        (
+            p.fabric as usize,
+            p.domain as usize,
+            p.av as usize,
+            p.cq.map(|c| c as usize),
+            p.ep.map(|e| e as usize),
+            p.rx_cntr as usize,
+            p.info as usize,
+        )
+        // `p` is left open: the thread ends with its domain (`Pair` closes only when
+        // asked).
+    })
+    .join()
+    .expect("the owner thread ends cleanly, its runtime dropped with it");
+    let (fabric, domain, av, cq, ep, cntr, info) = objs;
+    // SAFETY: live objects the exited thread opened and never closed.
+    unsafe {
+        let e = ep[0] as *mut fi::fid_ep;
+        assert_eq!(
+            fi::fi_inject(e, b"late".as_ptr().cast(), 4, 0),
+            -(fi::FI_EIO as isize),
+            "a post finds the domain's command loop gone with its thread: an error, not a hang"
+        );
+        for e in ep {
+            assert_eq!(fi::fi_close(e as *mut fi::fid), 0);
+        }
+        for c in cq {
+            assert_eq!(fi::fi_close(c as *mut fi::fid), 0);
+        }
+        assert_eq!(fi::fi_close(cntr as *mut fi::fid), 0);
+        assert_eq!(fi::fi_close(av as *mut fi::fid), 0);
+        assert_eq!(fi::fi_close(domain as *mut fi::fid), 0);
+        assert_eq!(fi::fi_close(fabric as *mut fi::fid), 0);
+        fi::fi_freeinfo(info as *mut fi::fi_info);
+    }
+}

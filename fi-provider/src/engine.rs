@@ -31,15 +31,14 @@ struct Engine {
 }
 
 impl Engine {
-    /// Runs `cmd` (if any) and the commands other threads sent, one turn blocking up
-    /// to `wait`, then moves completions to the application's queues: all inside one
-    /// `enter`, so the call installs the runtime's context once.
-    fn call(&self, cmd: Option<Cmd>, wait: Option<Duration>) -> Result<(), String> {
+    /// Runs the commands other threads sent, then `cmd` (if any): in that order, as
+    /// an application serialising its calls (`FI_THREAD_DOMAIN`) made them. With
+    /// `wait`, then one turn blocking up to it, and moves completions to the
+    /// application's queues. All inside one `enter`, so the call installs the
+    /// runtime's context once.
+    fn call(&self, cmd: Option<Cmd>, wait: Option<Option<Duration>>) -> Result<(), String> {
         self.rt
             .enter(|| {
-                if let Some(cmd) = cmd {
-                    self.state.handle(cmd);
-                }
                 if self.queued.swap(0, Ordering::Acquire) > 0 {
                     loop {
                         let next = self.inbox.borrow_mut().try_recv();
@@ -50,6 +49,12 @@ impl Engine {
                         }
                     }
                 }
+                if let Some(cmd) = cmd {
+                    self.state.handle(cmd);
+                }
+                let Some(wait) = wait else {
+                    return Ok(());
+                };
                 let turned = self.rt.turn(wait);
                 self.state.reap();
                 turned
@@ -111,19 +116,12 @@ pub(crate) fn start(
 /// its ring once without blocking, so an operation posted goes out inside the call. `Ok(false)` when the
 /// domain's runtime is not on this thread.
 pub(crate) fn run(domain: u64, cmd: Cmd) -> Result<bool, String> {
-    with(domain, |g| {
-        if cmd.needs_turn() {
-            g.call(Some(cmd), None)
-        } else {
-            // A receive or a cancel has nothing for the kernel: its effects (a
-            // match with a waiting message, the cancelled entry) are reaped by the
-            // next read, which turns anyway (counted: a turn per posted receive was
-            // a fifth of a 64 B ping-pong's instructions).
-            g.rt.enter(|| g.state.handle(cmd))
-                .map_err(|e| e.to_string())
-        }
-    })
-    .map(|r| r.is_some())
+    // A receive or a cancel has nothing for the kernel: its effects (a match with a
+    // waiting message, the cancelled entry) are reaped by the next read, which turns
+    // anyway (counted: a turn per posted receive was a fifth of a 64 B ping-pong's
+    // instructions).
+    let turn = cmd.needs_turn().then_some(None);
+    with(domain, |g| g.call(Some(cmd), turn)).map(|r| r.is_some())
 }
 
 /// Runs the commands other threads sent, one turn of domain `domain`'s runtime
@@ -131,7 +129,7 @@ pub(crate) fn run(domain: u64, cmd: Cmd) -> Result<bool, String> {
 /// the application's queues. `Ok(false)` when the domain's runtime is not on this
 /// thread.
 pub(crate) fn turn(domain: u64, wait: Option<Duration>) -> Result<bool, String> {
-    with(domain, |g| g.call(None, wait)).map(|r| r.is_some())
+    with(domain, |g| g.call(None, Some(wait))).map(|r| r.is_some())
 }
 
 /// A duplicate of domain `domain`'s runtime readiness eventfd (registered with its
@@ -155,7 +153,7 @@ pub(crate) fn stop(domain: u64) -> bool {
     let Some(engine) = engine else {
         return false;
     };
-    let _ = engine.call(None, None);
+    let _ = engine.call(None, Some(None));
     let _ = engine.rt.enter(|| engine.state.close());
     // Lets the closes go out before the runtime's own shutdown drains the ring.
     let _ = engine.rt.turn(None);

@@ -1082,3 +1082,36 @@ fn a_thread_that_exits_with_its_domain_open_takes_the_runtime_along_and_closes_s
         fi::fi_freeinfo(info as *mut fi::fi_info);
     }
 }
+
+#[test]
+fn a_post_from_another_thread_keeps_its_place_before_the_owners_next_post() {
+    let p = Pair::caller_driven();
+    let (ep0, to) = (p.ep[0] as usize, p.addr[1]);
+    let (mut first, mut second) = ([0u8; 3], [0u8; 3]);
+    // SAFETY: both buffers outlive their receives (completions read below).
+    unsafe {
+        p.recv(1, &mut first[..3], 1);
+        p.recv(1, &mut second[..3], 2);
+    }
+    // Serialised as FI_THREAD_DOMAIN asks: the other thread's inject returns before
+    // the owner's starts, so it must go first.
+    std::thread::spawn(move || {
+        // SAFETY: a live endpoint of the test's domain; inject copies its bytes.
+        let rc = unsafe { fi::fi_inject(ep0 as *mut fi::fid_ep, b"one".as_ptr().cast(), 3, to) };
+        assert_eq!(rc, 0);
+    })
+    .join()
+    .unwrap();
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(fi::fi_inject(p.ep[0], b"two".as_ptr().cast(), 3, to), 0);
+    }
+    assert_eq!(p.next(1).expect("first").op_context, ctx(1));
+    assert_eq!(p.next(1).expect("second").op_context, ctx(2));
+    assert_eq!(
+        (&first, &second),
+        (b"one", b"two"),
+        "sent in the order posted"
+    );
+    p.close();
+}

@@ -279,7 +279,11 @@ impl CqStore {
     /// Whether a blocked read may end: `Some(true)` with an entry there,
     /// `Some(false)` when `signal` was called (which this consumes), `None` otherwise.
     pub(crate) fn ready_or_signaled(&self) -> Option<bool> {
-        let mut g = self.lock();
+        Self::wait_ends(&mut self.lock())
+    }
+
+    /// `ready_or_signaled` under the lock, for `wait` too.
+    fn wait_ends(g: &mut Inner) -> Option<bool> {
         if !g.items.is_empty() {
             Some(true)
         } else if std::mem::take(&mut g.signaled) {
@@ -295,11 +299,8 @@ impl CqStore {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut g = self.lock();
         loop {
-            if !g.items.is_empty() {
-                return true;
-            }
-            if std::mem::take(&mut g.signaled) {
-                return false;
+            if let Some(entry) = Self::wait_ends(&mut g) {
+                return entry;
             }
             let left = match deadline {
                 None => None,

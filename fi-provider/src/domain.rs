@@ -15,7 +15,7 @@ use crate::engine;
 use crate::worker::{self, Cmd};
 use futures_channel::mpsc::{unbounded, UnboundedSender};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TryRecvError};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
@@ -27,6 +27,18 @@ pub(crate) enum Progress {
     Thread,
     /// The thread that opens the domain, whenever it calls into the provider.
     Caller,
+}
+
+impl std::fmt::Display for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Progress::Thread => "progressed by a worker thread of its own",
+            Progress::Caller => {
+                "progressed by the calling thread inside its calls (FI_THREAD_DOMAIN, \
+                 FI_PROGRESS_MANUAL)"
+            }
+        })
+    }
 }
 
 enum Runner {
@@ -57,10 +69,6 @@ fn thread_token() -> usize {
 
 /// Domains of this process, numbered for the thread-local of caller-driven ones.
 static DOMAINS: AtomicU64 = AtomicU64::new(1);
-
-/// How long a caller-driven domain may take to answer a request (opening an
-/// endpoint, registering memory) before the call fails.
-const CALL_LIMIT: Duration = Duration::from_secs(30);
 
 pub(crate) struct DomainShared {
     id: u64,
@@ -113,42 +121,32 @@ impl DomainShared {
         }))
     }
 
-    /// Who runs the command loop.
-    pub(crate) fn progress_kind(&self) -> Progress {
-        match self.runner {
-            Runner::Thread(_) => Progress::Thread,
-            Runner::Caller { .. } => Progress::Caller,
-        }
-    }
-
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Whether this thread turns the domain's runtime (a caller-driven domain's
-    /// owner); another thread's call to a caller-driven domain is told once, in the
-    /// log, that it does not progress it.
+    /// Whether this thread is a caller-driven domain's owner, the one thread that
+    /// can turn its runtime.
+    fn is_owner(&self) -> bool {
+        matches!(&self.runner, Runner::Caller { token, .. } if *token == thread_token())
+    }
+
+    /// Whether this thread turns the domain's runtime ([`is_owner`](Self::is_owner));
+    /// another thread's call to a caller-driven domain is told once, in the log, that
+    /// it does not progress it.
     fn drives_here(&self) -> bool {
-        match &self.runner {
-            Runner::Thread(_) => false,
-            Runner::Caller {
-                owner,
-                token,
-                warned,
-                ..
-            } => {
-                let here = *token == thread_token();
-                if !here && !warned.swap(true, Ordering::Relaxed) {
-                    crate::ffi::warn(&format!(
-                        "a call from {:?} into a domain progressed by the thread that opened it \
-                         ({owner:?}, FI_THREAD_DOMAIN with FI_PROGRESS_MANUAL) does not progress \
-                         it: call from that thread, or ask for FI_PROGRESS_AUTO",
-                        std::thread::current().id()
-                    ));
-                }
-                here
+        let here = self.is_owner();
+        if let Runner::Caller { owner, warned, .. } = &self.runner {
+            if !here && !warned.swap(true, Ordering::Relaxed) {
+                crate::ffi::warn(&format!(
+                    "a call from {:?} into a domain progressed by the thread that opened it \
+                     ({owner:?}, FI_THREAD_DOMAIN with FI_PROGRESS_MANUAL) does not progress \
+                     it: call from that thread, or ask for FI_PROGRESS_AUTO",
+                    std::thread::current().id()
+                ));
             }
         }
+        here
     }
 
     /// Makes progress if this thread drives the domain: one non-blocking turn of its
@@ -167,48 +165,54 @@ impl DomainShared {
         }
     }
 
-    /// On a caller-driven domain's own thread, turns its runtime until `check`
-    /// gives an answer or `limit` passes (`None`: forever); `Err(())` on any other
-    /// domain or thread, where the caller waits its own way.
-    pub(crate) fn wait_turning<T>(
+    /// Waits until `check` gives an answer or `limit` passes (`None`: forever;
+    /// `None` back on timeout). On a caller-driven domain's own thread it turns the
+    /// runtime meanwhile, since nothing else would produce the answer; anywhere else
+    /// the answer comes from the worker, and `block` waits for it the queue's way.
+    pub(crate) fn wait_for<T>(
         &self,
         limit: Option<Duration>,
         mut check: impl FnMut() -> Option<T>,
-    ) -> Result<Option<T>, ()> {
+        block: impl FnOnce(Option<Duration>) -> Option<T>,
+    ) -> Option<T> {
         if !self.drives_here() {
-            return Err(());
+            return block(limit);
         }
         let deadline = limit.map(|l| Instant::now() + l);
         loop {
             if let Some(v) = check() {
-                return Ok(Some(v));
+                return Some(v);
             }
             let left = match deadline {
                 None => Duration::from_secs(3600),
                 Some(d) => match d.checked_duration_since(Instant::now()) {
                     Some(left) if !left.is_zero() => left,
-                    _ => return Ok(None),
+                    _ => return None,
                 },
             };
             if !self.turn(Some(left)) {
-                return Ok(check());
+                return check();
             }
         }
     }
 
     /// A duplicate of the readiness eventfd of a caller-driven domain's runtime
     /// (`zerorx::Runtime::readiness_fd`), for its `FI_WAIT_FD` CQs; only its own
-    /// thread may ask.
-    pub(crate) fn readiness_fd(&self) -> Result<std::os::fd::OwnedFd, String> {
-        match &self.runner {
-            Runner::Caller { owner, .. } if !self.drives_here() => Err(format!(
+    /// thread may ask. `None` on a worker-thread domain, whose CQs have fds of their
+    /// own.
+    pub(crate) fn readiness_fd(&self) -> Option<Result<std::os::fd::OwnedFd, String>> {
+        let Runner::Caller { owner, .. } = &self.runner else {
+            return None;
+        };
+        Some(if self.is_owner() {
+            engine::readiness_fd(self.id)
+                .and_then(|fd| fd.ok_or_else(|| "the domain's runtime is gone".to_string()))
+        } else {
+            Err(format!(
                 "this domain is progressed by the thread that opened it ({owner:?}): open \
                  its wait-fd CQs from that thread"
-            )),
-            Runner::Caller { .. } => engine::readiness_fd(self.id)?
-                .ok_or_else(|| "the domain's runtime is gone".to_string()),
-            Runner::Thread(_) => Err("a worker-thread domain has no ring fd to share".into()),
-        }
+            ))
+        })
     }
 
     /// Wakes the thread driving the domain if it is blocked in a turn (a CQ's
@@ -242,7 +246,7 @@ impl DomainShared {
     /// Sends the command `make` builds around a reply channel and waits for the reply.
     pub(crate) fn call<T>(&self, make: impl FnOnce(SyncSender<T>) -> Cmd) -> Result<T, String> {
         if let Runner::Caller { owner, .. } = &self.runner {
-            if *owner != std::thread::current().id() {
+            if !self.is_owner() {
                 return Err(format!(
                     "this domain is progressed by the thread that opened it ({owner:?}, \
                      FI_THREAD_DOMAIN with FI_PROGRESS_MANUAL): open endpoints and register \
@@ -254,28 +258,13 @@ impl DomainShared {
         if !self.send(make(tx)) {
             return Err("the domain's command loop is gone".into());
         }
-        if matches!(self.runner, Runner::Thread(_)) {
-            return rx
-                .recv()
-                .map_err(|_| "the domain's worker thread dropped the request".into());
+        match self.runner {
+            Runner::Thread(_) => rx.recv().map_err(|_| ()),
+            // The owner's `send` carried the command out before returning, reply
+            // included.
+            Runner::Caller { .. } => rx.try_recv().map_err(|_| ()),
         }
-        let begun = Instant::now();
-        loop {
-            match rx.try_recv() {
-                Ok(v) => return Ok(v),
-                Err(TryRecvError::Disconnected) => {
-                    return Err("the domain's command loop dropped the request".into())
-                }
-                Err(TryRecvError::Empty) if begun.elapsed() > CALL_LIMIT => {
-                    return Err(format!("the domain did not answer within {CALL_LIMIT:?}"))
-                }
-                Err(TryRecvError::Empty) => {
-                    if !self.turn(Some(Duration::from_millis(10))) {
-                        return Err("the domain's runtime is gone".into());
-                    }
-                }
-            }
-        }
+        .map_err(|()| "the domain's command loop dropped the request".into())
     }
 
     /// Registers `[ptr, ptr+len)` with the command loop for remote `access` under `key`.
@@ -313,7 +302,7 @@ impl DomainShared {
                 }
             }
             Runner::Caller { owner, .. } => {
-                if !engine::stop(self.id) && *owner != std::thread::current().id() {
+                if !engine::stop(self.id) && !self.is_owner() {
                     crate::ffi::warn(&format!(
                         "a domain progressed by {owner:?} was closed from {:?}: its ring \
                          belongs to {owner:?} and closes when that thread exits (at once if \

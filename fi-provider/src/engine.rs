@@ -113,8 +113,8 @@ pub(crate) fn start(
 }
 
 /// Carries out `cmd` on domain `domain` now, then (if it gave the kernel work) turns
-/// its ring once without blocking, so an operation posted goes out inside the call. `Ok(false)` when the
-/// domain's runtime is not on this thread.
+/// its ring once without blocking, so an operation posted goes out inside the call.
+/// `Ok(false)` when the domain's runtime is not on this thread.
 pub(crate) fn run(domain: u64, cmd: Cmd) -> Result<bool, String> {
     // A receive or a cancel has nothing for the kernel: its effects (a match with a
     // waiting message, the cancelled entry) are reaped by the next read, which turns

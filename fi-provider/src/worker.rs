@@ -279,14 +279,12 @@ impl DomainState {
                 let _ = reply.send(self.open_ep(id, setup));
             }
             Cmd::Post { ep, post } => {
-                let w = self.eps.borrow().get(&ep).map(|o| o.w.clone());
-                if let Some(w) = w {
+                if let Some(w) = self.ep(ep) {
                     w.start(post);
                 }
             }
             Cmd::Cancel { ep, context } => {
-                let w = self.eps.borrow().get(&ep).map(|o| o.w.clone());
-                if let Some(w) = w {
+                if let Some(w) = self.ep(ep) {
                     w.cancel(context);
                 }
             }
@@ -322,6 +320,12 @@ impl DomainState {
                 let _ = reply.send(());
             }
         }
+    }
+
+    /// Endpoint `id`, out of the table (so starting an operation on it holds no
+    /// borrow of the table).
+    fn ep(&self, id: u64) -> Option<Rc<WorkerEp>> {
+        self.eps.borrow().get(&id).map(|o| o.w.clone())
     }
 
     fn open_ep(&self, id: u64, setup: EpSetup) -> Result<SocketAddrV4, String> {

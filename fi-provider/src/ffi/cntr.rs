@@ -205,10 +205,11 @@ unsafe extern "C" fn cntr_wait(cntr: *mut fi::fid_cntr, threshold: u64, timeout:
         };
         let limit = (timeout >= 0).then(|| Duration::from_millis(timeout as u64));
         let errors = c.counter.read_err();
-        let end = c
-            .domain
-            .wait_turning(limit, || c.counter.check(threshold, errors))
-            .unwrap_or_else(|()| Some(c.counter.wait(threshold, limit)));
+        let end = c.domain.wait_for(
+            limit,
+            || c.counter.check(threshold, errors),
+            |l| Some(c.counter.wait(threshold, l)),
+        );
         match end.unwrap_or(WaitEnd::TimedOut) {
             WaitEnd::Reached => 0,
             WaitEnd::Errors => -codes::EAVAIL,

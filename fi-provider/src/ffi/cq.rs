@@ -7,7 +7,7 @@ use super::obj::{self, Obj};
 use super::{guard, log};
 use crate::codes;
 use crate::cq::{CqStore, Entry, ReadOutcome};
-use crate::domain::{DomainShared, Progress};
+use crate::domain::DomainShared;
 use crate::errors;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::Ordering;
@@ -71,23 +71,21 @@ pub(super) unsafe extern "C" fn cq_open(
             fi::FI_WAIT_NONE | fi::FI_WAIT_UNSPEC | fi::FI_WAIT_MUTEX_COND | fi::FI_WAIT_YIELD => {
                 CqStore::default()
             }
-            fi::FI_WAIT_FD if d.shared.progress_kind() == Progress::Caller => {
-                match d.shared.readiness_fd() {
-                    Ok(fd) => CqStore::with_ring_fd(fd),
+            fi::FI_WAIT_FD => match d.shared.readiness_fd() {
+                Some(Ok(fd)) => CqStore::with_ring_fd(fd),
+                Some(Err(e)) => {
+                    return log::refuse("fi_cq_open", fi::FI_ENOSYS, &format!("FI_WAIT_FD: {e}"))
+                }
+                None => match CqStore::with_wait_fd() {
+                    Ok(s) => s,
                     Err(e) => {
                         return log::refuse(
                             "fi_cq_open",
-                            fi::FI_ENOSYS,
-                            &format!("FI_WAIT_FD: {e}"),
+                            fi::FI_ENOMEM,
+                            &format!("its wait fd: {e}"),
                         )
                     }
-                }
-            }
-            fi::FI_WAIT_FD => match CqStore::with_wait_fd() {
-                Ok(s) => s,
-                Err(e) => {
-                    return log::refuse("fi_cq_open", fi::FI_ENOMEM, &format!("its wait fd: {e}"))
-                }
+                },
             },
             other => {
                 return log::refuse(
@@ -288,10 +286,11 @@ unsafe extern "C" fn cq_sreadfrom(
             Err(e) => return e as isize,
         };
         let limit = (timeout >= 0).then(|| Duration::from_millis(timeout as u64));
-        let ready = c
-            .domain
-            .wait_turning(limit, || c.store.ready_or_signaled())
-            .unwrap_or_else(|()| Some(c.store.wait(limit)));
+        let ready = c.domain.wait_for(
+            limit,
+            || c.store.ready_or_signaled(),
+            |l| Some(c.store.wait(l)),
+        );
         if ready != Some(true) {
             return -(fi::FI_EAGAIN as isize);
         }

@@ -5,7 +5,7 @@ use super::obj::{self, Obj};
 use super::{av, c_str, cntr, cq, ep, eq, guard, log};
 use crate::attrs;
 use crate::codes;
-use crate::domain::{DomainShared, Progress};
+use crate::domain::DomainShared;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -142,15 +142,7 @@ unsafe extern "C" fn domain_open(
         }
         // SAFETY: as above.
         let progress = attrs::progress_of(unsafe { (*info).domain_attr.as_ref() });
-        log::info(&format!(
-            "fi_domain: {}",
-            match progress {
-                Progress::Caller =>
-                    "progressed by the calling thread inside its calls \
-                                     (FI_THREAD_DOMAIN, FI_PROGRESS_MANUAL)",
-                Progress::Thread => "progressed by a worker thread of its own",
-            }
-        ));
+        log::info(&format!("fi_domain: {progress}"));
         let shared = match DomainShared::start(progress) {
             Ok(s) => s,
             Err(e) => return log::refuse("fi_domain", codes::EOTHER, &e),

@@ -101,9 +101,6 @@ struct Uring {
     pool: Vec<u8>,
     /// The tail this side has published.
     tail: u16,
-    /// Bytes received and not yet consumed (a message may come in pieces, or two
-    /// messages in one completion).
-    pending: std::collections::VecDeque<u8>,
     armed: bool,
 }
 
@@ -143,7 +140,6 @@ impl Uring {
             entries: map.cast(),
             pool: vec![0; LEN * BUFS as usize],
             tail: 0,
-            pending: Default::default(),
             armed: false,
         };
         // SAFETY: `entries` is a page-aligned mapping of RING_BYTES (room for BUFS
@@ -178,25 +174,31 @@ impl Uring {
         }
     }
 
-    /// Takes the receive completions there are into `pending`, handing each buffer
-    /// back.
-    fn reap(&mut self) -> Result<(), String> {
-        let done: Vec<(i32, u32)> = self
-            .ring
-            .completion()
-            .map(|c| (c.result(), c.flags()))
-            .collect();
-        for (res, flags) in done {
-            if !io_uring::cqueue::more(flags) {
+    /// Copies what the receive completions there are carry into `buf` from `*got`
+    /// on (the one copy a provider makes, into the application's buffer), handing
+    /// each buffer back.
+    fn reap(&mut self, buf: &mut [u8; LEN], got: &mut usize) -> Result<(), String> {
+        loop {
+            // One completion at a time: the queue's view ends before the buffer goes
+            // back (both borrow the ring's side).
+            let Some(c) = self.ring.completion().next() else {
+                return Ok(());
+            };
+            if !io_uring::cqueue::more(c.flags()) {
                 self.armed = false;
             }
-            match res {
+            match c.result() {
                 0 => return Err("the peer closed".into()),
                 n if n > 0 => {
-                    let bid = io_uring::cqueue::buffer_select(flags)
+                    let n = n as usize;
+                    if *got + n > LEN {
+                        return Err("more than one message in flight".into());
+                    }
+                    let bid = io_uring::cqueue::buffer_select(c.flags())
                         .ok_or("a receive completion without its buffer")?;
                     let at = bid as usize * LEN;
-                    self.pending.extend(&self.pool[at..at + n as usize]);
+                    buf[*got..*got + n].copy_from_slice(&self.pool[at..at + n]);
+                    *got += n;
                     self.give_back(bid);
                 }
                 // Out of buffers for a moment: the multishot ended; re-armed by `recv`.
@@ -204,7 +206,6 @@ impl Uring {
                 e => return Err(format!("recv: {}", std::io::Error::from_raw_os_error(-e))),
             }
         }
-        Ok(())
     }
 }
 
@@ -220,7 +221,8 @@ impl Drop for Uring {
 
 impl Receive for Uring {
     fn recv(&mut self, _fd: RawFd, buf: &mut [u8; LEN]) -> Result<(), String> {
-        while self.pending.len() < LEN {
+        let mut got = 0;
+        while got < LEN {
             if !self.armed {
                 let recv = opcode::RecvMulti::new(types::Fd(self.fd), GROUP).build();
                 // SAFETY: the receive's buffers come from the registered ring, whose
@@ -236,10 +238,7 @@ impl Receive for Uring {
                     .submit_and_wait(0)
                     .map_err(|e| format!("io_uring_enter: {e}"))?;
             }
-            self.reap()?;
-        }
-        for (b, p) in buf.iter_mut().zip(self.pending.drain(..LEN)) {
-            *b = p;
+            self.reap(buf, &mut got)?;
         }
         Ok(())
     }

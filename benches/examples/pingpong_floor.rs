@@ -6,7 +6,7 @@
 //!   its provider layers);
 //! - `uring`: receives the way zerorx does, on a ring set up as zerorx sets up its
 //!   own (single issuer, deferred task work, the task-run flag): one multishot
-//!   `RECV` into a registered buffer ring, reaped by spinning on the task-run flag,
+//!   `RECV` into zcrx's `CopyPool`, reaped by spinning on the task-run flag,
 //!   so the kernel is entered only when deferred work waits; the send a plain `send`
 //!   (what zerorx's send path does for a small message on an idle socket). Two
 //!   system calls per message, as zerorx makes.
@@ -22,12 +22,12 @@
 //!
 //! `cargo run --release -p zerorx-bench --example pingpong_floor -- uring 20000`
 
-use io_uring::{opcode, types, IoUring};
+use io_uring::IoUring;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::process::{Command, ExitCode};
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Instant;
+use zcrx::{CopyPool, CopyPoolConfig};
 
 /// The wire size of a 64-byte message under zerorx-fabric's 64-byte frame header.
 const LEN: usize = 128;
@@ -87,29 +87,19 @@ impl Receive for Socket {
     }
 }
 
-/// The ring: one multishot `RECV` armed for the whole run, taking buffers from a
-/// registered buffer ring (a buffer goes back with a store to the ring's tail, no
-/// system call), reaped by spinning on the task-run flag; the send a plain `send`.
-/// Two system calls per message, as zerorx makes: the send and the entry the flag
-/// asks for.
+/// The ring: one multishot `RECV` armed for the whole run into a zcrx `CopyPool`
+/// (the pool zerorx's copy mode receives into, defaults and all: a buffer goes back
+/// to the kernel with a tail store, no system call), reaped by spinning on the
+/// task-run flag; the send a plain `send`. Two system calls per message, as zerorx
+/// makes: the send and the entry the flag asks for.
 struct Uring {
+    /// Declared before `pool`: the ring must close before the pool's memory goes
+    /// (`CopyPool::register`'s contract).
     ring: IoUring,
+    pool: CopyPool,
     fd: RawFd,
-    /// The buffer ring's entries (`BUFS` of them, page-aligned, mapped here).
-    entries: *mut types::BufRingEntry,
-    /// The buffers, `BUFS` of `LEN` bytes.
-    pool: Vec<u8>,
-    /// The tail this side has published.
-    tail: u16,
     armed: bool,
 }
-
-/// Buffers in the ring (a power of two).
-const BUFS: u16 = 16;
-/// The buffer group's id.
-const GROUP: u16 = 7;
-/// Bytes of the buffer ring's mapping.
-const RING_BYTES: usize = 4096;
 
 impl Uring {
     fn new(fd: RawFd) -> Result<Uring, String> {
@@ -120,102 +110,45 @@ impl Uring {
             .setup_taskrun_flag()
             .build(64)
             .map_err(|e| format!("io_uring_setup: {e}"))?;
-        // SAFETY: a fresh anonymous private mapping; checked for failure below.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                RING_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(format!("mmap: {}", std::io::Error::last_os_error()));
-        }
-        let mut u = Uring {
+        // SAFETY: the pool lives in the same struct as the ring, declared after it,
+        // so the ring is closed first.
+        let pool = unsafe { CopyPool::register(&ring.submitter(), &CopyPoolConfig::default()) }
+            .map_err(|e| format!("registering the receive pool: {e}"))?;
+        Ok(Uring {
             ring,
+            pool,
             fd,
-            entries: map.cast(),
-            pool: vec![0; LEN * BUFS as usize],
-            tail: 0,
             armed: false,
-        };
-        // SAFETY: `entries` is a page-aligned mapping of RING_BYTES (room for BUFS
-        // entries) that lives until `Drop`, after the ring has gone.
-        unsafe {
-            u.ring
-                .submitter()
-                .register_buf_ring_with_flags(map as u64, BUFS, GROUP, 0)
-                .map_err(|e| format!("registering the buffer ring: {e}"))?;
-        }
-        for bid in 0..BUFS {
-            u.give_back(bid);
-        }
-        Ok(u)
-    }
-
-    /// Puts buffer `bid` back in the ring for the kernel to fill.
-    fn give_back(&mut self, bid: u16) {
-        let slot = (self.tail & (BUFS - 1)) as usize;
-        // SAFETY: `slot < BUFS` entries of the mapping; the kernel does not read an
-        // entry past the published tail, and this one is published only below.
-        let e = unsafe { &mut *self.entries.add(slot) };
-        e.set_addr(self.pool[bid as usize * LEN..].as_mut_ptr() as u64);
-        e.set_len(LEN as u32);
-        e.set_bid(bid);
-        self.tail = self.tail.wrapping_add(1);
-        // SAFETY: the tail field sits in the first entry of the live mapping; the
-        // release store publishes the entry written above.
-        unsafe {
-            let tail = types::BufRingEntry::tail(self.entries) as *const AtomicU16;
-            (*tail).store(self.tail, Ordering::Release);
-        }
+        })
     }
 
     /// Copies what the receive completions there are carry into `buf` from `*got`
-    /// on (the one copy a provider makes, into the application's buffer), handing
-    /// each buffer back.
+    /// on (the one copy a provider makes, into the application's buffer); each pool
+    /// buffer goes back when its `RxBuf` drops.
     fn reap(&mut self, buf: &mut [u8; LEN], got: &mut usize) -> Result<(), String> {
-        loop {
-            // One completion at a time: the queue's view ends before the buffer goes
-            // back (both borrow the ring's side).
-            let Some(c) = self.ring.completion().next() else {
-                return Ok(());
-            };
+        for c in self.ring.completion() {
             if !io_uring::cqueue::more(c.flags()) {
                 self.armed = false;
             }
             match c.result() {
                 0 => return Err("the peer closed".into()),
                 n if n > 0 => {
-                    let n = n as usize;
-                    if *got + n > LEN {
+                    let data = self
+                        .pool
+                        .take(n, c.flags())
+                        .map_err(|e| format!("a receive completion: {e}"))?;
+                    if *got + data.len() > LEN {
                         return Err("more than one message in flight".into());
                     }
-                    let bid = io_uring::cqueue::buffer_select(c.flags())
-                        .ok_or("a receive completion without its buffer")?;
-                    let at = bid as usize * LEN;
-                    buf[*got..*got + n].copy_from_slice(&self.pool[at..at + n]);
-                    *got += n;
-                    self.give_back(bid);
+                    buf[*got..*got + data.len()].copy_from_slice(&data);
+                    *got += data.len();
                 }
                 // Out of buffers for a moment: the multishot ended; re-armed by `recv`.
                 e if -e == libc::ENOBUFS => {}
                 e => return Err(format!("recv: {}", std::io::Error::from_raw_os_error(-e))),
             }
         }
-    }
-}
-
-impl Drop for Uring {
-    fn drop(&mut self) {
-        // The kernel stops using the ring's entries here (a receive still armed
-        // fails with ENOBUFS instead), so the mapping can go.
-        let _ = self.ring.submitter().unregister_buf_ring(GROUP);
-        // SAFETY: the mapping made in `new`, of that size, no longer registered.
-        unsafe { libc::munmap(self.entries.cast(), RING_BYTES) };
+        Ok(())
     }
 }
 
@@ -223,10 +156,12 @@ impl Receive for Uring {
     fn recv(&mut self, _fd: RawFd, buf: &mut [u8; LEN]) -> Result<(), String> {
         let mut got = 0;
         while got < LEN {
+            // Publishes the buffers returned since with one tail store.
+            self.pool.maintain();
             if !self.armed {
-                let recv = opcode::RecvMulti::new(types::Fd(self.fd), GROUP).build();
-                // SAFETY: the receive's buffers come from the registered ring, whose
-                // memory outlives the ring (see `Drop`).
+                let recv = self.pool.recv_multishot(self.fd);
+                // SAFETY: the receive's buffers are the pool's, which outlives the
+                // ring (see the struct).
                 unsafe { self.ring.submission().push(&recv) }.map_err(|_| "SQ full".to_string())?;
                 self.armed = true;
                 self.ring

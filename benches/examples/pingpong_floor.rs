@@ -97,12 +97,11 @@ struct Uring {
     /// (`CopyPool::register`'s contract).
     ring: IoUring,
     pool: CopyPool,
-    fd: RawFd,
     armed: bool,
 }
 
 impl Uring {
-    fn new(fd: RawFd) -> Result<Uring, String> {
+    fn new() -> Result<Uring, String> {
         let ring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
@@ -117,7 +116,6 @@ impl Uring {
         Ok(Uring {
             ring,
             pool,
-            fd,
             armed: false,
         })
     }
@@ -153,13 +151,13 @@ impl Uring {
 }
 
 impl Receive for Uring {
-    fn recv(&mut self, _fd: RawFd, buf: &mut [u8; LEN]) -> Result<(), String> {
+    fn recv(&mut self, fd: RawFd, buf: &mut [u8; LEN]) -> Result<(), String> {
         let mut got = 0;
         while got < LEN {
             // Publishes the buffers returned since with one tail store.
             self.pool.maintain();
             if !self.armed {
-                let recv = self.pool.recv_multishot(self.fd);
+                let recv = self.pool.recv_multishot(fd);
                 // SAFETY: the receive's buffers are the pool's, which outlives the
                 // ring (see the struct).
                 unsafe { self.ring.submission().push(&recv) }.map_err(|_| "SQ full".to_string())?;
@@ -206,7 +204,7 @@ fn run(way: &str, iters: usize, echo_to: Option<u16>) -> Result<(), String> {
         s.set_nodelay(true).map_err(|e| e.to_string())?;
         match way {
             "socket" => Ok(Box::new(Socket)),
-            "uring" => Ok(Box::new(Uring::new(s.as_raw_fd())?)),
+            "uring" => Ok(Box::new(Uring::new()?)),
             other => Err(format!("unknown way {other:?}: socket or uring")),
         }
     };

@@ -87,8 +87,6 @@ pub(crate) struct Driver {
     ring: Ring,
     ops: GenSlab<OpSlot>,
     wake: Option<WakeRead>,
-    /// Reused between turns so reaping allocates nothing in steady state.
-    completions: Vec<Completion>,
     /// Boxes of finished single-shot ops, reused by the next ones.
     pub(crate) spare: SpareBoxes,
     /// Wakers of the ops completed this turn; woken by the loop after the driver
@@ -136,7 +134,6 @@ impl Driver {
                 buf: Box::new(0),
                 armed: false,
             }),
-            completions: Vec::with_capacity(cfg.cq_entries as usize),
             spare: SpareBoxes::default(),
             wakers: Vec::new(),
             stops: Vec::new(),
@@ -314,15 +311,21 @@ impl Driver {
         // Several go through the ring, one kernel entry for all of them (measured, 64
         // connections: sends at once cost 20 % more CPU per request and 16 % of the
         // throughput, with more loopback work per send).
-        let alone = batch.len() == 1;
-        for mut data in batch.drain(..) {
-            if alone && self.ended_at_once(&mut data) {
-                if let Some(boxed) = data.into_boxed() {
-                    self.spare.recycle_dyn(boxed);
+        // (A lone op is popped: a `drain` of one costs its set-up and drop, counted.)
+        if batch.len() == 1 {
+            if let Some(mut data) = batch.pop() {
+                if self.ended_at_once(&mut data) {
+                    if let Some(boxed) = data.into_boxed() {
+                        self.spare.recycle_dyn(boxed);
+                    }
+                } else {
+                    let _ = self.submit(data, Lifecycle::Detached { notifying: false });
                 }
-                continue;
             }
-            let _ = self.submit(data, Lifecycle::Detached { notifying: false });
+        } else {
+            for data in batch.drain(..) {
+                let _ = self.submit(data, Lifecycle::Detached { notifying: false });
+            }
         }
         if self.deferred.is_empty() {
             self.deferred = batch;
@@ -641,19 +644,15 @@ impl Driver {
     }
 
     fn reap_and_dispatch(&mut self) {
-        let mut cqes = std::mem::take(&mut self.completions);
-        loop {
-            self.ring.reap(&mut cqes);
-            if cqes.is_empty() {
-                break;
-            }
-            add_owned(&self.metrics.cqes, cqes.len() as u64);
-            self.reaped += cqes.len() as u32;
-            for c in cqes.drain(..) {
-                self.dispatch(c);
-            }
+        let mut reaped = 0u32;
+        while let Some(c) = self.ring.pop() {
+            reaped += 1;
+            self.dispatch(c);
         }
-        self.completions = cqes;
+        if reaped > 0 {
+            add_owned(&self.metrics.cqes, u64::from(reaped));
+            self.reaped += reaped;
+        }
     }
 
     fn dispatch(&mut self, c: Completion) {

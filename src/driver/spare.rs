@@ -21,6 +21,14 @@ pub(crate) struct SpareBoxes {
 impl SpareBoxes {
     /// Boxes `value`, in a kept allocation of exactly its layout when there is one.
     pub(crate) fn boxed<T>(&mut self, value: T) -> Box<T> {
+        self.boxed_with(|| value)
+    }
+
+    /// Boxes what `make` returns, as [`boxed`](Self::boxed); made after the allocation
+    /// is found, so a value built inside `make` is written straight into it (counted:
+    /// a queued send's op moved into its box was a `memcpy` call per send).
+    #[inline(always)]
+    pub(crate) fn boxed_with<T>(&mut self, make: impl FnOnce() -> T) -> Box<T> {
         let layout = Layout::new::<T>();
         match self.free.iter().rposition(|(l, _)| *l == layout) {
             Some(i) => {
@@ -31,11 +39,11 @@ impl SpareBoxes {
                 // `Layout::new::<T>()`, which is all `Box::from_raw` needs; it holds no
                 // value (its previous one was moved out) and nothing else points to it.
                 unsafe {
-                    ptr.write(value);
+                    ptr.write(make());
                     Box::from_raw(ptr)
                 }
             }
-            None => Box::new(value),
+            None => Box::new(make()),
         }
     }
 

@@ -124,6 +124,7 @@ pub(crate) struct MsgParts {
 
 impl MsgParts {
     /// Empty, with `iovecs`' room (a kept list).
+    #[inline(always)]
     pub(crate) fn new(iovecs: Vec<libc::iovec>) -> MsgParts {
         MsgParts {
             iovecs,

@@ -79,6 +79,7 @@ struct Writers {
 
 impl Writers {
     /// Keeps emptied lists for the next sends (a bounded number of each).
+    #[inline]
     fn keep_lists(&mut self, mut bufs: Vec<SendBuf>, mut iovecs: Vec<libc::iovec>) {
         bufs.clear();
         iovecs.clear();
@@ -246,15 +247,18 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
         let mut bufs = w.spare_bufs.pop().unwrap_or_default();
         bufs.extend(first.take());
         bufs.append(rest);
-        let op = QueuedSend::new(
-            socket.clone(),
-            bufs,
-            len,
-            w.spare_iovecs.pop().unwrap_or_default(),
-            core.send_zc,
-        );
-        // Making a box drops nothing, so the writers' borrow is safe across it.
-        let data = driver.spare.boxed(Single::new(op));
+        let iovecs = w.spare_iovecs.pop().unwrap_or_default();
+        // Making a box drops nothing, so the writers' borrow is safe across it. The op is
+        // made in its box.
+        let data = driver.spare.boxed_with(|| {
+            Single::new(QueuedSend::new(
+                socket.clone(),
+                bufs,
+                len,
+                iovecs,
+                core.send_zc,
+            ))
+        });
         writer.busy = true;
         writer.deferred_at = Some(driver.defer_detached(OpData::boxed(data)));
         Ok(())
@@ -441,6 +445,7 @@ pub(crate) struct QueuedSend {
 }
 
 impl QueuedSend {
+    #[inline(always)]
     fn new(
         socket: SharedFd,
         bufs: Vec<SendBuf>,

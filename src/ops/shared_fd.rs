@@ -10,7 +10,9 @@ use std::ops::Deref;
 use std::ptr::NonNull;
 
 /// A socket shared between its owner and its in-flight ops, on one thread (it is
-/// neither `Send` nor `Sync`, like `Rc`).
+/// neither `Send` nor `Sync`, like `Rc`). One pointer, transparently: a socket's
+/// receive op is this pointer, kept in the driver's slab word (`ops::stream_recv`).
+#[repr(transparent)]
 pub(crate) struct SharedFd {
     ptr: NonNull<SocketFd>,
     /// Owns a `SocketFd` (for drop check), and is `!Send`/`!Sync` through the pointer.

@@ -11,7 +11,7 @@
 use super::recv::RecvMulti;
 use super::recv_zc::RecvZcMulti;
 use super::{SharedFd, SocketFd};
-use crate::driver::op::{InPlace, Lifecycle, OpBox, OpData, OpVisitor, Queued};
+use crate::driver::op::{InPlace, Lifecycle, OpBox, OpData, Queued};
 use crate::driver::queue::SmallQueue;
 use crate::driver::slab::Key;
 use crate::driver::Completion;
@@ -120,7 +120,10 @@ impl StreamRecv {
 /// the op, which hands back the buffers it still holds) when it is dropped, which the
 /// driver does only after the op's final completion (or never, when shutdown leaks
 /// an op the kernel did not finish).
+#[repr(transparent)]
 pub(crate) struct SocketOp(SharedFd);
+// The driver's slab word holding `into_raw`'s pointer is a `SocketOp` (`socket_op_at`).
+const _: () = assert!(std::mem::size_of::<SocketOp>() == std::mem::size_of::<NonNull<u8>>());
 
 impl SocketOp {
     /// Puts `recv` in `socket`'s receive cell; fails if a receive of this socket is
@@ -173,19 +176,19 @@ impl SocketOp {
 
 /// How the driver reaches a socket's receive: the pointer is [`SocketOp::into_raw`]'s.
 static IN_SOCKET: InPlace = InPlace {
-    with_op: with_socket_op,
+    as_op: socket_op_at,
     give_back: give_back_socket_op,
 };
 
-/// [`InPlace::with_op`] for a socket's receive.
+/// [`InPlace::as_op`] for a socket's receive: the word holds [`SocketOp::into_raw`]'s
+/// pointer, which is a `SocketOp` (`#[repr(transparent)]` over `SharedFd`, itself over
+/// the pointer).
 ///
 /// # Safety
-/// `ptr` came from [`SocketOp::into_raw`] and its owner (the slab) outlives the call;
-/// the copy made here is the only one used meanwhile (the owner's `&mut` borrow).
-unsafe fn with_socket_op(ptr: NonNull<u8>, f: OpVisitor<'_>) {
-    // SAFETY: the caller's contract; `ManuallyDrop` keeps the count with the owner.
-    let mut op = ManuallyDrop::new(unsafe { SocketOp::from_raw(ptr) });
-    f(&mut *op)
+/// `word` is the address of such a word, which its owner (the slab) keeps, neither
+/// moving out of nor dropping the op it is seen as.
+unsafe fn socket_op_at(word: NonNull<NonNull<u8>>) -> NonNull<dyn OpBox> {
+    word.cast::<SocketOp>()
 }
 
 /// [`InPlace::give_back`] for a socket's receive.

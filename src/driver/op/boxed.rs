@@ -126,6 +126,7 @@ pub(crate) unsafe trait Headed: OpBox + 'static {
 pub(crate) struct Single<T>(pub(crate) T, Header);
 
 impl<T: OpCode> Single<T> {
+    #[inline(always)]
     pub(crate) fn new(op: T) -> Single<T> {
         Single(op, Header(single_from_header::<T>))
     }

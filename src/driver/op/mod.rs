@@ -9,7 +9,7 @@ mod data;
 mod lifecycle;
 
 pub(crate) use boxed::{Multi, OpBox, Queued, Single};
-pub(crate) use data::{InPlace, OpData, OpVisitor};
+pub(crate) use data::{InPlace, OpData};
 pub(crate) use lifecycle::{Landed, Lifecycle, OpSlot, LANDED_COPIED};
 
 use super::detached::DetachedCx;

@@ -2,7 +2,10 @@
 //! whole and in order through short sends and a slow reader, received buffers go back
 //! to the pool once sent, a failure is returned by every later call, a connection
 //! dropped with sends queued still delivers them, and a runtime shut down with a send
-//! stuck in flight neither hangs nor leaks.
+//! stuck in flight neither hangs nor leaks. A small send on an idle socket waits for the
+//! end of its loop turn with no op (`send_queue::Direct`): every query sees it until
+//! then, a cancel in the same turn drops it, several of one turn go through the ring
+//! together, and the rest of one the socket takes only in part follows in order.
 //!
 //! The peers are plain std sockets on their own threads. Every test holds the fd lock:
 //! one of them counts the process's fds.
@@ -13,7 +16,7 @@ use bytes::Bytes;
 use common::{join_peer, random};
 use std::io::Read;
 use std::time::{Duration, Instant};
-use zerorx::{sleep, timeout};
+use zerorx::{sleep, timeout, SendZeroCopy};
 
 /// A peer that connects with a small receive buffer (so the server's sends fill the
 /// socket and come back short), waits `delay`, then reads until end of stream in
@@ -126,6 +129,19 @@ fn a_queued_echo_of_received_buffers_is_byte_exact_and_returns_every_buffer() {
 
 #[test]
 fn a_failed_send_is_returned_by_every_later_call() {
+    // 64 KiB sends go zero-copy under the default policy, with an op each.
+    failed_sends_are_returned(64 << 10);
+}
+
+#[test]
+fn a_failed_small_send_is_returned_by_every_later_call() {
+    // 64 B sends on an idle socket wait for the end of their turn without an op.
+    failed_sends_are_returned(64);
+}
+
+/// Sends of `len` bytes to a peer that reset the connection: the failure comes back
+/// from a later call, and from every call after it.
+fn failed_sends_are_returned(len: usize) {
     let _fds = common::fd_lock();
     common::small_pool_rt().block_on(async {
         let (l, addr) = common::loopback_listener();
@@ -142,7 +158,7 @@ fn a_failed_send_is_returned_by_every_later_call() {
         join_peer(peer).await;
         // Sends after the reset fail; the first failure may only show on a later
         // call (the send that met it ran without anyone waiting).
-        let piece = Bytes::from(vec![9u8; 64 << 10]);
+        let piece = Bytes::from(vec![9u8; len]);
         let start = Instant::now();
         let first = loop {
             match s.queue_send(piece.clone()) {
@@ -228,4 +244,170 @@ fn thousands_of_small_queued_sends_go_out_past_the_iovec_limit() {
 #[test]
 fn cancelled_sends_stuck_behind_a_peer_that_does_not_read_let_the_socket_go() {
     common::cancelled_stuck_sends_let_the_socket_go(common::small_pool_rt);
+}
+
+#[test]
+fn a_lone_small_send_waits_for_the_end_of_its_turn_seen_by_every_query_then_goes_at_once() {
+    let _fds = common::fd_lock();
+    let rt = common::small_pool_rt();
+    let h = rt.handle().clone();
+    let at_once = || h.metrics()[0].ops_at_once;
+    rt.block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let peer = common::reader(addr);
+        let (s, _) = l.accept().await.expect("accept");
+        let before = at_once();
+        s.queue_send(Bytes::from_static(b"hello ")).expect("queue");
+        // Until the loop turn ends, the send waits: every query sees it, and none
+        // sends it.
+        assert_eq!(s.send_backlog(), 6);
+        let progress = s.send_progress().expect("a send on its way");
+        assert!(s.sends_done().is_none(), "not sent before the turn ends");
+        assert_eq!(s.send_progress(), Some(progress), "a query changes nothing");
+        assert_eq!(at_once(), before);
+        timeout(Duration::from_secs(20), s.flush_sends())
+            .await
+            .expect("flushed")
+            .expect("sent");
+        assert_eq!(at_once() - before, 1, "{:?}", h.metrics()[0]);
+        assert_eq!(s.send_backlog(), 0);
+        assert_eq!(s.send_progress(), None);
+        assert!(matches!(s.sends_done(), Some(Ok(()))));
+        // With no query at all, the next one goes at the end of its turn too.
+        s.queue_send(Bytes::from_static(b"world")).expect("queue");
+        sleep(Duration::from_millis(20)).await;
+        assert_eq!(s.send_backlog(), 0, "sent when its turn ended");
+        assert_eq!(at_once() - before, 2, "{:?}", h.metrics()[0]);
+        drop(s);
+        let got = join_peer(peer).await;
+        assert_eq!(got, b"hello world");
+    });
+}
+
+#[test]
+fn a_small_send_cancelled_in_its_own_turn_sends_nothing_and_reports_the_cancel() {
+    let _fds = common::fd_lock();
+    common::small_pool_rt().block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let peer = common::reader(addr);
+        let (s, _) = l.accept().await.expect("accept");
+        s.queue_send(Bytes::from_static(b"never sent"))
+            .expect("queue");
+        s.cancel_sends();
+        assert_eq!(s.send_backlog(), 0, "the cancel dropped it");
+        let flushed = s.flush_sends().await.expect_err("the cancel is reported");
+        assert_eq!(flushed.raw_os_error(), Some(libc::ECANCELED));
+        let again = s
+            .queue_send(Bytes::from_static(b"nor this"))
+            .expect_err("later sends fail");
+        assert_eq!(again.raw_os_error(), Some(libc::ECANCELED));
+        drop(s);
+        let got = join_peer(peer).await;
+        assert!(got.is_empty(), "a cancelled send reached the peer: {got:?}");
+    });
+}
+
+#[test]
+fn small_sends_of_several_connections_in_one_turn_go_through_the_ring_together() {
+    let _fds = common::fd_lock();
+    let rt = common::small_pool_rt();
+    let h = rt.handle().clone();
+    rt.block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let peers: Vec<_> = (0..4).map(|_| common::reader(addr)).collect();
+        let mut streams = Vec::new();
+        for _ in 0..4 {
+            streams.push(l.accept().await.expect("accept").0);
+        }
+        let before = h.metrics()[0];
+        // One turn: four sockets, two sends each (the second joins the first in an op).
+        for (i, s) in streams.iter().enumerate() {
+            s.queue_send(Bytes::from(format!("{i}a "))).expect("queue");
+            s.queue_send(Bytes::from(format!("{i}b"))).expect("queue");
+        }
+        for s in &streams {
+            timeout(Duration::from_secs(20), s.flush_sends())
+                .await
+                .expect("flushed")
+                .expect("sent");
+        }
+        let after = h.metrics()[0];
+        assert_eq!(
+            after.ops_at_once, before.ops_at_once,
+            "sends of one turn went one syscall each: {after:?}"
+        );
+        drop(streams);
+        for (i, peer) in peers.into_iter().enumerate() {
+            let got = join_peer(peer).await;
+            // The accepts may pair peers and streams in any order: each peer got one
+            // stream's two sends, in order.
+            let text = String::from_utf8(got).expect("utf-8");
+            let n = text.chars().next().expect("bytes arrived");
+            assert_eq!(text, format!("{n}a {n}b"), "peer {i}");
+        }
+    });
+}
+
+#[test]
+fn a_plain_send_the_socket_takes_in_part_goes_on_through_the_ring_in_order() {
+    let _fds = common::fd_lock();
+    let mut b = common::small_pool_builder();
+    b.send_zero_copy(SendZeroCopy::Off);
+    let rt = b.build().expect("runtime");
+    let h = rt.handle().clone();
+    rt.block_on(async {
+        let (l, addr) = common::loopback_listener();
+        let peer = slow_reader(addr, Duration::from_millis(100));
+        let (s, _) = l.accept().await.expect("accept");
+        let before = h.metrics()[0].ops_at_once;
+        // 8 MiB, plain: the socket takes a part at the end of the turn, the rest waits
+        // in the ring; what the next turn queues follows it.
+        let big = Bytes::from(random(11, 8 << 20));
+        s.queue_send(big.clone()).expect("queue");
+        assert_eq!(s.send_backlog(), big.len());
+        sleep(Duration::from_millis(1)).await;
+        assert_eq!(h.metrics()[0].ops_at_once - before, 1, "tried at once");
+        assert!(s.send_backlog() > 0, "a slow reader leaves the rest queued");
+        s.queue_send(Bytes::from_static(b"tail")).expect("queue");
+        timeout(Duration::from_secs(30), s.flush_sends())
+            .await
+            .expect("flushed in time")
+            .expect("sent");
+        assert_eq!(s.send_backlog(), 0);
+        drop(s);
+        let got = join_peer(peer).await;
+        assert_eq!(got.len(), big.len() + 4);
+        assert!(
+            got[..big.len()] == big[..],
+            "the large send arrived changed"
+        );
+        assert_eq!(&got[big.len()..], b"tail");
+    });
+}
+
+#[test]
+fn a_runtime_dropped_with_a_small_send_waiting_for_its_turn_closes_the_socket() {
+    let _fds = common::fd_lock();
+    let fds = common::fd_count();
+    let rt = common::small_pool_rt();
+    let (l, addr) = rt.block_on(async { common::loopback_listener() });
+    let peer = common::reader(addr);
+    rt.block_on(async {
+        let (s, _) = l.accept().await.expect("accept");
+        // The task ends right after: the send may still wait when the runtime goes.
+        s.queue_send(Bytes::from_static(b"last words"))
+            .expect("queue");
+    });
+    drop(l);
+    let start = Instant::now();
+    drop(rt);
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the shutdown took {:?}",
+        start.elapsed()
+    );
+    // The peer sees the end of stream (the socket closed), with the send or without.
+    let got = peer.join().expect("the peer read to the end");
+    assert!(got.is_empty() || got == b"last words", "{got:?}");
+    assert_eq!(common::fd_count(), fds, "an fd leaked");
 }

@@ -16,6 +16,8 @@ impl Driver {
     /// write into freed memory after the ring is gone.
     pub(crate) fn shutdown(&mut self, deadline: Instant) -> usize {
         self.shutting_down = true;
+        // What a layer above still holds for this turn fails now (it sees the flag).
+        self.run_before_submit();
         // Never submitted: dropped (each op's drop tells its maker).
         self.deferred_batch += 1;
         drop(std::mem::take(&mut self.deferred));

@@ -105,6 +105,10 @@ pub(crate) struct Driver {
     /// [`defer_detached`]: Self::defer_detached
     deferred: Vec<OpData>,
     deferred_batch: u64,
+    /// Asked by a layer above for the start of the next turn, before the deferred ops
+    /// are submitted ([`before_submit`](Self::before_submit)): the queued sends that may
+    /// go out without an op.
+    before_submit: Option<fn(&mut Driver)>,
     /// Completions reaped this turn, and how many of them were detached ops ending
     /// with nobody to wake ([`quiet_turn`](Self::quiet_turn)).
     reaped: u32,
@@ -140,6 +144,7 @@ impl Driver {
             again: Vec::new(),
             deferred: Vec::new(),
             deferred_batch: 0,
+            before_submit: None,
             reaped: 0,
             quiet: 0,
             metrics,
@@ -296,6 +301,43 @@ impl Driver {
             return None;
         }
         self.deferred.get_mut(at.1 as usize)?.with_single_data(f)
+    }
+
+    /// Runs `f` once at the start of the next turn (or of shutdown), before the deferred
+    /// ops are submitted; `f` may defer or submit ops of its own then. One function at a
+    /// time: the driver knows no type above it, so a layer that wants this hands its
+    /// function in every time (the queued sends of `ops::send_queue`).
+    pub(crate) fn before_submit(&mut self, f: fn(&mut Driver)) {
+        self.before_submit = Some(f);
+    }
+
+    /// Whether a send done at once now would be alone in this turn: no deferred op
+    /// waits, and the driver is not shutting down.
+    pub(crate) fn alone_at_once(&self) -> bool {
+        self.deferred.is_empty() && !self.shutting_down
+    }
+
+    /// Whether the driver is shutting down (ops made now would never be submitted).
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down
+    }
+
+    /// Counts an op done at once by the layer above without the driver (the
+    /// `ops_at_once` counter).
+    pub(crate) fn count_at_once(&self) {
+        add_owned(&self.metrics.ops_at_once, 1);
+    }
+
+    /// The wakers to wake after this turn, once the driver's borrow has ended.
+    pub(crate) fn later_wakers(&mut self) -> &mut Vec<Waker> {
+        &mut self.wakers
+    }
+
+    /// Runs the function [`before_submit`](Self::before_submit) asked for, if any.
+    fn run_before_submit(&mut self) {
+        if let Some(f) = self.before_submit.take() {
+            f(self);
+        }
     }
 
     /// Submits the deferred ops. One that cannot be queued is dropped, which its type
@@ -527,6 +569,7 @@ impl Driver {
     pub(crate) fn turn(&mut self, wait: bool, timeout: Option<Duration>) -> io::Result<()> {
         // Also refreshed before a possibly long wait, so readers never see the count of
         // a turn whose completions have been consumed since.
+        self.run_before_submit();
         self.submit_deferred();
         // An op done at once may have woken its waiter (a flush of a send that went
         // whole): nothing would end the wait for it.

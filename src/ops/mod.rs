@@ -32,7 +32,10 @@ use tcp_recv::Receiver;
 pub(crate) use shared_fd::SharedFd;
 
 /// The owner count's bits in [`SocketFd::owners`].
-const OWNERS: u32 = (1 << 30) - 1;
+const OWNERS: u32 = (1 << 29) - 1;
+/// [`SocketFd::owners`]' flag: the thread's queued-send writers know this socket
+/// ([`SocketFd::writer_known`]).
+const WRITER_KNOWN: u32 = 1 << 29;
 /// [`SocketFd::owners`]' flag: the socket's sends go out plain
 /// ([`SocketFd::sends_copy`]).
 const SENDS_COPY: u32 = 1 << 31;
@@ -49,10 +52,10 @@ pub(crate) struct SocketFd {
     /// Live [`SharedFd`]s of this socket (and raw pointers from
     /// [`SharedFd::into_raw`]) in the low bits ([`OWNERS`]); `0` while it is not
     /// shared. Kept here, beside the fd's four bytes, rather than in a wrapper, where it
-    /// would cost every connection a word of alignment. The two bits above the count
-    /// are the adaptive send policy's (`send_queue`): [`SENDS_COPY`], the socket's
-    /// sends go out plain, and [`PEER_CHECKED`], whether the peer is this host was
-    /// asked; an idle connection keeps them in no extra byte.
+    /// would cost every connection a word of alignment. The three bits above the count
+    /// are the queued sends' (`send_queue`): [`SENDS_COPY`], the socket's sends go out
+    /// plain, [`PEER_CHECKED`], whether the peer is this host was asked, and
+    /// [`WRITER_KNOWN`]; an idle connection keeps them in no extra byte.
     owners: Cell<u32>,
     /// A TCP stream's receive state, made at its first receive (`None` for other
     /// sockets). Out of its cell while a receive is polled.
@@ -93,6 +96,23 @@ impl SocketFd {
     /// first time.
     pub(crate) fn set_peer_checked(&self) -> bool {
         self.set_flag(PEER_CHECKED)
+    }
+
+    /// Whether the thread's writers know this socket (it has a writer, or a send
+    /// waiting for the end of the turn): a socket they do not know has nothing queued,
+    /// which its queries learn without a look-up.
+    pub(crate) fn writer_known(&self) -> bool {
+        self.owners.get() & WRITER_KNOWN != 0
+    }
+
+    /// Sets [`writer_known`](Self::writer_known).
+    pub(crate) fn set_writer_known(&self, known: bool) {
+        let word = self.owners.get();
+        self.owners.set(if known {
+            word | WRITER_KNOWN
+        } else {
+            word & !WRITER_KNOWN
+        });
     }
 
     fn set_flag(&self, flag: u32) -> bool {

@@ -25,14 +25,16 @@ use super::send::MsgParts;
 use super::send_buf::SendBuf;
 use super::send_way::{self, refused_registration};
 use super::{fd, SharedFd, SocketFd};
+use crate::driver::op::Lifecycle;
 use crate::driver::op::{OpData, Single};
-use crate::driver::{Completion, DetachedCx, OpCode};
+use crate::driver::{Completion, DetachedCx, Driver, OpCode};
 use crate::metrics::add_owned;
 use crate::runtime::context;
 use crate::runtime::op::not_in_runtime;
 use crate::runtime::SendZeroCopy;
 use io_uring::squeue;
 use std::cell::RefCell;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
@@ -63,6 +65,10 @@ struct Writer {
     /// Where this socket's op waits in the driver to be submitted with the next
     /// kernel entry (valid until then: `Driver::with_deferred`).
     deferred_at: Option<(u64, u32)>,
+    /// Where this socket's send waits among the thread's direct sends of this turn
+    /// ([`Direct`]), when the writer was made while it waited (`writer_of`): the
+    /// writer then ends with it.
+    direct_at: Option<u32>,
 }
 
 /// The writers of this thread's sockets, by the socket's address (a socket's writer
@@ -70,11 +76,79 @@ struct Writer {
 /// next sends (a send in a loop allocates nothing).
 #[derive(Default)]
 struct Writers {
-    by_socket: HashMap<usize, Writer, BuildHasherDefault<AddrHasher>>,
+    by_socket: WriterMap,
     /// The last writer id given out.
     last_id: u64,
     spare_bufs: Vec<Vec<SendBuf>>,
     spare_iovecs: Vec<Vec<libc::iovec>>,
+    /// Plain sends of one buffer queued this turn on sockets the writers did not
+    /// know, in order ([`send_direct`] takes them at the end of the turn).
+    direct: Vec<Direct>,
+}
+
+/// A plain send of one buffer, queued on a socket the writers did not know (nothing
+/// queued, in flight or failed), waiting for the end of the loop turn with neither an
+/// op nor a writer: alone in its turn, it goes out in one `send` there
+/// ([`send_direct`]); otherwise it becomes a [`QueuedSend`] then. Counted on one
+/// connection's 64 B echo, a writer made and removed and an op made, deferred, sent
+/// at once and ended cost ~900 instructions of bookkeeping per send (the map entry,
+/// the op's box and lists, the driver's deferred batch, the completion handed to it);
+/// this costs a list entry and a flag in the socket ([`SocketFd::writer_known`]). A
+/// query or a second send of the same turn finds it by a look from the list's end
+/// (where the sender's own is, as a rule) and makes the writer then (`writer_of`).
+struct Direct {
+    socket: SharedFd,
+    /// `None` once its writer took it (another buffer of the same turn joined it in an
+    /// op, or the writer was cancelled).
+    buf: Option<SendBuf>,
+    policy: SendZeroCopy,
+    /// Its writer's id, should one be made.
+    id: u64,
+}
+
+/// The place of `socket`'s direct send among `direct`, looked for from the end.
+fn direct_of(direct: &[Direct], socket: &SocketFd) -> Option<usize> {
+    let k = key(socket);
+    direct.iter().rposition(|d| key(&d.socket) == k)
+}
+
+/// The writer of `socket`: its entry; made from its direct send of this turn if it
+/// has only that (the writer then owns the direct send's end, `direct_at`); made new if
+/// `create`. Makes the socket known to the writers whenever it makes an entry.
+fn writer_of<'a>(
+    by_socket: &'a mut WriterMap,
+    direct: &[Direct],
+    last_id: &mut u64,
+    socket: &SocketFd,
+    create: bool,
+) -> Option<&'a mut Writer> {
+    let vacant = match by_socket.entry(key(socket)) {
+        Entry::Occupied(o) => return Some(o.into_mut()),
+        Entry::Vacant(v) => v,
+    };
+    let writer = match socket
+        .writer_known()
+        .then(|| direct_of(direct, socket))
+        .flatten()
+    {
+        Some(at) => Writer {
+            id: direct[at].id,
+            busy: true,
+            backlog: direct[at].buf.as_ref().map_or(0, |b| b.len()),
+            direct_at: Some(at as u32),
+            ..Writer::default()
+        },
+        None if create => {
+            *last_id += 1;
+            Writer {
+                id: *last_id,
+                ..Writer::default()
+            }
+        }
+        None => return None,
+    };
+    socket.set_writer_known(true);
+    Some(vacant.insert(writer))
 }
 
 impl Writers {
@@ -114,6 +188,9 @@ fn with_writers<R>(f: impl FnOnce(&mut Writers) -> R) -> Option<R> {
     WRITERS.try_with(|w| f(&mut w.borrow_mut())).ok()
 }
 
+/// The writers by socket.
+type WriterMap = HashMap<usize, Writer, BuildHasherDefault<AddrHasher>>;
+
 /// A socket's key among the writers.
 fn key(socket: &SocketFd) -> usize {
     socket as *const SocketFd as usize
@@ -144,11 +221,9 @@ impl Hasher for AddrHasher {
 /// Drops the writer of `socket`, which is being freed (a failed one's is all there
 /// can be: a send in flight keeps its socket alive).
 pub(crate) fn forget(socket: &SocketFd) {
-    with_writers(|w| {
-        if !w.by_socket.is_empty() {
-            w.by_socket.remove(&key(socket));
-        }
-    });
+    if socket.writer_known() {
+        with_writers(|w| w.by_socket.remove(&key(socket)));
+    }
 }
 
 /// A failed queued send: the errno, or `0` when the kernel took no byte (write zero).
@@ -209,19 +284,33 @@ pub(crate) fn queue_one(socket: &SharedFd, buf: SendBuf) -> io::Result<()> {
 
 /// Queues `first` and `rest` (`len` bytes together, none empty) on `socket`.
 fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize) -> io::Result<()> {
-    let k = key(socket);
     let core = context::current().ok_or_else(not_in_runtime)?;
     let mut driver = core
         .driver
         .try_borrow_mut()
         .map_err(|_| io::Error::other("queue_send called while the worker's driver is busy"))?;
     let queued = with_writers(|w| {
-        let next_id = w.last_id + 1;
-        let writer = w.by_socket.entry(k).or_insert_with(|| Writer {
-            id: next_id,
-            ..Writer::default()
-        });
-        w.last_id = w.last_id.max(writer.id);
+        if !socket.writer_known()
+            && rest.is_empty()
+            && (len < core.send_zc.threshold() || socket.sends_copy())
+        {
+            if w.direct.is_empty() {
+                driver.before_submit(send_direct);
+            }
+            w.last_id += 1;
+            w.direct.push(Direct {
+                socket: socket.clone(),
+                buf: Some(first),
+                policy: core.send_zc,
+                id: w.last_id,
+            });
+            socket.set_writer_known(true);
+            return Ok(());
+        }
+        let Some(writer) = writer_of(&mut w.by_socket, &w.direct, &mut w.last_id, socket, true)
+        else {
+            return Err(Failure(libc::EIO));
+        };
         if let Some(f) = writer.failed {
             return Err(f);
         }
@@ -239,12 +328,22 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
                 return Ok(());
             }
         }
+        let mut bufs = w.spare_bufs.pop().unwrap_or_default();
+        // Joins the direct send of this turn: both go in an op.
+        let mut total = len;
+        if let Some(at) = writer.direct_at.take() {
+            if let Some(b) = w.direct.get_mut(at as usize).and_then(|d| d.buf.take()) {
+                total += b.len();
+                bufs.push(b);
+                writer.busy = false;
+            }
+        }
         if writer.busy {
+            w.spare_bufs.push(bufs);
             writer.queued.extend(first.take());
             writer.queued.append(rest);
             return Ok(());
         }
-        let mut bufs = w.spare_bufs.pop().unwrap_or_default();
         bufs.extend(first.take());
         bufs.append(rest);
         let iovecs = w.spare_iovecs.pop().unwrap_or_default();
@@ -254,7 +353,7 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
             Single::new(QueuedSend::new(
                 socket.clone(),
                 bufs,
-                len,
+                total,
                 iovecs,
                 core.send_zc,
             ))
@@ -270,6 +369,144 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
     }
 }
 
+/// The direct sends of the turn that is ending, run by the driver before it submits
+/// its deferred ops: one alone (no other send this turn) goes out now with one
+/// non-blocking `send`; the rest of a short one, or every one when there are several
+/// (one kernel entry for all beats a syscall each: see `Driver::submit_deferred`),
+/// goes through the ring in an op. While the driver shuts down they fail.
+fn send_direct(driver: &mut Driver) {
+    let Some(mut list) = with_writers(|w| std::mem::take(&mut w.direct)) else {
+        return;
+    };
+    let live = list.iter().filter(|d| d.buf.is_some()).count();
+    let at_once = live == 1 && driver.alone_at_once();
+    let shutting_down = driver.is_shutting_down();
+    for d in &mut list {
+        // Taken by its writer meanwhile, which ends it.
+        let Some(buf) = d.buf.take() else { continue };
+        let sent = if shutting_down {
+            Err(Failure(libc::ECANCELED))
+        } else if at_once {
+            send_now(&d.socket, &buf)
+        } else {
+            Ok(0)
+        };
+        match sent {
+            Ok(n) if n == buf.len() => {
+                driver.count_at_once();
+                // The buffer goes back to its pool here, outside the writers' borrow.
+                drop(buf);
+                with_writers(|w| end_direct(w, d, n, None, driver.later_wakers()));
+            }
+            Ok(n) => {
+                if at_once {
+                    driver.count_at_once();
+                }
+                go_in_op(driver, d, buf, n, at_once);
+            }
+            Err(f) => {
+                drop(buf);
+                with_writers(|w| end_direct(w, d, 0, Some(f), driver.later_wakers()));
+            }
+        }
+    }
+    // The sockets' owners go here, outside the writers' borrow (the last one frees its
+    // socket, which reaches the writers).
+    list.clear();
+    with_writers(|w| {
+        if w.direct.is_empty() {
+            w.direct = list;
+        }
+    });
+}
+
+/// A direct send's one non-blocking `send`: the bytes the socket took (`0` when its
+/// buffer is full), or the failure.
+fn send_now(socket: &SharedFd, buf: &SendBuf) -> Result<usize, Failure> {
+    let flags = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
+    // SAFETY: `buf` is a live slice for the call; the fd is kept open by `socket`; the
+    // call does not block (`MSG_DONTWAIT`).
+    let n = unsafe { libc::send(fd(socket).0, buf.as_ptr().cast(), buf.len(), flags) };
+    match n {
+        0 => Err(Failure(0)),
+        1.. => Ok(n as usize),
+        _ => match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN | libc::EINTR) | None => Ok(0),
+            Some(errno) => Err(Failure(errno)),
+        },
+    }
+}
+
+/// A direct send that did not go whole at once: `buf` from byte `sent` on goes in a
+/// [`QueuedSend`] of the socket's writer (made now if it has none), submitted now when
+/// it was tried alone (the socket's buffer is full: the ring waits for room), else
+/// deferred with the turn's other sends.
+fn go_in_op(driver: &mut Driver, d: &Direct, buf: SendBuf, sent: usize, tried: bool) {
+    let total = buf.len();
+    let lists = with_writers(|w| {
+        let writer = w.by_socket.entry(key(&d.socket)).or_insert_with(|| Writer {
+            id: d.id,
+            busy: true,
+            backlog: total,
+            ..Writer::default()
+        });
+        d.socket.set_writer_known(true);
+        writer.direct_at = None;
+        writer.backlog = writer.backlog.saturating_sub(sent);
+        writer.sent += sent as u64;
+        (
+            w.spare_bufs.pop().unwrap_or_default(),
+            w.spare_iovecs.pop().unwrap_or_default(),
+        )
+    });
+    let (mut bufs, iovecs) = lists.unwrap_or_default();
+    bufs.push(buf);
+    let data = driver.spare.boxed_with(|| {
+        let mut op = QueuedSend::new(d.socket.clone(), bufs, total, iovecs, d.policy);
+        op.skip = sent;
+        Single::new(op)
+    });
+    let data = OpData::boxed(data);
+    if tried {
+        // A failed submission drops the op, whose drop fails the writer.
+        let _ = driver.submit(data, Lifecycle::Detached { notifying: false });
+    } else {
+        driver.defer_detached(data);
+    }
+}
+
+/// Ends direct send `d`: `sent` bytes went, or it failed with `failure`. Without a
+/// writer (the rule) the socket is simply no longer known; a failure makes one, which
+/// keeps it.
+fn end_direct(
+    w: &mut Writers,
+    d: &Direct,
+    sent: usize,
+    failure: Option<Failure>,
+    wake: &mut Vec<Waker>,
+) {
+    let socket: &SocketFd = &d.socket;
+    match (w.by_socket.get_mut(&key(socket)), failure) {
+        (Some(writer), _) => {
+            writer.direct_at = None;
+            writer.backlog = writer.backlog.saturating_sub(sent);
+            writer.sent += sent as u64;
+            end_writer(w, socket, failure, wake);
+        }
+        (None, None) => socket.set_writer_known(false),
+        (None, Some(f)) => {
+            w.by_socket.insert(
+                key(socket),
+                Writer {
+                    id: d.id,
+                    failed: Some(f),
+                    ..Writer::default()
+                },
+            );
+        }
+    }
+}
+
 /// Whether a send of `len` bytes queued on `socket` now would go out zero-copy, as far
 /// as the policy and what the socket learnt say (its peer may still turn out to be
 /// this host at the first such send). For writers that copy anyway: they copy into
@@ -281,6 +518,9 @@ pub(crate) fn would_send_zero_copy(socket: &SharedFd, len: usize) -> bool {
 
 /// The failure kept for `socket`, if any (a call that queued nothing reports it too).
 fn failure_of(socket: &SharedFd) -> io::Result<()> {
+    if !socket.writer_known() {
+        return Ok(());
+    }
     let failed = with_writers(|w| w.by_socket.get(&key(socket)).and_then(|w| w.failed));
     match failed {
         Some(Some(f)) => Err(f.error()),
@@ -292,15 +532,27 @@ fn failure_of(socket: &SharedFd) -> io::Result<()> {
 /// dropped, and the writer fails with `ECANCELED`; see
 /// [`Connection::cancel_sends`](crate::net::Connection::cancel_sends).
 pub(crate) fn cancel(socket: &SharedFd) {
+    if !socket.writer_known() {
+        return;
+    }
     let mut dropped = Vec::new();
+    let mut settled = false;
     let in_flight = with_writers(|w| {
-        let writer = w.by_socket.get_mut(&key(socket))?;
+        let writer = writer_of(&mut w.by_socket, &w.direct, &mut w.last_id, socket, false)?;
         if !writer.busy {
             return None;
         }
         writer.failed.get_or_insert(Failure(libc::ECANCELED));
         writer.backlog = 0;
         dropped.push(std::mem::take(&mut writer.queued));
+        // A direct send of this turn is dropped, and the writer ends with the failure.
+        if let Some(at) = writer.direct_at.take() {
+            if let Some(b) = w.direct.get_mut(at as usize).and_then(|d| d.buf.take()) {
+                dropped.push(vec![b]);
+                settled = true;
+                return None;
+            }
+        }
         // An op still waiting in the driver goes out empty (a send of nothing) and
         // ends at once; the failure set here stays the writer's.
         if let Some(at) = writer.deferred_at {
@@ -319,6 +571,11 @@ pub(crate) fn cancel(socket: &SharedFd) {
         Some(())
     })
     .flatten();
+    if settled {
+        let mut wake = Vec::new();
+        with_writers(|w| end_writer(w, socket, Some(Failure(libc::ECANCELED)), &mut wake));
+        wake.into_iter().for_each(Waker::wake);
+    }
     // Outside the borrow: buffers dropped here reach no socket, but stay on the safe side.
     drop(dropped);
     if in_flight.is_some() {
@@ -332,18 +589,33 @@ pub(crate) fn cancel(socket: &SharedFd) {
 
 /// Bytes queued on `socket` and not yet confirmed sent.
 pub(crate) fn backlog(socket: &SharedFd) -> usize {
-    with_writers(|w| w.by_socket.get(&key(socket)).map_or(0, |w| w.backlog)).unwrap_or(0)
+    if !socket.writer_known() {
+        return 0;
+    }
+    with_writers(|w| match w.by_socket.get(&key(socket)) {
+        Some(writer) => writer.backlog,
+        None => direct_of(&w.direct, socket)
+            .and_then(|at| w.direct[at].buf.as_ref())
+            .map_or(0, |b| b.len()),
+    })
+    .unwrap_or(0)
 }
 
 /// How far the queued sends of `socket` have got; `None` when none is queued or in
 /// flight.
 pub(crate) fn progress(socket: &SharedFd) -> Option<SendProgress> {
-    with_writers(|w| {
-        let writer = w.by_socket.get(&key(socket))?;
-        (writer.busy || writer.notifying > 0).then_some(SendProgress {
+    if !socket.writer_known() {
+        return None;
+    }
+    with_writers(|w| match w.by_socket.get(&key(socket)) {
+        Some(writer) => (writer.busy || writer.notifying > 0).then_some(SendProgress {
             writer: writer.id,
             sent: writer.sent,
-        })
+        }),
+        None => direct_of(&w.direct, socket).map(|at| SendProgress {
+            writer: w.direct[at].id,
+            sent: 0,
+        }),
     })
     .flatten()
 }
@@ -365,9 +637,26 @@ pub(crate) fn poll_flush(socket: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Re
 
 /// [`poll_flush`], registering `waker` (if any) when sends are still on their way.
 fn poll_flush_with(socket: &SharedFd, waker: Option<&Waker>) -> Poll<io::Result<()>> {
-    with_writers(|w| {
-        let Some(w) = w.by_socket.get_mut(&key(socket)) else {
-            return Poll::Ready(Ok(()));
+    if !socket.writer_known() {
+        return Poll::Ready(Ok(()));
+    }
+    with_writers(|ws| {
+        // A query alone makes no writer for a direct send of this turn.
+        let writer = match waker {
+            Some(_) => writer_of(
+                &mut ws.by_socket,
+                &ws.direct,
+                &mut ws.last_id,
+                socket,
+                false,
+            ),
+            None => ws.by_socket.get_mut(&key(socket)),
+        };
+        let Some(w) = writer else {
+            return match direct_of(&ws.direct, socket) {
+                Some(_) => Poll::Pending,
+                None => Poll::Ready(Ok(())),
+            };
         };
         if let Some(f) = w.failed {
             return Poll::Ready(Err(f.error()));
@@ -401,10 +690,44 @@ enum Zc {
     HandedOver,
 }
 
+/// Ends the send in flight of `k`'s writer with `failure` (`None`: all sent): the
+/// writer is settled (a failed one keeps the failure, with nothing queued).
+fn end_writer(w: &mut Writers, socket: &SocketFd, failure: Option<Failure>, wake: &mut Vec<Waker>) {
+    let k = key(socket);
+    match failure {
+        // The common end, in one lookup: the writer is done and goes, unless it still
+        // waits for notifications or failed meanwhile (then it is put back).
+        None => {
+            if let Some(mut writer) = w.by_socket.remove(&k) {
+                writer.busy = false;
+                if writer.notifying == 0 && writer.failed.is_none() {
+                    wake.extend(writer.flusher);
+                    socket.set_writer_known(false);
+                } else {
+                    w.by_socket.insert(k, writer);
+                    settle(w, socket, wake);
+                }
+            }
+        }
+        Some(f) => {
+            if let Some(writer) = w.by_socket.get_mut(&k) {
+                writer.busy = false;
+                // The first failure stays (a cancel's, say).
+                writer.failed.get_or_insert(f);
+                writer.backlog = 0;
+                // Dropped, not kept: the list may be long, and this is rare.
+                writer.queued = Vec::new();
+            }
+            settle(w, socket, wake);
+        }
+    }
+}
+
 /// Marks `k`'s writer done with whatever ended: a writer with nothing in flight and no
 /// notification to wait for wakes its flusher and goes (one that failed stays, to
 /// report it); a failed one wakes its flusher at once.
-fn settle(w: &mut Writers, k: usize, wake: &mut Vec<Waker>) {
+fn settle(w: &mut Writers, socket: &SocketFd, wake: &mut Vec<Waker>) {
+    let k = key(socket);
     let Some(writer) = w.by_socket.get_mut(&k) else {
         return;
     };
@@ -414,6 +737,7 @@ fn settle(w: &mut Writers, k: usize, wake: &mut Vec<Waker>) {
     }
     if idle && writer.failed.is_none() {
         w.by_socket.remove(&k);
+        socket.set_writer_known(false);
     }
 }
 
@@ -472,33 +796,7 @@ impl QueuedSend {
     /// emptied lists are kept for the next sends.
     fn finish(&mut self, w: &mut Writers, failure: Option<Failure>, wake: &mut Vec<Waker>) {
         self.live = false;
-        let k = key(&self.socket);
-        match failure {
-            // The common end, in one lookup: the writer is done and goes, unless it
-            // still waits for notifications or failed meanwhile (then it is put back).
-            None => {
-                if let Some(mut writer) = w.by_socket.remove(&k) {
-                    writer.busy = false;
-                    if writer.notifying == 0 && writer.failed.is_none() {
-                        wake.extend(writer.flusher);
-                    } else {
-                        w.by_socket.insert(k, writer);
-                        settle(w, k, wake);
-                    }
-                }
-            }
-            Some(f) => {
-                if let Some(writer) = w.by_socket.get_mut(&k) {
-                    writer.busy = false;
-                    // The first failure stays (a cancel's, say).
-                    writer.failed.get_or_insert(f);
-                    writer.backlog = 0;
-                    // Dropped, not kept: the list may be long, and this is rare.
-                    writer.queued = Vec::new();
-                }
-                settle(w, k, wake);
-            }
-        }
+        end_writer(w, &self.socket, failure, wake);
         self.keep_lists(w);
     }
 
@@ -624,11 +922,10 @@ impl QueuedSend {
     fn released(&mut self, wake: &mut Vec<Waker>) {
         self.zc = Zc::Plain;
         with_writers(|w| {
-            let k = key(&self.socket);
-            if let Some(writer) = w.by_socket.get_mut(&k) {
+            if let Some(writer) = w.by_socket.get_mut(&key(&self.socket)) {
                 writer.notifying = writer.notifying.saturating_sub(1);
             }
-            settle(w, k, wake);
+            settle(w, &self.socket, wake);
             self.keep_lists(w);
         });
     }

@@ -8,7 +8,6 @@ use crate::driver::Completion;
 use crate::ops::send::{Send, SendMsg};
 use crate::ops::send_way::AwaitedWay;
 use crate::ops::shutdown::Shutdown;
-use crate::ops::tcp_recv::Receiver;
 use crate::ops::{SharedFd, SocketFd};
 use crate::runtime::op::{boxed_op, recycle_op, Op};
 use bytes::{Bytes, BytesMut};
@@ -43,7 +42,7 @@ impl Drop for Connection {
     fn drop(&mut self) {
         // The armed receive owns the socket too: its state goes now (which cancels
         // it), not with the last owner.
-        drop(self.fd.rx.take());
+        drop(self.fd.take_rx());
         if SharedFd::count(&self.fd) > 1 {
             crate::ops::send_way::reset_if_lingering(&self.fd);
         }
@@ -282,7 +281,7 @@ impl Connection {
     /// echo or a proxy takes what is queued this way, without waiting, and sends it all
     /// in one [`send_vectored_owned`](Self::send_vectored_owned).
     pub fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<io::Result<Option<RxBuf>>> {
-        self.with_rx(|rx| rx.poll_recv(&self.fd, cx))
+        self.fd.with_rx(|rx| rx.poll_recv(&self.fd, cx))
     }
 
     /// The next buffer if one has arrived already, without waiting: `None` when
@@ -311,25 +310,16 @@ impl Connection {
         }
     }
 
-    /// Runs `f` on the receive state, made at the first use.
-    fn with_rx<R>(&self, f: impl FnOnce(&mut Receiver) -> R) -> R {
-        // Out of its cell meanwhile: nothing that runs then can reach this stream.
-        let mut rx = self.fd.rx.take().unwrap_or_default();
-        let out = f(&mut rx);
-        self.fd.rx.set(Some(rx));
-        out
-    }
-
     /// Routes this stream's receives through worker `owner` (tests of the handover).
     #[cfg(test)]
     pub(crate) fn force_handover(&self, owner: u16) {
-        self.with_rx(|rx| rx.force_handover(owner));
+        self.fd.with_rx(|rx| rx.force_handover(owner));
     }
 
     /// The receive source in use, once the first receive chose it.
     #[cfg(test)]
     pub(crate) fn recv_path(&self) -> Option<crate::ops::tcp_recv::Path> {
-        self.with_rx(|rx| rx.path())
+        self.fd.with_rx(|rx| rx.path())
     }
 
     /// Receives into the spare capacity of `buf` (reserve capacity first) and returns

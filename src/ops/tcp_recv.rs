@@ -312,6 +312,23 @@ impl Receiver {
         fd: &SharedFd,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<Option<RxBuf>>> {
+        // The common case first, without the worker's handle or the state checks below:
+        // an armed receive with nothing owed, whose next completion is a buffer or
+        // nothing yet (an armed receive has its path, and no end of stream was seen).
+        // Anything else it polled is handled by the loop, as if polled there.
+        let mut polled = None;
+        if let Some(Source::Armed(armed)) = self.source.as_mut() {
+            if armed.owed() == 0 {
+                match armed.poll_next(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Some((c, Some(first)))) => {
+                        self.received = self.received.saturating_add(c.res as u32);
+                        return Poll::Ready(first.map(Some));
+                    }
+                    other => polled = Some(other),
+                }
+            }
+        }
         let Some(core) = context::current() else {
             return Poll::Ready(Err(not_in_runtime()));
         };
@@ -394,7 +411,7 @@ impl Receiver {
             let Some(Source::Armed(armed)) = self.source.as_mut() else {
                 continue;
             };
-            let (c, first) = match armed.poll_next(cx) {
+            let (c, first) = match polled.take().unwrap_or_else(|| armed.poll_next(cx)) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => {
                     // The final completion was consumed: arm a new receive.

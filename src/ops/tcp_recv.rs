@@ -70,6 +70,11 @@ impl Armed {
     fn owed(&mut self) -> u32 {
         *self.parts().1
     }
+    fn owed_nothing(&self) -> bool {
+        match self {
+            Armed::Copy { owed, .. } | Armed::Zc { owed, .. } => *owed == 0,
+        }
+    }
 
     fn set_owed(&mut self, n: u32) {
         *self.parts().1 = n;
@@ -316,19 +321,19 @@ impl Receiver {
         // an armed receive with nothing owed, whose next completion is a buffer or
         // nothing yet (an armed receive has its path, and no end of stream was seen).
         // Anything else it polled is handled by the loop, as if polled there.
-        let mut polled = None;
-        if let Some(Source::Armed(armed)) = self.source.as_mut() {
-            if armed.owed() == 0 {
-                match armed.poll_next(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Some((c, Some(first)))) => {
-                        self.received = self.received.saturating_add(c.res as u32);
-                        return Poll::Ready(first.map(Some));
-                    }
-                    other => polled = Some(other),
-                }
+        // (Bound after the fast returns, so they drop nothing.)
+        let fast = match self.source.as_mut() {
+            Some(Source::Armed(armed)) if armed.owed_nothing() => Some(armed.poll_next(cx)),
+            _ => None,
+        };
+        let mut polled = match fast {
+            Some(Poll::Pending) => return Poll::Pending,
+            Some(Poll::Ready(Some((c, Some(first))))) => {
+                self.received = self.received.saturating_add(c.res as u32);
+                return Poll::Ready(first.map(Some));
             }
-        }
+            other => other,
+        };
         let Some(core) = context::current() else {
             return Poll::Ready(Err(not_in_runtime()));
         };

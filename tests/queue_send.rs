@@ -45,6 +45,30 @@ fn slow_reader(addr: std::net::SocketAddr, delay: Duration) -> std::thread::Join
     })
 }
 
+/// A stream accepted from a peer that reads to the end ([`common::reader`]), on a
+/// small-pool runtime: runs `body` with it and the runtime's handle (for the worker's
+/// counters), and returns what `body` returned and what the peer read once the stream
+/// was dropped.
+fn to_a_reader<T, Fut: std::future::Future<Output = T>>(
+    body: impl FnOnce(zerorx::net::TcpStream, zerorx::Handle) -> Fut,
+) -> (T, Vec<u8>) {
+    let _fds = common::fd_lock();
+    let rt = common::small_pool_rt();
+    let h = rt.handle().clone();
+    rt.block_on(async move {
+        let (l, addr) = common::loopback_listener();
+        let peer = common::reader(addr);
+        let (s, _) = l.accept().await.expect("accept");
+        let out = body(s, h).await;
+        (out, join_peer(peer).await)
+    })
+}
+
+/// The worker's count of sends done at once.
+fn at_once(h: &zerorx::Handle) -> u64 {
+    h.metrics()[0].ops_at_once
+}
+
 #[test]
 fn queued_sends_reach_a_slow_reader_whole_and_in_order() {
     let _fds = common::fd_lock();
@@ -76,17 +100,10 @@ fn queued_sends_reach_a_slow_reader_whole_and_in_order() {
 
 #[test]
 fn sends_that_fit_the_socket_go_at_once_and_the_rest_of_a_full_one_through_the_ring() {
-    let _fds = common::fd_lock();
-    let rt = common::small_pool_rt();
-    let h = rt.handle().clone();
-    let at_once = || h.metrics()[0].ops_at_once;
-    rt.block_on(async {
-        let (l, addr) = common::loopback_listener();
-        let peer = common::reader(addr);
-        let (s, _) = l.accept().await.expect("accept");
+    let (big, got) = to_a_reader(|s, h| async move {
         // Three sends of one loop turn join one gathered send, which the socket's
         // buffer takes whole: done at once, nothing for the ring to complete.
-        let before = at_once();
+        let before = at_once(&h);
         for piece in [&b"one "[..], b"two ", b"three "] {
             s.queue_send(Bytes::from_static(piece)).expect("queue");
         }
@@ -102,7 +119,7 @@ fn sends_that_fit_the_socket_go_at_once_and_the_rest_of_a_full_one_through_the_r
             "the flush of a send done at once waited {:?}",
             start.elapsed()
         );
-        assert_eq!(at_once() - before, 1, "{:?}", h.metrics()[0]);
+        assert_eq!(at_once(&h) - before, 1, "{:?}", h.metrics()[0]);
         // 32 MiB cannot fit: the first part goes at once, the rest waits in the ring
         // for the peer to read, in order.
         let big = Bytes::from(random(21, 32 << 20));
@@ -112,12 +129,11 @@ fn sends_that_fit_the_socket_go_at_once_and_the_rest_of_a_full_one_through_the_r
             .await
             .expect("flushed in time")
             .expect("sent");
-        assert_eq!(at_once() - before, 2, "{:?}", h.metrics()[0]);
-        drop(s);
-        let got = join_peer(peer).await;
-        assert_eq!(&got[..14], b"one two three ");
-        assert!(got[14..] == big[..], "the large send arrived changed");
+        assert_eq!(at_once(&h) - before, 2, "{:?}", h.metrics()[0]);
+        big
     });
+    assert_eq!(&got[..14], b"one two three ");
+    assert!(got[14..] == big[..], "the large send arrived changed");
 }
 
 #[test]
@@ -248,15 +264,8 @@ fn cancelled_sends_stuck_behind_a_peer_that_does_not_read_let_the_socket_go() {
 
 #[test]
 fn a_lone_small_send_waits_for_the_end_of_its_turn_seen_by_every_query_then_goes_at_once() {
-    let _fds = common::fd_lock();
-    let rt = common::small_pool_rt();
-    let h = rt.handle().clone();
-    let at_once = || h.metrics()[0].ops_at_once;
-    rt.block_on(async {
-        let (l, addr) = common::loopback_listener();
-        let peer = common::reader(addr);
-        let (s, _) = l.accept().await.expect("accept");
-        let before = at_once();
+    let ((), got) = to_a_reader(|s, h| async move {
+        let before = at_once(&h);
         s.queue_send(Bytes::from_static(b"hello ")).expect("queue");
         // Until the loop turn ends, the send waits: every query sees it, and none
         // sends it.
@@ -264,12 +273,12 @@ fn a_lone_small_send_waits_for_the_end_of_its_turn_seen_by_every_query_then_goes
         let progress = s.send_progress().expect("a send on its way");
         assert!(s.sends_done().is_none(), "not sent before the turn ends");
         assert_eq!(s.send_progress(), Some(progress), "a query changes nothing");
-        assert_eq!(at_once(), before);
+        assert_eq!(at_once(&h), before);
         timeout(Duration::from_secs(20), s.flush_sends())
             .await
             .expect("flushed")
             .expect("sent");
-        assert_eq!(at_once() - before, 1, "{:?}", h.metrics()[0]);
+        assert_eq!(at_once(&h) - before, 1, "{:?}", h.metrics()[0]);
         assert_eq!(s.send_backlog(), 0);
         assert_eq!(s.send_progress(), None);
         assert!(matches!(s.sends_done(), Some(Ok(()))));
@@ -277,20 +286,14 @@ fn a_lone_small_send_waits_for_the_end_of_its_turn_seen_by_every_query_then_goes
         s.queue_send(Bytes::from_static(b"world")).expect("queue");
         sleep(Duration::from_millis(20)).await;
         assert_eq!(s.send_backlog(), 0, "sent when its turn ended");
-        assert_eq!(at_once() - before, 2, "{:?}", h.metrics()[0]);
-        drop(s);
-        let got = join_peer(peer).await;
-        assert_eq!(got, b"hello world");
+        assert_eq!(at_once(&h) - before, 2, "{:?}", h.metrics()[0]);
     });
+    assert_eq!(got, b"hello world");
 }
 
 #[test]
 fn a_small_send_cancelled_in_its_own_turn_sends_nothing_and_reports_the_cancel() {
-    let _fds = common::fd_lock();
-    common::small_pool_rt().block_on(async {
-        let (l, addr) = common::loopback_listener();
-        let peer = common::reader(addr);
-        let (s, _) = l.accept().await.expect("accept");
+    let ((), got) = to_a_reader(|s, _| async move {
         s.queue_send(Bytes::from_static(b"never sent"))
             .expect("queue");
         s.cancel_sends();
@@ -301,10 +304,8 @@ fn a_small_send_cancelled_in_its_own_turn_sends_nothing_and_reports_the_cancel()
             .queue_send(Bytes::from_static(b"nor this"))
             .expect_err("later sends fail");
         assert_eq!(again.raw_os_error(), Some(libc::ECANCELED));
-        drop(s);
-        let got = join_peer(peer).await;
-        assert!(got.is_empty(), "a cancelled send reached the peer: {got:?}");
     });
+    assert!(got.is_empty(), "a cancelled send reached the peer: {got:?}");
 }
 
 #[test]

@@ -124,7 +124,7 @@ impl SocketFd {
     /// receive cannot be armed. (It used to be moved out of a `Cell` and back, two
     /// copies of the state per poll: ~50 instructions per echoed message, counted.)
     pub(crate) fn with_rx<R>(&self, f: impl FnOnce(&mut Receiver) -> R) -> R {
-        if self.owners.get() & RX_BUSY != 0 {
+        if self.rx_busy() {
             return f(&mut Receiver::default());
         }
         /// Clears the flag, also when `f` unwinds.
@@ -143,10 +143,14 @@ impl SocketFd {
         f(rx.get_or_insert_with(Receiver::default))
     }
 
+    fn rx_busy(&self) -> bool {
+        self.owners.get() & RX_BUSY != 0
+    }
+
     /// Takes the receive state out (`None` while it is borrowed, which a stream being
     /// dropped never sees).
     pub(crate) fn take_rx(&self) -> Option<Receiver> {
-        if self.owners.get() & RX_BUSY != 0 {
+        if self.rx_busy() {
             return None;
         }
         // SAFETY: not borrowed (the flag is clear), so no reference to the state

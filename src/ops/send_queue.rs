@@ -106,6 +106,43 @@ struct Direct {
     id: u64,
 }
 
+impl Direct {
+    /// A writer for this send's socket, busy with `backlog` bytes.
+    fn writer(&self, backlog: usize) -> Writer {
+        Writer {
+            id: self.id,
+            busy: true,
+            backlog,
+            ..Writer::default()
+        }
+    }
+
+    /// The socket's writer (made for this send if it has none, busy with `backlog`
+    /// bytes), with `sent` bytes counted as gone and this send no longer waiting.
+    #[inline]
+    fn settle_sent<'a>(
+        &self,
+        by_socket: &'a mut WriterMap,
+        backlog: usize,
+        sent: usize,
+    ) -> &'a mut Writer {
+        let writer = by_socket
+            .entry(key(&self.socket))
+            .or_insert_with(|| self.writer(backlog));
+        self.socket.set_writer_known(true);
+        writer.direct_at = None;
+        writer.backlog = writer.backlog.saturating_sub(sent);
+        writer.sent += sent as u64;
+        writer
+    }
+}
+
+/// The buffer of the direct send `writer` was made from, taken (the writer ends it now).
+fn take_direct(direct: &mut [Direct], writer: &mut Writer) -> Option<SendBuf> {
+    let at = writer.direct_at.take()?;
+    direct.get_mut(at as usize)?.buf.take()
+}
+
 /// The place of `socket`'s direct send among `direct`, looked for from the end.
 fn direct_of(direct: &[Direct], socket: &SocketFd) -> Option<usize> {
     let k = key(socket);
@@ -132,11 +169,8 @@ fn writer_of<'a>(
         .flatten()
     {
         Some(at) => Writer {
-            id: direct[at].id,
-            busy: true,
-            backlog: direct[at].buf.as_ref().map_or(0, |b| b.len()),
             direct_at: Some(at as u32),
-            ..Writer::default()
+            ..direct[at].writer(direct[at].buf.as_ref().map_or(0, |b| b.len()))
         },
         None if create => {
             *last_id += 1;
@@ -231,6 +265,16 @@ pub(crate) fn forget(socket: &SocketFd) {
 struct Failure(i32);
 
 impl Failure {
+    /// The failure a send's result `res` says, if any: a send of zero bytes is one.
+    #[inline]
+    fn of(res: i32) -> Option<Failure> {
+        match res {
+            0 => Some(Failure(0)),
+            1.. => None,
+            errno => Some(Failure(-errno)),
+        }
+    }
+
     fn error(self) -> io::Error {
         match self.0 {
             0 => io::Error::new(io::ErrorKind::WriteZero, "a queued send sent no byte"),
@@ -292,7 +336,7 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
     let queued = with_writers(|w| {
         if !socket.writer_known()
             && rest.is_empty()
-            && (len < core.send_zc.threshold() || socket.sends_copy())
+            && !send_way::zero_copy_size(socket, core.send_zc, len)
         {
             if w.direct.is_empty() {
                 driver.before_submit(send_direct);
@@ -331,12 +375,10 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
         let mut bufs = w.spare_bufs.pop().unwrap_or_default();
         // Joins the direct send of this turn: both go in an op.
         let mut total = len;
-        if let Some(at) = writer.direct_at.take() {
-            if let Some(b) = w.direct.get_mut(at as usize).and_then(|d| d.buf.take()) {
-                total += b.len();
-                bufs.push(b);
-                writer.busy = false;
-            }
+        if let Some(b) = take_direct(&mut w.direct, writer) {
+            total += b.len();
+            bufs.push(b);
+            writer.busy = false;
         }
         if writer.busy {
             w.spare_bufs.push(bufs);
@@ -387,7 +429,10 @@ fn send_direct(driver: &mut Driver) {
         let sent = if shutting_down {
             Err(Failure(libc::ECANCELED))
         } else if at_once {
-            send_now(&d.socket, &buf)
+            match send_at_once(&d.socket, &buf) {
+                None => Ok(0),
+                Some(res) => Failure::of(res).map_or(Ok(res as usize), Err),
+            }
         } else {
             Ok(0)
         };
@@ -420,20 +465,36 @@ fn send_direct(driver: &mut Driver) {
     });
 }
 
-/// A direct send's one non-blocking `send`: the bytes the socket took (`0` when its
-/// buffer is full), or the failure.
-fn send_now(socket: &SharedFd, buf: &SendBuf) -> Result<usize, Failure> {
-    let flags = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
-    // SAFETY: `buf` is a live slice for the call; the fd is kept open by `socket`; the
+/// The flags of a send made at once: it never blocks nor raises `SIGPIPE`.
+const AT_ONCE_FLAGS: libc::c_int = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
+
+/// One plain send of `bytes` on `socket` that does not block: its result as a
+/// completion would give it (bytes sent, or `-errno`), `None` when the socket's buffer
+/// is full (or a signal came).
+#[inline]
+fn send_at_once(socket: &SharedFd, bytes: &[u8]) -> Option<i32> {
+    // SAFETY: `bytes` is a live slice for the call; the fd is kept open by `socket`; the
     // call does not block (`MSG_DONTWAIT`).
-    let n = unsafe { libc::send(fd(socket).0, buf.as_ptr().cast(), buf.len(), flags) };
-    match n {
-        0 => Err(Failure(0)),
-        1.. => Ok(n as usize),
-        _ => match io::Error::last_os_error().raw_os_error() {
-            Some(libc::EAGAIN | libc::EINTR) | None => Ok(0),
-            Some(errno) => Err(Failure(errno)),
-        },
+    let n = unsafe {
+        libc::send(
+            fd(socket).0,
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            AT_ONCE_FLAGS,
+        )
+    };
+    at_once_result(n)
+}
+
+/// [`send_at_once`]'s result from the syscall's return value.
+#[inline]
+fn at_once_result(n: isize) -> Option<i32> {
+    if n >= 0 {
+        return Some(n.min(i32::MAX as isize) as i32);
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        Some(libc::EAGAIN | libc::EINTR) | None => None,
+        Some(errno) => Some(-errno),
     }
 }
 
@@ -444,16 +505,7 @@ fn send_now(socket: &SharedFd, buf: &SendBuf) -> Result<usize, Failure> {
 fn go_in_op(driver: &mut Driver, d: &Direct, buf: SendBuf, sent: usize, tried: bool) {
     let total = buf.len();
     let lists = with_writers(|w| {
-        let writer = w.by_socket.entry(key(&d.socket)).or_insert_with(|| Writer {
-            id: d.id,
-            busy: true,
-            backlog: total,
-            ..Writer::default()
-        });
-        d.socket.set_writer_known(true);
-        writer.direct_at = None;
-        writer.backlog = writer.backlog.saturating_sub(sent);
-        writer.sent += sent as u64;
+        d.settle_sent(&mut w.by_socket, total, sent);
         (
             w.spare_bufs.pop().unwrap_or_default(),
             w.spare_iovecs.pop().unwrap_or_default(),
@@ -478,6 +530,7 @@ fn go_in_op(driver: &mut Driver, d: &Direct, buf: SendBuf, sent: usize, tried: b
 /// Ends direct send `d`: `sent` bytes went, or it failed with `failure`. Without a
 /// writer (the rule) the socket is simply no longer known; a failure makes one, which
 /// keeps it.
+#[inline]
 fn end_direct(
     w: &mut Writers,
     d: &Direct,
@@ -486,25 +539,13 @@ fn end_direct(
     wake: &mut Vec<Waker>,
 ) {
     let socket: &SocketFd = &d.socket;
-    match (w.by_socket.get_mut(&key(socket)), failure) {
-        (Some(writer), _) => {
-            writer.direct_at = None;
-            writer.backlog = writer.backlog.saturating_sub(sent);
-            writer.sent += sent as u64;
-            end_writer(w, socket, failure, wake);
-        }
-        (None, None) => socket.set_writer_known(false),
-        (None, Some(f)) => {
-            w.by_socket.insert(
-                key(socket),
-                Writer {
-                    id: d.id,
-                    failed: Some(f),
-                    ..Writer::default()
-                },
-            );
-        }
+    if failure.is_none() && !w.by_socket.contains_key(&key(socket)) {
+        // The rule: no writer was made for it, and none is needed now.
+        socket.set_writer_known(false);
+        return;
     }
+    d.settle_sent(&mut w.by_socket, 0, sent);
+    end_writer(w, socket, failure, wake);
 }
 
 /// Whether a send of `len` bytes queued on `socket` now would go out zero-copy, as far
@@ -512,8 +553,7 @@ fn end_direct(
 /// this host at the first such send). For writers that copy anyway: they copy into
 /// registered memory then ([`RegisteredBuf`](crate::runtime::RegisteredBuf)).
 pub(crate) fn would_send_zero_copy(socket: &SharedFd, len: usize) -> bool {
-    context::with_core(|core| len >= core.send_zc.threshold()).unwrap_or(false)
-        && !socket.sends_copy()
+    context::with_core(|core| send_way::zero_copy_size(socket, core.send_zc, len)).unwrap_or(false)
 }
 
 /// The failure kept for `socket`, if any (a call that queued nothing reports it too).
@@ -546,12 +586,10 @@ pub(crate) fn cancel(socket: &SharedFd) {
         writer.backlog = 0;
         dropped.push(std::mem::take(&mut writer.queued));
         // A direct send of this turn is dropped, and the writer ends with the failure.
-        if let Some(at) = writer.direct_at.take() {
-            if let Some(b) = w.direct.get_mut(at as usize).and_then(|d| d.buf.take()) {
-                dropped.push(vec![b]);
-                settled = true;
-                return None;
-            }
+        if let Some(b) = take_direct(&mut w.direct, writer) {
+            dropped.push(vec![b]);
+            settled = true;
+            return None;
         }
         // An op still waiting in the driver goes out empty (a send of nothing) and
         // ends at once; the failure set here stays the writer's.
@@ -690,7 +728,7 @@ enum Zc {
     HandedOver,
 }
 
-/// Ends the send in flight of `k`'s writer with `failure` (`None`: all sent): the
+/// Ends the send in flight of `socket`'s writer with `failure` (`None`: all sent): the
 /// writer is settled (a failed one keeps the failure, with nothing queued).
 fn end_writer(w: &mut Writers, socket: &SocketFd, failure: Option<Failure>, wake: &mut Vec<Waker>) {
     let k = key(socket);
@@ -809,11 +847,7 @@ impl QueuedSend {
     /// and says whether the op goes again (the rest of a short send, or what was queued
     /// meanwhile) or ends the writer's run.
     fn sent(&mut self, res: i32, wake: &mut Vec<Waker>) -> bool {
-        let failure = match res {
-            0 => Some(Failure(0)),
-            1.. => None,
-            errno => Some(Failure(-errno)),
-        };
+        let failure = Failure::of(res);
         // Buffers dropped here (a received one goes back to its pool) reach neither a
         // socket nor the writers.
         with_writers(|w| {
@@ -988,26 +1022,15 @@ unsafe impl OpCode for QueuedSend {
         if self.goes_zero_copy() {
             return None;
         }
-        let flags = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
-        let fd = fd(&self.socket).0;
-        let n = if let [one] = &self.bufs[..] {
-            let bytes = &one[self.skip.min(one.len())..];
-            // SAFETY: `bytes` is a live slice the op owns; the fd is kept open by
-            // `socket`; the call does not block (`MSG_DONTWAIT`).
-            unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), flags) }
-        } else {
-            self.msg.gather(&self.bufs, self.skip);
-            // SAFETY: the header points at the iovecs, which point into buffers the op
-            // owns, all alive for the call; the fd is kept open by `socket`.
-            unsafe { libc::sendmsg(fd, &self.msg.msghdr, flags) }
-        };
-        if n >= 0 {
-            return Some(n.min(i32::MAX as isize) as i32);
+        if let [one] = &self.bufs[..] {
+            return send_at_once(&self.socket, &one[self.skip.min(one.len())..]);
         }
-        match io::Error::last_os_error().raw_os_error() {
-            Some(libc::EAGAIN | libc::EINTR) | None => None,
-            Some(errno) => Some(-errno),
-        }
+        self.msg.gather(&self.bufs, self.skip);
+        // SAFETY: the header points at the iovecs, which point into buffers the op owns,
+        // all alive for the call; the fd is kept open by `socket`; the call does not
+        // block (`MSG_DONTWAIT`).
+        let n = unsafe { libc::sendmsg(fd(&self.socket).0, &self.msg.msghdr, AT_ONCE_FLAGS) };
+        at_once_result(n)
     }
 
     fn on_shutdown_stuck(&mut self) {

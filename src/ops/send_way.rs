@@ -71,12 +71,19 @@ pub(crate) fn goes_zero_copy(
     rest: usize,
     switched: &mut bool,
 ) -> bool {
-    let zc = rest > 0 && rest >= policy.threshold() && !socket.sends_copy();
+    let zc = rest > 0 && zero_copy_size(socket, policy, rest);
     if zc && policy.adaptive() && socket.set_peer_checked() && peer_is_local(socket) {
         *switched = socket.set_sends_copy();
         return false;
     }
     zc
+}
+
+/// Whether `len` bytes are of a size `policy` sends zero-copy on `socket`, as far as
+/// what the socket learnt says (before the peer check of [`goes_zero_copy`]).
+#[inline]
+pub(crate) fn zero_copy_size(socket: &SocketFd, policy: SendZeroCopy, len: usize) -> bool {
+    len >= policy.threshold() && !socket.sends_copy()
 }
 
 /// Whether a zero-copy submission's result says the kernel refused it before it ran:

@@ -1,5 +1,5 @@
 //! [`SharedFd`]: the `Rc` of a [`SocketFd`] with one count instead of two, kept in
-//! the socket itself (`SocketFd::owners`, 29 bits of a `u32` beside the fd). Every connection has
+//! the socket itself (`SocketFd::owners`, 28 bits of a `u32` beside the fd). Every connection has
 //! one allocation of it (with its receive state and armed receive in the socket), and
 //! nothing needs a weak reference to a socket, so `Rc`'s weak count, or a `usize`
 //! count in a wrapper, would be eight bytes of every idle connection spent on nothing.

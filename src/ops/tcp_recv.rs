@@ -67,12 +67,9 @@ impl Armed {
         }
     }
 
-    fn owed(&mut self) -> u32 {
-        *self.parts().1
-    }
-    fn owed_nothing(&self) -> bool {
+    fn owed(&self) -> u32 {
         match self {
-            Armed::Copy { owed, .. } | Armed::Zc { owed, .. } => *owed == 0,
+            Armed::Copy { owed, .. } | Armed::Zc { owed, .. } => *owed,
         }
     }
 
@@ -323,7 +320,7 @@ impl Receiver {
         // Anything else it polled is handled by the loop, as if polled there.
         // (Bound after the fast returns, so they drop nothing.)
         let fast = match self.source.as_mut() {
-            Some(Source::Armed(armed)) if armed.owed_nothing() => Some(armed.poll_next(cx)),
+            Some(Source::Armed(armed)) if armed.owed() == 0 => Some(armed.poll_next(cx)),
             _ => None,
         };
         let mut polled = match fast {

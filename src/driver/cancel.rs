@@ -61,7 +61,7 @@ impl Driver {
         // Halfway to the deadline, ops still in flight get to end what holds them.
         let mut stuck_at =
             Some(Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2);
-        while self.ops.len() > 0 || self.wake.as_ref().is_some_and(|w| w.armed) {
+        while self.ops_in_flight() > 0 || self.wake.as_ref().is_some_and(|w| w.armed) {
             let now = Instant::now();
             if now >= deadline {
                 break;
@@ -90,7 +90,7 @@ impl Driver {
             }
             self.wakers.clear();
         }
-        let leaked = self.ops.len();
+        let mut leaked = self.ops.len();
         if leaked > 0 {
             let ops: Vec<String> = self
                 .describe_ops()
@@ -102,6 +102,15 @@ impl Driver {
             for slot in self.ops.drain() {
                 std::mem::forget(slot);
             }
+        }
+        let flights = self.abandon_flights();
+        if flights > 0 {
+            tracing::warn!(
+                flights,
+                "queued sends still in flight at the shutdown deadline"
+            );
+            add_owned(&self.metrics.leaked_ops, flights as u64);
+            leaked += flights;
         }
         if let Some(w) = self.wake.take() {
             if w.armed {
@@ -118,7 +127,7 @@ impl Drop for Driver {
     /// (its thread is unwinding from a panic): cancel and drain briefly, then leak what
     /// is left rather than free memory the kernel may still write.
     fn drop(&mut self) {
-        if self.ops.len() > 0 || self.wake.as_ref().is_some_and(|w| w.armed) {
+        if self.ops_in_flight() > 0 || self.wake.as_ref().is_some_and(|w| w.armed) {
             let leaked = self.shutdown(Instant::now() + Duration::from_millis(200));
             if leaked > 0 {
                 tracing::warn!(

@@ -196,6 +196,7 @@ impl Driver {
             .with_meta()
             .map(|(meta, slot)| describe(meta, slot, now))
             .collect();
+        self.describe_flights(now, &mut out);
         out.sort_by_key(|o| std::cmp::Reverse(o.age));
         out
     }

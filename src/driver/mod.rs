@@ -30,6 +30,7 @@
 
 mod cancel;
 mod detached;
+mod flight;
 pub(crate) mod inspect;
 pub(crate) mod op;
 pub(crate) mod peek_waker;
@@ -42,6 +43,7 @@ mod spare;
 mod tests;
 
 pub use detached::DetachedCx;
+pub(crate) use flight::FlightKind;
 pub use op::OpCode;
 pub(crate) use op::LANDED_COPIED;
 pub use ring::{Completion, RingFlags};
@@ -120,6 +122,8 @@ pub(crate) struct Driver {
     /// The coarse clock's stamp for ops submitted this turn (read at the first submit
     /// after a kernel entry, so a turn that submits many ops reads it once).
     stamp: Option<u32>,
+    /// Requests a layer above keeps outside the slab ([`flight`]).
+    flights: flight::Flights,
 }
 
 impl Driver {
@@ -151,6 +155,7 @@ impl Driver {
             shutting_down: false,
             zcrx_events: Vec::new(),
             stamp: None,
+            flights: flight::Flights::default(),
         };
         d.arm_wake()?;
         Ok(d)
@@ -168,9 +173,9 @@ impl Driver {
         self.ring.flags()
     }
 
-    #[cfg(test)]
+    /// Ops in the slab and flights in the air.
     pub(crate) fn ops_in_flight(&self) -> usize {
-        self.ops.len()
+        self.ops.len() + self.flights.in_air as usize
     }
 
     /// Dispatches a completion as if the kernel had posted it (tests of stale CQEs).
@@ -231,7 +236,7 @@ impl Driver {
                 return Err(io::Error::other("op slab lost a fresh entry"));
             }
         };
-        let stamp = *self.stamp.get_or_insert_with(inspect::stamp_now);
+        let stamp = self.turn_stamp();
         self.ops
             .set_meta(key, slab::Meta::new(entry.get_opcode() as u8, stamp));
         // SAFETY: the entry points into the op data (its box, or its socket's
@@ -245,7 +250,12 @@ impl Driver {
     }
 
     fn push_cancel(&mut self, key: Key) {
-        let entry = opcode::AsyncCancel::new(key.user_data())
+        self.push_cancel_of(key.user_data());
+    }
+
+    /// Queues an ASYNC_CANCEL of the request with user data `target`.
+    fn push_cancel_of(&mut self, target: u64) {
+        let entry = opcode::AsyncCancel::new(target)
             .build()
             .user_data(reserved::CANCEL);
         // SAFETY: ASYNC_CANCEL carries only the target's user_data, no memory. If the
@@ -672,9 +682,10 @@ impl Driver {
     }
 
     fn publish_in_flight(&self) {
-        self.metrics
-            .ops_in_flight
-            .store(self.ops.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.metrics.ops_in_flight.store(
+            self.ops_in_flight() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     pub(crate) fn take_wakers(&mut self, out: &mut Vec<Waker>) {
@@ -718,7 +729,14 @@ impl Driver {
                 // an fd that was not open) lands here.
                 tracing::warn!(res = c.res, "a close through the ring failed");
             }
-            ud => self.dispatch_op(ud, c),
+            ud => match flight::tag_of(ud) {
+                Some(tag) => {
+                    if self.flight_done(tag, &c) {
+                        self.quiet += 1;
+                    }
+                }
+                None => self.dispatch_op(ud, c),
+            },
         }
     }
 

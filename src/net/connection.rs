@@ -14,7 +14,7 @@ use bytes::{Bytes, BytesMut};
 use socket2::SockRef;
 use std::future::Future;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
@@ -520,6 +520,21 @@ impl<T: AsConnection + ?Sized> AsConnection for Rc<T> {
 impl<T: AsConnection + ?Sized> AsConnection for Box<T> {
     fn connection(&self) -> &Connection {
         (**self).connection()
+    }
+}
+
+/// The socket's fd, for socket options the connection does not wrap. Reading or
+/// writing it directly bypasses the connection's receive and queued sends, whose bytes
+/// it would mix with.
+impl AsFd for Connection {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl AsRawFd for Connection {
+    fn as_raw_fd(&self) -> RawFd {
+        self.as_fd().as_raw_fd()
     }
 }
 

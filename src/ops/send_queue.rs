@@ -21,12 +21,14 @@
 //! are too. A notification that reports the kernel copied switches the socket to plain
 //! sends under the adaptive policy (`SocketFd::set_sends_copy`).
 
+mod flight;
+
 use super::send::MsgParts;
 use super::send_buf::SendBuf;
 use super::send_way::{self, refused_registration};
 use super::{fd, SharedFd, SocketFd};
-use crate::driver::op::Lifecycle;
 use crate::driver::op::{OpData, Single};
+use crate::driver::slab::{GenSlab, Key};
 use crate::driver::{Completion, DetachedCx, Driver, OpCode};
 use crate::metrics::add_owned;
 use crate::runtime::context;
@@ -69,6 +71,10 @@ struct Writer {
     /// ([`Direct`]), when the writer was made while it waited (`writer_of`): the
     /// writer then ends with it.
     direct_at: Option<u32>,
+    /// The send in flight when it is a flight (`flight::fly`): a direct send of a turn
+    /// that had several, sent through the ring without an op; its place among the
+    /// thread's flights.
+    flight: Option<Key>,
 }
 
 /// The writers of this thread's sockets, by the socket's address (a socket's writer
@@ -84,6 +90,8 @@ struct Writers {
     /// Plain sends of one buffer queued this turn on sockets the writers did not
     /// know, in order ([`send_direct`] takes them at the end of the turn).
     direct: Vec<Direct>,
+    /// The sends in flight without an op: what the kernel reads for each.
+    flights: GenSlab<flight::Flight>,
 }
 
 /// A plain send of one buffer, queued on a socket the writers did not know (nothing
@@ -415,7 +423,8 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
 /// its deferred ops: one alone (no other send this turn) goes out now with one
 /// non-blocking `send`; the rest of a short one, or every one when there are several
 /// (one kernel entry for all beats a syscall each: see `Driver::submit_deferred`),
-/// goes through the ring in an op. While the driver shuts down they fail.
+/// goes through the ring as a flight, with no op ([`flight`]). While the driver shuts
+/// down they fail.
 fn send_direct(driver: &mut Driver) {
     let Some(mut list) = with_writers(|w| std::mem::take(&mut w.direct)) else {
         return;
@@ -447,7 +456,7 @@ fn send_direct(driver: &mut Driver) {
                 if at_once {
                     driver.count_at_once();
                 }
-                go_in_op(driver, d, buf, n, at_once);
+                flight::fly(driver, d, buf, n);
             }
             Err(f) => {
                 drop(buf);
@@ -495,35 +504,6 @@ fn at_once_result(n: isize) -> Option<i32> {
     match io::Error::last_os_error().raw_os_error() {
         Some(libc::EAGAIN | libc::EINTR) | None => None,
         Some(errno) => Some(-errno),
-    }
-}
-
-/// A direct send that did not go whole at once: `buf` from byte `sent` on goes in a
-/// [`QueuedSend`] of the socket's writer (made now if it has none), submitted now when
-/// it was tried alone (the socket's buffer is full: the ring waits for room), else
-/// deferred with the turn's other sends.
-fn go_in_op(driver: &mut Driver, d: &Direct, buf: SendBuf, sent: usize, tried: bool) {
-    let total = buf.len();
-    let lists = with_writers(|w| {
-        d.settle_sent(&mut w.by_socket, total, sent);
-        (
-            w.spare_bufs.pop().unwrap_or_default(),
-            w.spare_iovecs.pop().unwrap_or_default(),
-        )
-    });
-    let (mut bufs, iovecs) = lists.unwrap_or_default();
-    bufs.push(buf);
-    let data = driver.spare.boxed_with(|| {
-        let mut op = QueuedSend::new(d.socket.clone(), bufs, total, iovecs, d.policy);
-        op.skip = sent;
-        Single::new(op)
-    });
-    let data = OpData::boxed(data);
-    if tried {
-        // A failed submission drops the op, whose drop fails the writer.
-        let _ = driver.submit(data, Lifecycle::Detached { notifying: false });
-    } else {
-        driver.defer_detached(data);
     }
 }
 
@@ -591,6 +571,10 @@ pub(crate) fn cancel(socket: &SharedFd) {
             settled = true;
             return None;
         }
+        // A flight is cancelled in the kernel.
+        if let Some(at) = writer.flight {
+            return Some(Some(at));
+        }
         // An op still waiting in the driver goes out empty (a send of nothing) and
         // ends at once; the failure set here stays the writer's.
         if let Some(at) = writer.deferred_at {
@@ -606,7 +590,7 @@ pub(crate) fn cancel(socket: &SharedFd) {
                 return None;
             }
         }
-        Some(())
+        Some(None)
     })
     .flatten();
     if settled {
@@ -616,10 +600,14 @@ pub(crate) fn cancel(socket: &SharedFd) {
     }
     // Outside the borrow: buffers dropped here reach no socket, but stay on the safe side.
     drop(dropped);
-    if in_flight.is_some() {
+    if let Some(flight) = in_flight {
         context::with_core(|core| {
             if let Ok(mut driver) = core.driver.try_borrow_mut() {
-                driver.cancel_detached_on(fd(socket).0);
+                if let Some(at) = flight {
+                    driver.cancel_flight(at.user_data());
+                } else {
+                    driver.cancel_detached_on(fd(socket).0);
+                }
             }
         });
     }

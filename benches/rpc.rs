@@ -212,6 +212,7 @@ fn count_rpc(c: &count::cli::Args, setup: &Setup, servers: &[Kind], payload: usi
     let exchange = count::Exchange {
         request,
         reply: count::Reply::Framed { len },
+        ahead: 1,
     };
     let name = if payload >= 1024 {
         format!("RPC-{}KiB", payload / 1024)

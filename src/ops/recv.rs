@@ -2,11 +2,10 @@
 
 use super::sqe::with_optlen;
 use super::{fd, SharedFd};
-use crate::driver::queue::SmallQueue;
+use crate::driver::queue::{from_stock, to_stock, SmallQueue};
 use crate::driver::{Completion, OpCode};
 use bytes::BytesMut;
 use io_uring::{opcode, squeue};
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
@@ -132,23 +131,14 @@ fn room_for(limit: u32) -> i32 {
 /// the stream fails when it gets there; boxed, as it is almost never made).
 type Decode = Result<RxBuf, Box<PoolError>>;
 
-/// Decoded-buffer queues this many at most are kept per thread for reuse.
-const SPARE_QUEUES: usize = 64;
-
-/// A kept queue keeps at most this many slots (a burst's larger one is shrunk).
-const SPARE_QUEUE_SLOTS: usize = 16;
-
-thread_local! {
-    /// Empty queues of receives that drained theirs, for the next receive that gets a
-    /// completion: an idle receive holds no queue, and a busy one does not allocate
-    /// per completion.
-    // Boxed on purpose: a queue is handed to a receive as the box it keeps.
-    #[allow(clippy::vec_box)]
-    static SPARE: RefCell<Vec<Box<VecDeque<Decode>>>> = const { RefCell::new(Vec::new()) };
-}
+// Empty queues of receives that drained theirs wait for the next receive that gets a
+// completion: an idle receive holds no queue, and a busy one does not allocate per
+// completion. A bundle's buffers queue the same way while it is decoded.
+crate::stocked!(Decode);
+crate::stocked!(RxBuf);
 
 /// A FIFO of decoded buffers that holds no memory while empty (one word in every
-/// idle receive), borrowing a queue from the thread's spares while it has items.
+/// idle receive), borrowing a queue from the thread's stock while it has items.
 #[derive(Default)]
 struct DecodeQueue(
     // Boxed on purpose: one word while empty, and a kept queue moves as a pointer.
@@ -157,38 +147,28 @@ struct DecodeQueue(
 
 impl DecodeQueue {
     fn push_back(&mut self, item: Decode) {
-        self.0
-            .get_or_insert_with(|| {
-                SPARE
-                    .try_with(|s| s.try_borrow_mut().ok()?.pop())
-                    .ok()
-                    .flatten()
-                    .unwrap_or_default()
-            })
-            .push_back(item);
+        self.0.get_or_insert_with(from_stock).push_back(item);
     }
 
     fn pop_front(&mut self) -> Option<Decode> {
         let q = self.0.as_mut()?;
         let item = q.pop_front();
         if q.is_empty() {
-            if let Some(mut q) = self.0.take() {
-                q.shrink_to(SPARE_QUEUE_SLOTS);
-                // Kept unless enough are (or the thread is exiting): then freed here.
-                let _ = SPARE.try_with(|s| {
-                    if let Ok(mut s) = s.try_borrow_mut() {
-                        if s.len() < SPARE_QUEUES {
-                            s.push(q);
-                        }
-                    }
-                });
-            }
+            self.drained();
         }
         item
     }
 
     fn is_empty(&self) -> bool {
         self.0.is_none()
+    }
+
+    /// The queue drained: its storage goes back to the thread's stock.
+    #[inline(always)]
+    fn drained(&mut self) {
+        if let Some(q) = self.0.take() {
+            to_stock(q);
+        }
     }
 }
 
@@ -454,6 +434,7 @@ impl RecvMulti {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::queue::{Stocked, STOCK_LEN, STOCK_SLOTS};
 
     fn bad(i: usize) -> Decode {
         Err(Box::new(PoolError::InvalidConfig {
@@ -505,9 +486,9 @@ mod tests {
         }
         // Drained: it holds nothing, and its queue (shrunk) waits for the next one.
         assert!(a.is_empty());
-        let kept = SPARE.with(|s| s.borrow().last().map(|q| (q.capacity(), &**q as *const _)));
-        let (capacity, queue) = kept.expect("the drained queue is kept");
-        assert!(capacity <= SPARE_QUEUE_SLOTS.max(4));
+        let kept = Decode::with_stock(|s| s.last().map(|q| (q.capacity(), &**q as *const _)));
+        let (capacity, queue) = kept.flatten().expect("the drained queue is kept");
+        assert!(capacity <= STOCK_SLOTS.max(4));
         let mut b = DecodeQueue::default();
         b.push_back(bad(7));
         assert_eq!(b.0.as_deref().map(|q| q as *const _), Some(queue));
@@ -516,15 +497,13 @@ mod tests {
 
     #[test]
     fn spare_decode_queues_are_bounded() {
-        let mut qs: Vec<DecodeQueue> = (0..SPARE_QUEUES + 8)
-            .map(|_| DecodeQueue::default())
-            .collect();
+        let mut qs: Vec<DecodeQueue> = (0..STOCK_LEN + 8).map(|_| DecodeQueue::default()).collect();
         for q in &mut qs {
             q.push_back(bad(0));
         }
         for q in &mut qs {
             assert!(reason(q.pop_front()).is_some());
         }
-        assert_eq!(SPARE.with(|s| s.borrow().len()), SPARE_QUEUES);
+        assert_eq!(Decode::with_stock(|s| s.len()), Some(STOCK_LEN));
     }
 }

@@ -389,7 +389,13 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
             writer.busy = false;
         }
         if writer.busy {
-            w.spare_bufs.push(bufs);
+            // The kept list holds what queues behind the send in flight (a new
+            // writer's own list would be allocated for it, and freed with the writer).
+            if writer.queued.capacity() == 0 {
+                writer.queued = bufs;
+            } else {
+                w.spare_bufs.push(bufs);
+            }
             writer.queued.extend(first.take());
             writer.queued.append(rest);
             return Ok(());
@@ -729,6 +735,7 @@ fn end_writer(w: &mut Writers, socket: &SocketFd, failure: Option<Failure>, wake
                 if writer.notifying == 0 && writer.failed.is_none() {
                     wake.extend(writer.flusher);
                     socket.set_writer_known(false);
+                    w.keep_lists(writer.queued, Vec::new());
                 } else {
                     w.by_socket.insert(k, writer);
                     settle(w, socket, wake);

@@ -1,7 +1,10 @@
 //! The counted work's client: plain blocking sockets, a thread per connection, one
 //! request in flight on each, every reply checked. Blocking threads rather than the
 //! benchmarks' io_uring client: this client's cost is not measured, and the simplest
-//! closed loop keeps the server's batching as steady as it can be.
+//! closed loop keeps the server's batching as steady as it can be. A stream
+//! (`Exchange::ahead` above 1) writes from one thread and reads from another, at most
+//! `ahead` requests ahead of the echoes read: full duplex, with the amount in flight
+//! bounded so the batching stays steady.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -14,6 +17,10 @@ pub struct Exchange {
     pub request: Vec<u8>,
     /// Its reply.
     pub reply: Reply,
+    /// Requests written before the reply to the first of them is read: 1 is one
+    /// request in flight; more makes the connection a full-duplex stream (echo
+    /// replies only).
+    pub ahead: usize,
 }
 
 /// The shape of a reply.
@@ -63,7 +70,10 @@ impl Clients {
                 .enumerate()
                 .map(|(i, s)| {
                     let n = per + u64::from((i as u64) < extra);
-                    scope.spawn(move || exchange_n(s, n, exchange))
+                    scope.spawn(move || match exchange.ahead {
+                        0 | 1 => exchange_n(s, n, exchange),
+                        ahead => stream_n(s, n, ahead, &exchange.request),
+                    })
                 })
                 .collect();
             workers
@@ -110,4 +120,40 @@ fn exchange_n(s: &mut TcpStream, n: u64, exchange: &Exchange) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// `n` copies of `request` written on `s` by one thread while another reads their
+/// echoes, the writer at most `ahead` requests ahead.
+fn stream_n(s: &mut TcpStream, n: u64, ahead: usize, request: &[u8]) -> Result<(), String> {
+    let mut reader = s.try_clone().map_err(|e| format!("a second handle: {e}"))?;
+    // A token per request in flight: the writer takes one before each write, the
+    // reader gives one back per echo read.
+    let (tokens, returned) = std::sync::mpsc::sync_channel::<()>(ahead);
+    std::thread::scope(|scope| {
+        let read = scope.spawn(move || {
+            let mut got = vec![0u8; request.len()];
+            for i in 0..n {
+                reader
+                    .read_exact(&mut got)
+                    .map_err(|e| format!("chunk {i}: reading the echo: {e}"))?;
+                if got != request {
+                    return Err(format!("chunk {i}: the echo differs from the request"));
+                }
+                // The writer may have finished (its end of the channel gone).
+                let _ = returned.recv();
+            }
+            Ok(())
+        });
+        for i in 0..n {
+            if tokens.send(()).is_err() {
+                // The reader failed; its error says why.
+                break;
+            }
+            s.write_all(request)
+                .map_err(|e| format!("chunk {i}: write: {e}"))?;
+        }
+        drop(tokens);
+        read.join()
+            .unwrap_or_else(|_| Err("stream reader panicked".into()))
+    })
 }

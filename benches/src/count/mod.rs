@@ -242,10 +242,14 @@ pub fn render(plan: &Plan, counts: &[Counts], reference: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\ncounts per request, {}: {} connections, one request in flight each, {} requests \
+        "\ncounts per request, {}: {} connections, {}, {} requests \
          (instructions and allocations: the difference of {} and {} requests under valgrind)",
         plan.workload,
         plan.connections,
+        match plan.exchange.ahead {
+            0 | 1 => "one request in flight each".to_owned(),
+            n => format!("each a stream up to {n} requests ahead"),
+        },
         plan.requests,
         plan.requests,
         plan.short_requests(),

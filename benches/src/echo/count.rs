@@ -47,9 +47,10 @@ pub(super) fn main(args: &cli::Args, rest: &[String]) -> i32 {
     };
     let mut status = 0;
     for w in workloads {
-        let Some(size) = request_size(w) else {
+        let Some((size, ahead)) = request_size(w) else {
             eprintln!(
-                "--count counts W2 (64 B) and W5 (64 KiB) request/response, not {}",
+                "--count counts W2 (64 B) and W5 (64 KiB) request/response and W4 (64 KiB \
+                 stream echo), not {}",
                 w.id()
             );
             return 2;
@@ -57,6 +58,7 @@ pub(super) fn main(args: &cli::Args, rest: &[String]) -> i32 {
         let exchange = Exchange {
             request: (0..size).map(|i| (i as u8).wrapping_mul(37)).collect(),
             reply: Reply::Echo,
+            ahead,
         };
         let s = count::cli::main(args, w.id(), exchange, &targets, ServerKind::TokioCt.name());
         status = status.max(s);
@@ -64,11 +66,15 @@ pub(super) fn main(args: &cli::Args, rest: &[String]) -> i32 {
     status
 }
 
-/// The request size of a workload `--count` can count: the request/response ones.
-fn request_size(w: Workload) -> Option<usize> {
+/// The request size of a workload `--count` can count, and how many requests each
+/// connection keeps in flight: the request/response ones, one; W4's stream echo, 64
+/// KiB chunks written up to 4 ahead of the echoes read (per chunk, the count is then
+/// a stream's cost per 64 KiB, the README's W4 row).
+fn request_size(w: Workload) -> Option<(usize, usize)> {
     match w {
-        Workload::W2 => Some(64),
-        Workload::W5 => Some(64 * 1024),
+        Workload::W2 => Some((64, 1)),
+        Workload::W4 => Some((64 * 1024, 4)),
+        Workload::W5 => Some((64 * 1024, 1)),
         _ => None,
     }
 }

@@ -85,6 +85,9 @@ pub(crate) struct Queued {
     flags: u32,
 }
 
+// The worker's stream queues (`SmallQueue`) keep drained storage for the next burst.
+crate::stocked!(Queued);
+
 impl Queued {
     pub(crate) fn new(c: &Completion) -> Queued {
         let flipped = (c.res as u32) ^ SIGN;

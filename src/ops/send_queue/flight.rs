@@ -102,6 +102,7 @@ fn landed(driver: &mut Driver, tag: u64, c: &Completion) {
             // The rule: all of it went and nothing waits behind it; the writer goes.
             wake.extend(writer.flusher);
             flight.socket.set_writer_known(false);
+            w.keep_lists(writer.queued, Vec::new());
             return Some((flight, true));
         }
         w.by_socket.insert(k, writer);

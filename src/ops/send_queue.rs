@@ -735,7 +735,9 @@ fn end_writer(w: &mut Writers, socket: &SocketFd, failure: Option<Failure>, wake
                 if writer.notifying == 0 && writer.failed.is_none() {
                     wake.extend(writer.flusher);
                     socket.set_writer_known(false);
-                    w.keep_lists(writer.queued, Vec::new());
+                    if writer.queued.capacity() > 0 {
+                        w.keep_lists(writer.queued, Vec::new());
+                    }
                 } else {
                     w.by_socket.insert(k, writer);
                     settle(w, socket, wake);

@@ -244,7 +244,7 @@ impl Options {
                 }
                 "-h" | "--help" => {
                     return Err(format!(
-                        "{USAGE}\n--count (W2, or --workloads W2,W5; zerorx and tokio-ct unless --servers):\n{}",
+                        "{USAGE}\n--count (W2, or --workloads W2,W4,W5; zerorx and tokio-ct unless --servers):\n{}",
                         crate::count::cli::USAGE
                     ))
                 }

@@ -102,7 +102,9 @@ fn landed(driver: &mut Driver, tag: u64, c: &Completion) {
             // The rule: all of it went and nothing waits behind it; the writer goes.
             wake.extend(writer.flusher);
             flight.socket.set_writer_known(false);
-            w.keep_lists(writer.queued, Vec::new());
+            if writer.queued.capacity() > 0 {
+                w.keep_lists(writer.queued, Vec::new());
+            }
             return Some((flight, true));
         }
         w.by_socket.insert(k, writer);

@@ -167,8 +167,10 @@ fn describe(ring: RawFd, out: &mut Vec<(RawFd, u32)>) {
 }
 
 /// The driver of ring `ring` gave up on its flights: their buffers and sockets are
-/// leaked (the kernel may still read them), and their writers fail.
+/// leaked (the kernel may still read them), and their writers fail (what was queued
+/// behind them is dropped, and a task waiting for a flush is woken to the failure).
 fn abandon(ring: RawFd) {
+    let mut wake = Vec::new();
     with_writers(|w| {
         let gone: Vec<Key> = w
             .flights
@@ -184,8 +186,96 @@ fn abandon(ring: RawFd) {
                 writer.flight = None;
                 writer.busy = false;
                 writer.failed.get_or_insert(Failure(libc::ECANCELED));
+                writer.backlog = 0;
+                writer.queued = Vec::new();
+                wake.extend(writer.flusher.take());
             }
             std::mem::forget(flight);
         }
     });
+    wake.into_iter().for_each(std::task::Waker::wake);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::SocketFd;
+    use std::os::fd::OwnedFd;
+
+    /// A socket with a flight on ring `ring` of `payload`, as `fly` leaves it.
+    fn flying(ring: RawFd, payload: &bytes::Bytes) -> SharedFd {
+        let (a, _peer) = std::os::unix::net::UnixStream::pair().expect("socketpair");
+        let socket = SocketFd::shared(OwnedFd::from(a));
+        with_writers(|w| {
+            let at = w.flights.insert(Flight {
+                socket: socket.clone(),
+                buf: SendBuf::Bytes(payload.clone()),
+                skip: 0,
+                policy: SendZeroCopy::Off,
+                ring,
+                stamp: 7,
+            });
+            let writer = super::super::Writer {
+                busy: true,
+                backlog: payload.len(),
+                flight: Some(at),
+                ..Default::default()
+            };
+            w.by_socket.insert(key(&socket), writer);
+        });
+        socket.set_writer_known(true);
+        socket
+    }
+
+    #[test]
+    fn abandoned_flights_keep_their_memory_and_fail_their_writers_on_their_ring_only() {
+        let (mine, other) = (
+            bytes::Bytes::from(vec![1u8; 100]),
+            bytes::Bytes::from(vec![2u8; 50]),
+        );
+        let a = flying(901, &mine);
+        let b = flying(902, &other);
+        let mut listed = Vec::new();
+        describe(901, &mut listed);
+        assert_eq!(
+            listed,
+            vec![(fd(&a).0, 7)],
+            "the dump lists ring 901's flight only"
+        );
+
+        abandon(901);
+        let (a_writer, b_writer) = with_writers(|w| {
+            let of = |s: &SharedFd| {
+                let writer = &w.by_socket[&key(s)];
+                (
+                    writer.busy,
+                    writer.flight.is_some(),
+                    writer.failed.map(|f| f.0),
+                )
+            };
+            (of(&a), of(&b))
+        })
+        .expect("the thread's writers");
+        assert_eq!(a_writer, (false, false, Some(libc::ECANCELED)));
+        assert_eq!(
+            b_writer,
+            (true, true, None),
+            "another ring's flight is untouched"
+        );
+        // The abandoned buffer was leaked, not freed: the kernel may still read it.
+        assert!(!mine.is_unique(), "the abandoned flight's buffer was freed");
+        assert_eq!(crate::ops::send_queue::backlog(&a), 0);
+        let done = crate::ops::send_queue::done(&a).expect("a failed writer is done");
+        assert_eq!(
+            done.expect_err("failed").raw_os_error(),
+            Some(libc::ECANCELED)
+        );
+
+        let mut left = Vec::new();
+        describe(902, &mut left);
+        assert_eq!(left, vec![(fd(&b).0, 7)]);
+        abandon(902);
+        assert!(!other.is_unique());
+        assert_eq!(with_writers(|w| w.flights.len()), Some(0));
+    }
 }

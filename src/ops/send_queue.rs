@@ -193,6 +193,17 @@ fn writer_of<'a>(
     Some(vacant.insert(writer))
 }
 
+impl Drop for Writers {
+    /// The thread is exiting: a flight still in the air (its runtime was never shut
+    /// down, or is torn down after this) may still be read by the kernel, so its
+    /// memory is leaked, not freed; a shut-down runtime left none.
+    fn drop(&mut self) {
+        for flight in self.flights.drain() {
+            std::mem::forget(flight);
+        }
+    }
+}
+
 impl Writers {
     /// Keeps emptied lists for the next sends (a bounded number of each).
     #[inline]

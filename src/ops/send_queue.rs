@@ -97,7 +97,8 @@ struct Writers {
 /// A plain send of one buffer, queued on a socket the writers did not know (nothing
 /// queued, in flight or failed), waiting for the end of the loop turn with neither an
 /// op nor a writer: alone in its turn, it goes out in one `send` there
-/// ([`send_direct`]); otherwise it becomes a [`QueuedSend`] then. Counted on one
+/// ([`send_direct`]); otherwise it goes through the ring then as a flight (`flight`),
+/// or, joined by a second send of its turn, in a [`QueuedSend`]. Counted on one
 /// connection's 64 B echo, a writer made and removed and an op made, deferred, sent
 /// at once and ended cost ~900 instructions of bookkeeping per send (the map entry,
 /// the op's box and lists, the driver's deferred batch, the completion handed to it);

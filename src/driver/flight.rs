@@ -6,10 +6,10 @@
 //! the op's SQE built through the send plan, a visit of the boxed op per completion and
 //! the box's recycling: counted at 8 connections of 64 B echo, ~1,100 instructions per
 //! send, a third of the request. As a flight it costs the SQE and the owner's
-//! bookkeeping (`ops::send_queue` keeps the buffer in the socket's writer, which its
-//! queries find anyway). The driver knows no type above it, so the owner hands it its
-//! functions ([`FlightKind`]), and names each flight by a tag of 62 bits (a socket's
-//! address) carried in the SQE's user data.
+//! bookkeeping (`ops::send_queue` keeps the buffer among the thread's flights, and the
+//! socket's writer, which its queries need anyway, names it). The driver knows no type
+//! above it, so the owner hands it its functions ([`FlightKind`]) and names each flight
+//! by a tag of 62 bits (the owner's key for it) carried in the SQE's user data.
 //!
 //! The driver counts the flights in the air, so shutdown drains them like ops, the
 //! state dump lists them, and the in-flight counter includes them.

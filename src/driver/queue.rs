@@ -20,7 +20,7 @@ pub(crate) struct SmallQueue<T: Stocked> {
 }
 
 /// An item type whose queues share a per-thread stock of drained storage (declared
-/// with [`stocked!`](crate::stocked)): a queue takes storage from it when it needs
+/// with [`stocked!`]): a queue takes storage from it when it needs
 /// some ([`from_stock`]) and gives it back once drained ([`to_stock`]), so a busy
 /// queue allocates nothing and an idle one holds nothing.
 pub(crate) trait Stocked: Sized + 'static {
@@ -30,8 +30,6 @@ pub(crate) trait Stocked: Sized + 'static {
 }
 
 /// Implements [`Stocked`] for a type with a stock of its own in a thread local.
-#[macro_export]
-#[doc(hidden)]
 macro_rules! stocked {
     ($t:ty) => {
         impl $crate::driver::queue::Stocked for $t {
@@ -53,6 +51,7 @@ macro_rules! stocked {
         }
     };
 }
+pub(crate) use stocked;
 
 /// Drained storage kept at most, per thread and item type.
 pub(crate) const STOCK_LEN: usize = 64;
@@ -162,7 +161,7 @@ impl<T: Stocked> SmallQueue<T> {
 mod tests {
     use super::{SmallQueue, STOCK_SLOTS};
 
-    crate::stocked!(u32);
+    super::stocked!(u32);
 
     #[test]
     fn keeps_fifo_order_across_the_inline_slot() {

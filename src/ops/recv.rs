@@ -2,7 +2,7 @@
 
 use super::sqe::with_optlen;
 use super::{fd, SharedFd};
-use crate::driver::queue::{from_stock, to_stock, SmallQueue};
+use crate::driver::queue::{from_stock, stocked, to_stock, SmallQueue};
 use crate::driver::{Completion, OpCode};
 use bytes::BytesMut;
 use io_uring::{opcode, squeue};
@@ -134,8 +134,8 @@ type Decode = Result<RxBuf, Box<PoolError>>;
 // Empty queues of receives that drained theirs wait for the next receive that gets a
 // completion: an idle receive holds no queue, and a busy one does not allocate per
 // completion. A bundle's buffers queue the same way while it is decoded.
-crate::stocked!(Decode);
-crate::stocked!(RxBuf);
+stocked!(Decode);
+stocked!(RxBuf);
 
 /// A FIFO of decoded buffers that holds no memory while empty (one word in every
 /// idle receive), borrowing a queue from the thread's stock while it has items.

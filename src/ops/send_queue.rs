@@ -742,18 +742,8 @@ fn end_writer(w: &mut Writers, socket: &SocketFd, failure: Option<Failure>, wake
         // The common end, in one lookup: the writer is done and goes, unless it still
         // waits for notifications or failed meanwhile (then it is put back).
         None => {
-            if let Some(mut writer) = w.by_socket.remove(&k) {
-                writer.busy = false;
-                if writer.notifying == 0 && writer.failed.is_none() {
-                    wake.extend(writer.flusher);
-                    socket.set_writer_known(false);
-                    if writer.queued.capacity() > 0 {
-                        w.keep_lists(writer.queued, Vec::new());
-                    }
-                } else {
-                    w.by_socket.insert(k, writer);
-                    settle(w, socket, wake);
-                }
+            if let Some(writer) = w.by_socket.remove(&k) {
+                end_removed(w, socket, writer, wake);
             }
         }
         Some(f) => {
@@ -767,6 +757,23 @@ fn end_writer(w: &mut Writers, socket: &SocketFd, failure: Option<Failure>, wake
             }
             settle(w, socket, wake);
         }
+    }
+}
+
+/// Ends the send in flight of `socket`'s `writer`, all sent, the writer taken out of
+/// the map by the caller's one lookup: done, it goes (its list kept for the next
+/// sends); one still waiting for notifications, or failed meanwhile, is put back.
+fn end_removed(w: &mut Writers, socket: &SocketFd, mut writer: Writer, wake: &mut Vec<Waker>) {
+    writer.busy = false;
+    if writer.notifying == 0 && writer.failed.is_none() {
+        wake.extend(writer.flusher);
+        socket.set_writer_known(false);
+        if writer.queued.capacity() > 0 {
+            w.keep_lists(writer.queued, Vec::new());
+        }
+    } else {
+        w.by_socket.insert(key(socket), writer);
+        settle(w, socket, wake);
     }
 }
 

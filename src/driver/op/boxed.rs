@@ -86,7 +86,7 @@ pub(crate) struct Queued {
 }
 
 // The worker's stream queues (`SmallQueue`) keep drained storage for the next burst.
-crate::stocked!(Queued);
+crate::driver::queue::stocked!(Queued);
 
 impl Queued {
     pub(crate) fn new(c: &Completion) -> Queued {

@@ -1,8 +1,8 @@
 //! A turn's direct sends through the ring as flights ([`Driver::push_flight`]): each
 //! is one SEND whose buffer and socket the thread's writers keep ([`Flight`]), with
-//! no op, box or slot in the driver's slab. Several sockets' replies in one loop turn go out this way, in one
-//! kernel entry for all (a syscall each was measured slower in real time); their
-//! completions come back here ([`FLIGHTS`]). Counted at 8 connections of 64 B echo, a
+//! no op, box or slot in the driver's slab. Several sockets' replies in one loop turn
+//! go out this way, in one kernel entry for all (a syscall each was measured slower in
+//! real time); their completions come back here ([`FLIGHTS`]). Counted at 8 connections of 64 B echo, a
 //! send as a [`QueuedSend`] op cost ~1,100 instructions of bookkeeping; the writer,
 //! which the queries need anyway, is all a flight adds to the SQE.
 //!
@@ -11,7 +11,7 @@
 //! sends queued meanwhile) becomes the op the send would have been, which takes the
 //! result as its own completion.
 
-use super::{key, with_writers, Direct, Failure, QueuedSend};
+use super::{end_removed, end_writer, key, with_writers, Direct, Failure, QueuedSend};
 use crate::driver::op::{OpData, Single};
 use crate::driver::slab::Key;
 use crate::driver::{Completion, Driver, FlightKind};
@@ -98,13 +98,10 @@ fn landed(driver: &mut Driver, tag: u64, c: &Completion) {
         writer.flight = None;
         let rest = flight.buf.len().saturating_sub(flight.skip);
         let whole = usize::try_from(c.res).is_ok_and(|n| n == rest && n > 0);
-        if whole && writer.queued.is_empty() && writer.failed.is_none() && writer.notifying == 0 {
-            // The rule: all of it went and nothing waits behind it; the writer goes.
-            wake.extend(writer.flusher);
-            flight.socket.set_writer_known(false);
-            if writer.queued.capacity() > 0 {
-                w.keep_lists(writer.queued, Vec::new());
-            }
+        if whole && writer.queued.is_empty() {
+            // The rule: all of it went and nothing waits behind it; the writer's send
+            // ends as an op's would.
+            end_removed(w, &flight.socket, writer, wake);
             return Some((flight, true));
         }
         w.by_socket.insert(k, writer);
@@ -184,12 +181,8 @@ fn abandon(ring: RawFd) {
             };
             if let Some(writer) = w.by_socket.get_mut(&key(&flight.socket)) {
                 writer.flight = None;
-                writer.busy = false;
-                writer.failed.get_or_insert(Failure(libc::ECANCELED));
-                writer.backlog = 0;
-                writer.queued = Vec::new();
-                wake.extend(writer.flusher.take());
             }
+            end_writer(w, &flight.socket, Some(Failure(libc::ECANCELED)), &mut wake);
             std::mem::forget(flight);
         }
     });

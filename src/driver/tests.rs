@@ -285,3 +285,31 @@ fn cancelling_streams_by_opcode_ends_those_picked_and_leaves_them_to_their_futur
     d.drop_op(other);
     turn_until(&mut d, |d| d.ops_in_flight() == 0);
 }
+
+#[test]
+fn a_send_at_once_is_given_once_between_turns_and_not_after_a_busy_turn() {
+    let mut d = driver();
+    // A quiet turn: the tasks after it may send at once, the first of them only.
+    d.turn(false, None).expect("turn");
+    assert!(d.take_at_once(), "the first send after a quiet turn");
+    assert!(!d.take_at_once(), "a second send of the same turn");
+    // The next turn gives it again.
+    d.turn(false, None).expect("turn");
+    assert!(d.take_at_once());
+    // A turn that reaped two completions: its tasks' sends wait for the turn's end.
+    let released = Rc::new(Cell::new(0));
+    for _ in 0..2 {
+        submit(
+            &mut d,
+            Nop {
+                released: released.clone(),
+            },
+        );
+    }
+    turn_until(&mut d, |d| d.reaped >= 2);
+    assert!(!d.take_at_once(), "after a turn that reaped {}", d.reaped);
+    // While shutting down, never.
+    d.turn(false, None).expect("turn");
+    d.shutting_down = true;
+    assert!(!d.take_at_once());
+}

@@ -210,11 +210,14 @@ impl<S: AsConnection + Unpin> AsyncWrite for Compat<S> {
             if let Ok(Some(mut chunk)) = RegisteredBuf::new() {
                 let n = buf.len().min(REGISTERED_CHUNK);
                 chunk.extend_from_slice(&buf[..n])?;
-                conn.queue_send(chunk)?;
+                conn.queue_send_more(chunk)?;
                 return Poll::Ready(Ok(n));
             }
         }
-        conn.queue_send(Bytes::copy_from_slice(buf))?;
+        // A writer's writes come in runs ended by a flush (a response's head and body,
+        // TLS records): they wait for the turn's end and go out together, none at once
+        // on its own.
+        conn.queue_send_more(Bytes::copy_from_slice(buf))?;
         Poll::Ready(Ok(buf.len()))
     }
 

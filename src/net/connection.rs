@@ -131,6 +131,13 @@ impl Connection {
     /// returns to its pool then). A reply that nobody needs to wait for costs no
     /// wake-up and no op of the task's: the cheapest way to answer.
     ///
+    /// On a lightly loaded worker (its last loop turn reaped at most one completion) the
+    /// first such send of the turn, one buffer on a connection with nothing queued,
+    /// goes out inside this call, in one non-blocking `send`; later ones wait for the
+    /// turn's end and go out together, one kernel entry for all. A buffer that more
+    /// sends will follow this turn is better queued with
+    /// [`queue_send_more`](Self::queue_send_more).
+    ///
     /// The first failure of a queued send (the peer gone, a reset) is kept: this and
     /// every later call return it, and so does [`flush_sends`](Self::flush_sends);
     /// what was still queued is dropped. Queued sends go out in order among
@@ -162,7 +169,30 @@ impl Connection {
     /// # }
     /// ```
     pub fn queue_send(&self, buf: impl Into<SendBuf>) -> io::Result<()> {
-        crate::ops::send_queue::queue_one(&self.fd, buf.into())
+        crate::ops::send_queue::queue_one(&self.fd, buf.into(), true)
+    }
+
+    /// [`queue_send`](Self::queue_send) of a buffer that more sends on this connection
+    /// will follow in this loop turn (the replies to pipelined requests read from one
+    /// receive, say): it never goes at once, so those that follow join it in one
+    /// gathered send at the turn's end instead of going in a second syscall and
+    /// reaching the peer in two pieces. `MSG_MORE`'s idea, for one turn.
+    ///
+    /// ```no_run
+    /// # async fn f(s: zerorx::net::TcpStream, replies: Vec<bytes::Bytes>) -> std::io::Result<()> {
+    /// let last = replies.len().saturating_sub(1);
+    /// for (i, reply) in replies.into_iter().enumerate() {
+    ///     if i < last {
+    ///         s.queue_send_more(reply)?;
+    ///     } else {
+    ///         s.queue_send(reply)?;
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn queue_send_more(&self, buf: impl Into<SendBuf>) -> io::Result<()> {
+        crate::ops::send_queue::queue_one(&self.fd, buf.into(), false)
     }
 
     /// [`queue_send`](Self::queue_send) of several buffers, which go out in one

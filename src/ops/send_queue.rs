@@ -307,13 +307,17 @@ impl Failure {
 /// [`Connection::queue_send`](crate::net::Connection::queue_send). Empty buffers are
 /// skipped.
 ///
-/// Nothing is submitted here: a socket with nothing in flight gets its send op made
-/// and deferred in the driver, where later buffers of the same loop turn join it, and
-/// the driver submits it right before its next kernel entry
-/// (`Driver::defer_detached`). So everything a turn queues on a connection (the replies to
-/// pipelined requests) goes out in one send: submitting the first reply at once and
-/// the rest behind it cost a kernel round trip and a second send per turn (measured:
-/// Thrift under pipelined load fell from ~170k to ~100k requests per second).
+/// One plain buffer on an idle socket, queued by the tasks of a turn that reaped at
+/// most one completion, goes at once if it is the first such ([`send_now`]; not for
+/// [`Connection::queue_send_more`](crate::net::Connection::queue_send_more)).
+/// Otherwise nothing is submitted here: a socket with nothing in flight gets its send
+/// op made and deferred in the driver, where later buffers of the same loop turn join
+/// it, and the driver submits it right before its next kernel entry
+/// (`Driver::defer_detached`). So everything else a turn queues on a connection (the
+/// replies to pipelined requests) goes out in one send: submitting the first reply at
+/// once through the ring and the rest behind it cost a kernel round trip and a second
+/// send per turn (measured: Thrift under pipelined load fell from ~170k to ~100k
+/// requests per second).
 pub(crate) fn queue_send(
     socket: &SharedFd,
     bufs: impl IntoIterator<Item = SendBuf>,
@@ -329,7 +333,7 @@ pub(crate) fn queue_send(
         .unwrap_or_default();
     rest.extend(bufs.filter(|b| !b.is_empty()));
     let len = first.len() + rest.iter().map(|b| b.len()).sum::<usize>();
-    let queued = queue(socket, first, &mut rest, len);
+    let queued = queue(socket, first, &mut rest, len, true);
     // Emptied by `queue`, or holding what an error left: dropped here, outside the
     // writers' borrow.
     rest.clear();
@@ -337,27 +341,46 @@ pub(crate) fn queue_send(
     queued
 }
 
-/// [`queue_send`] of one buffer (no iterator to run).
-pub(crate) fn queue_one(socket: &SharedFd, buf: SendBuf) -> io::Result<()> {
+/// [`queue_send`] of one buffer (no iterator to run); `at_once`: it may go at once
+/// ([`send_now`]), unless more sends follow it this turn.
+pub(crate) fn queue_one(socket: &SharedFd, buf: SendBuf, at_once: bool) -> io::Result<()> {
     if buf.is_empty() {
         return failure_of(socket);
     }
     let len = buf.len();
-    queue(socket, buf, &mut Vec::new(), len)
+    queue(socket, buf, &mut Vec::new(), len, at_once)
 }
 
-/// Queues `first` and `rest` (`len` bytes together, none empty) on `socket`.
-fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize) -> io::Result<()> {
+/// Queues `first` and `rest` (`len` bytes together, none empty) on `socket`; with
+/// `at_once`, a plain send of one buffer on an idle socket may go at once.
+#[inline]
+fn queue(
+    socket: &SharedFd,
+    first: SendBuf,
+    rest: &mut Vec<SendBuf>,
+    len: usize,
+    at_once: bool,
+) -> io::Result<()> {
     let core = context::current().ok_or_else(not_in_runtime)?;
     let mut driver = core
         .driver
         .try_borrow_mut()
         .map_err(|_| io::Error::other("queue_send called while the worker's driver is busy"))?;
+    // A plain send of one buffer on a socket the writers do not know: nothing is
+    // queued, in flight or failed on it.
+    let plain_alone = !socket.writer_known()
+        && rest.is_empty()
+        && !send_way::zero_copy_size(socket, core.send_zc, len);
+    let first = if at_once && plain_alone && driver.take_at_once() {
+        match send_now(&mut driver, socket, first, core.send_zc)? {
+            Some(first) => first,
+            None => return Ok(()),
+        }
+    } else {
+        first
+    };
     let queued = with_writers(|w| {
-        if !socket.writer_known()
-            && rest.is_empty()
-            && !send_way::zero_copy_size(socket, core.send_zc, len)
-        {
+        if plain_alone {
             if w.direct.is_empty() {
                 driver.before_submit(send_direct);
             }
@@ -434,6 +457,52 @@ fn queue(socket: &SharedFd, first: SendBuf, rest: &mut Vec<SendBuf>, len: usize)
         Some(Ok(())) => Ok(()),
         Some(Err(f)) => Err(f.error()),
         None => Err(not_in_runtime()),
+    }
+}
+
+/// Sends `buf` on `socket` at once, with one non-blocking `send`: the first plain send
+/// of the tasks a loop turn woke, on an idle socket ([`Driver::take_at_once`]).
+/// Counted on one connection's 64 B echo, waiting for the turn's end as a [`Direct`]
+/// send cost ~350 instructions more (the list entry made and taken, the socket's flag
+/// set and cleared, the turn's look at the list). `Some(buf)` back when the socket
+/// took none of it (its buffer is full): it then waits as a direct send. The rest of a
+/// short send goes as a flight; a failure is kept as a queued send's would be, and
+/// returned.
+fn send_now(
+    driver: &mut Driver,
+    socket: &SharedFd,
+    buf: SendBuf,
+    policy: SendZeroCopy,
+) -> io::Result<Option<SendBuf>> {
+    let Some(res) = send_at_once(socket, &buf) else {
+        return Ok(Some(buf));
+    };
+    driver.count_at_once();
+    let failure = Failure::of(res);
+    if failure.is_none() && res as usize == buf.len() {
+        // The rule: all of it went. The buffer goes back to its pool here.
+        return Ok(None);
+    }
+    let d = with_writers(|w| {
+        w.last_id += 1;
+        Direct {
+            socket: socket.clone(),
+            buf: None,
+            policy,
+            id: w.last_id,
+        }
+    })
+    .ok_or_else(not_in_runtime)?;
+    match failure {
+        None => {
+            flight::fly(driver, &d, buf, res as usize);
+            Ok(None)
+        }
+        Some(f) => {
+            drop(buf);
+            with_writers(|w| end_direct(w, &d, 0, Some(f), driver.later_wakers()));
+            Err(f.error())
+        }
     }
 }
 

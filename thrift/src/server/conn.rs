@@ -33,6 +33,10 @@ struct Conn {
     unsent: Cell<usize>,
     /// Handler tasks still running.
     running: Cell<usize>,
+    /// Set while a request is handled that further received requests follow (pipelined
+    /// calls): its reply waits for the turn's end and those that follow join it in one
+    /// send (`Connection::queue_send_more`).
+    more_follow: Cell<bool>,
     /// Set when the writer failed: stop everything. Apart from `changed` so a reader
     /// waiting for requests is not woken by every reply sent.
     failed: Rc<LocalSignal>,
@@ -60,6 +64,7 @@ impl Conn {
     /// queue has emptied ([`settle`](Self::settle)).
     fn push(&self, segs: Segments, w: &WorkerCtx) {
         let queued = match segs {
+            Segments::One(b) if self.more_follow.get() => self.stream.queue_send_more(b),
             Segments::One(b) => self.stream.queue_send(b),
             Segments::Many(v) => self
                 .stream
@@ -195,6 +200,7 @@ pub(super) async fn serve(stream: Connection, w: Rc<WorkerCtx>, key: usize) {
         in_flight: Cell::new(0),
         unsent: Cell::new(0),
         running: Cell::new(0),
+        more_follow: Cell::new(false),
         failed: Rc::new(LocalSignal::default()),
         changed: Rc::new(LocalSignal::default()),
         handlers: RefCell::new(slab::Slab::new()),
@@ -448,7 +454,10 @@ async fn read_loop(stream: &Rc<Connection>, conn: &Rc<Conn>, w: &Rc<WorkerCtx>) 
                     bump(&stats.pressure_spills, spills - spills_counted);
                     spills_counted = spills;
                 }
-                if !dispatch(incoming, transport, protocol, conn, w) {
+                conn.more_follow.set(messages.buffered() > 0);
+                let go_on = dispatch(incoming, transport, protocol, conn, w);
+                conn.more_follow.set(false);
+                if !go_on {
                     return End::Graceful;
                 }
             }

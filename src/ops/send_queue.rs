@@ -463,8 +463,8 @@ fn queue(
 /// Sends `buf` on `socket` at once, with one non-blocking `send`: the first plain send
 /// of the tasks a loop turn woke, on an idle socket ([`Driver::take_at_once`]).
 /// Counted on one connection's 64 B echo, waiting for the turn's end as a [`Direct`]
-/// send cost ~350 instructions more (the list entry made and taken, the socket's flag
-/// set and cleared, the turn's look at the list). `Some(buf)` back when the socket
+/// send cost ~250 instructions more (the list entry made and taken, the socket's flag
+/// set and cleared, the turn's look at the list: the send's 504 became 258). `Some(buf)` back when the socket
 /// took none of it (its buffer is full): it then waits as a direct send. The rest of a
 /// short send goes as a flight; a failure is kept as a queued send's would be, and
 /// returned.

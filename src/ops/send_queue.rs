@@ -464,10 +464,10 @@ fn queue(
 /// of the tasks a loop turn woke, on an idle socket ([`Driver::take_at_once`]).
 /// Counted on one connection's 64 B echo, waiting for the turn's end as a [`Direct`]
 /// send cost ~250 instructions more (the list entry made and taken, the socket's flag
-/// set and cleared, the turn's look at the list: the send's 504 became 258). `Some(buf)` back when the socket
-/// took none of it (its buffer is full): it then waits as a direct send. The rest of a
-/// short send goes as a flight; a failure is kept as a queued send's would be, and
-/// returned.
+/// set and cleared, the turn's look at the list: the send's 504 became 258).
+/// `Some(buf)` back when the socket took none of it (its buffer is full): it then waits
+/// as a direct send. Otherwise it ends as a direct send sent at once does
+/// ([`go_on_short`]), and a failure is also returned.
 fn send_now(
     driver: &mut Driver,
     socket: &SharedFd,
@@ -478,8 +478,8 @@ fn send_now(
         return Ok(Some(buf));
     };
     driver.count_at_once();
-    let failure = Failure::of(res);
-    if failure.is_none() && res as usize == buf.len() {
+    let sent = sent_or_failed(res);
+    if matches!(sent, Ok(n) if n == buf.len()) {
         // The rule: all of it went. The buffer goes back to its pool here.
         return Ok(None);
     }
@@ -493,15 +493,26 @@ fn send_now(
         }
     })
     .ok_or_else(not_in_runtime)?;
-    match failure {
-        None => {
-            flight::fly(driver, &d, buf, res as usize);
-            Ok(None)
-        }
-        Some(f) => {
+    go_on_short(driver, &d, buf, sent);
+    sent.map(|_| None).map_err(Failure::error)
+}
+
+/// A send's result `res` (bytes sent, or `-errno`) as bytes sent or the failure.
+#[inline]
+fn sent_or_failed(res: i32) -> Result<usize, Failure> {
+    Failure::of(res).map_or(Ok(res as usize), Err)
+}
+
+/// Goes on with direct send `d` of `buf`, of which `sent` bytes went at once (fewer
+/// than all) or which failed: the rest goes as a flight; a failure is kept in its
+/// writer, as a queued send's is.
+fn go_on_short(driver: &mut Driver, d: &Direct, buf: SendBuf, sent: Result<usize, Failure>) {
+    match sent {
+        Ok(n) => flight::fly(driver, d, buf, n),
+        Err(f) => {
+            // The buffer goes back to its pool here, outside the writers' borrow.
             drop(buf);
-            with_writers(|w| end_direct(w, &d, 0, Some(f), driver.later_wakers()));
-            Err(f.error())
+            with_writers(|w| end_direct(w, d, 0, Some(f), driver.later_wakers()));
         }
     }
 }
@@ -525,10 +536,7 @@ fn send_direct(driver: &mut Driver) {
         let sent = if shutting_down {
             Err(Failure(libc::ECANCELED))
         } else if at_once {
-            match send_at_once(&d.socket, &buf) {
-                None => Ok(0),
-                Some(res) => Failure::of(res).map_or(Ok(res as usize), Err),
-            }
+            send_at_once(&d.socket, &buf).map_or(Ok(0), sent_or_failed)
         } else {
             Ok(0)
         };
@@ -539,15 +547,11 @@ fn send_direct(driver: &mut Driver) {
                 drop(buf);
                 with_writers(|w| end_direct(w, d, n, None, driver.later_wakers()));
             }
-            Ok(n) => {
-                if at_once {
+            _ => {
+                if at_once && sent.is_ok() {
                     driver.count_at_once();
                 }
-                flight::fly(driver, d, buf, n);
-            }
-            Err(f) => {
-                drop(buf);
-                with_writers(|w| end_direct(w, d, 0, Some(f), driver.later_wakers()));
+                go_on_short(driver, d, buf, sent);
             }
         }
     }

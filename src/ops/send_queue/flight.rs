@@ -2,9 +2,10 @@
 //! is one SEND whose buffer and socket the thread's writers keep ([`Flight`]), with
 //! no op, box or slot in the driver's slab. Several sockets' replies in one loop turn
 //! go out this way, in one kernel entry for all (a syscall each was measured slower in
-//! real time); their completions come back here ([`FLIGHTS`]). Counted at 8 connections of 64 B echo, a
-//! send as a [`QueuedSend`] op cost ~1,100 instructions of bookkeeping; the writer,
-//! which the queries need anyway, is all a flight adds to the SQE.
+//! real time); their completions come back here ([`FLIGHTS`]). Counted at 8
+//! connections of 64 B echo, a send as a [`QueuedSend`] op cost ~1,100 instructions of
+//! bookkeeping; the writer, which the queries need anyway, is all a flight adds to the
+//! SQE.
 //!
 //! Only the common end is handled here: the whole buffer sent and nothing queued
 //! behind it, which ends the writer. Anything else (a short send, a failure, a cancel,
